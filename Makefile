@@ -1,0 +1,37 @@
+# Everything a fresh machine (Python 3.11+, Node 20, npm) needs, from nothing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+NODE_SERVERS := tests/node_modules/.package-lock.json
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: install run test bench lint clean
+
+install: $(VENV)/.installed $(NODE_SERVERS)
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+$(NODE_SERVERS): tests/package.json tests/package-lock.json
+	cd tests && npm ci --no-audit --no-fund --loglevel=error
+
+# Serve the example config over streamable HTTP (works offline).
+run: install
+	$(BIN)/onetool serve --http --config onetool.yaml
+
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python -m bench
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) tests/node_modules

@@ -1,0 +1,233 @@
+"""onetool.yaml -> validated, strict pydantic models.
+
+Every problem (unreadable file, bad YAML, unknown key, wrong type, unset
+``${VAR}``, a name clash after sanitising) raises one :class:`ConfigError`
+whose message names the file, the key path and what was expected. Secret
+values (env values, header values, tokens) never appear in those messages.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_FILENAME = "onetool.yaml"
+ENV_CONFIG = "ONETOOL_CONFIG"
+
+_VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says where and why."""
+
+
+def to_identifier(name: str) -> str:
+    """Turn a server or tool name into a Python identifier.
+
+    ``github-api`` -> ``github_api``, ``123server`` -> ``_123server``,
+    ``class`` -> ``class_``.
+    """
+    ident = _NOT_IDENT.sub("_", name)
+    if not ident or ident[0].isdigit():
+        ident = "_" + ident
+    if keyword.iskeyword(ident):
+        ident += "_"
+    return ident
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    """One upstream MCP server: stdio (``command``) or HTTP (``url``)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    cwd: Path | None = None
+
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    type: Literal["http", "sse"] | None = None
+
+    timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
+    connect_timeout: float = Field(default=20.0, gt=0, description="seconds to connect and list tools")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both")
+        if self.command is not None:
+            stray = [k for k in ("headers", "type") if k in self.model_fields_set]
+        else:
+            stray = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+        if stray:
+            kind = "stdio ('command')" if self.command is not None else "HTTP ('url')"
+            raise ValueError(f"{', '.join(stray)} cannot be used with a {kind} server")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.command is not None:
+            return "stdio"
+        return self.type or "http"
+
+
+class PacksConfig(_Strict):
+    dirs: list[Path] = Field(default_factory=list, description="extra local pack folders")
+
+
+class SandboxConfig(_Strict):
+    timeout: float = Field(default=30.0, gt=0, description="wall clock per run, seconds")
+    memory_mb: int = Field(default=256, ge=32)
+    max_calls: int = Field(default=200, ge=0, description="pack calls per run")
+    max_output_kb: int = Field(default=256, ge=1, description="printed output and result size cap")
+
+
+class HttpConfig(_Strict):
+    token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
+
+
+class Config(_Strict):
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    packs: PacksConfig = Field(default_factory=PacksConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    path: Path | None = Field(default=None, exclude=True, description="the file this came from")
+
+    @model_validator(mode="after")
+    def _unique_pack_names(self) -> Config:
+        seen: dict[str, str] = {}
+        for name in self.servers:
+            pack = to_identifier(name)
+            if pack in seen:
+                raise ValueError(
+                    f"servers '{seen[pack]}' and '{name}' both become pack '{pack}'; rename one of them"
+                )
+            seen[pack] = name
+        return self
+
+    @property
+    def enabled_servers(self) -> dict[str, ServerConfig]:
+        return {name: s for name, s in self.servers.items() if s.enabled}
+
+
+def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """``--config``, else ``$ONETOOL_CONFIG``, else ``./onetool.yaml`` if it exists, else None."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get(ENV_CONFIG):
+        return Path(env)
+    default = Path(DEFAULT_FILENAME)
+    return default if default.is_file() else None
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None
+) -> Config:
+    """Load and validate a config file; ``None`` gives the empty config."""
+    if path is None:
+        return Config()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file: {e.strerror or e}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{path}: invalid YAML{at}: {problem}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    raw = _expand(raw, environ if environ is not None else dict(os.environ), path, ())
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_describe(path, e)) from None
+    return _resolve_paths(config, path)
+
+
+def _expand(value: Any, environ: dict[str, str], path: Path, at: tuple[str | int, ...]) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${VAR}`` stays literal."""
+    if isinstance(value, dict):
+        return {k: _expand(v, environ, path, (*at, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, environ, path, (*at, i)) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        escaped, var, default = m.groups()
+        if escaped:
+            return m.group(0)[1:]
+        if var in environ:
+            return environ[var]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"{path}: {_dotted(at)}: environment variable {var} is not set "
+            f"(set it, or write ${{{var}:-default}})"
+        )
+
+    return _VAR.sub(sub, value)
+
+
+def _describe(path: Path, error: ValidationError) -> str:
+    lines = []
+    for err in error.errors(include_input=False, include_url=False):
+        loc = _dotted(err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key (allowed here: {', '.join(_allowed_keys(err['loc']))})"
+        lines.append(f"{loc}: {msg}")
+    head = f"{path}: invalid configuration"
+    return head + (": " + lines[0] if len(lines) == 1 else ":\n  " + "\n  ".join(lines))
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the model at ``loc[:-1]`` accepts, for an 'unknown key' message."""
+    model: type[BaseModel] = Config
+    parts = list(loc[:-1])
+    while parts:
+        part = parts.pop(0)
+        if model is Config and part == "servers":
+            parts = parts[1:]  # skip the server's own name
+            model = ServerConfig
+            continue
+        annotation = model.model_fields[str(part)].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return [name for name in model.model_fields if name != "path"]
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _resolve_paths(config: Config, path: Path) -> Config:
+    """Relative folders in the config are relative to the config file, not the cwd."""
+    base = path.resolve().parent
+    servers = {
+        name: s.model_copy(update={"cwd": base / s.cwd}) if s.cwd and not s.cwd.is_absolute() else s
+        for name, s in config.servers.items()
+    }
+    packs = config.packs.model_copy(update={"dirs": [base / d for d in config.packs.dirs]})
+    return config.model_copy(update={"servers": servers, "packs": packs, "path": path})

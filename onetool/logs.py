@@ -1,0 +1,75 @@
+"""Logging: loguru to stderr (or a file), never stdout, and :class:`LogSpan`.
+
+stdout is the MCP channel in stdio mode, so nothing here may write to it.
+Structured fields live in each record's ``extra``; the stderr line shows them
+as ``key=value`` after the message. Values bound with
+``logger.contextualize(runId=...)`` ride along on every record of that run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from types import TracebackType
+from typing import Any, TextIO
+
+from loguru import logger
+
+__all__ = ["LogSpan", "logger", "setup_logging"]
+
+_FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
+
+
+def _with_kv(record: Any) -> None:
+    extra = record["extra"]
+    kv = " ".join(f"{k}={v}" for k, v in extra.items() if not k.startswith("_"))
+    extra["_kv"] = f" {kv}" if kv else ""
+
+
+def setup_logging(level: str | None = None, file: str | None = None, sink: TextIO | None = None) -> None:
+    """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO)."""
+    level = (level or os.environ.get("LOG_LEVEL") or "INFO").upper()
+    logger.remove()
+    logger.configure(patcher=_with_kv)
+    target: Any = file or sink or sys.stderr
+    logger.add(target, level=level, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
+
+
+class LogSpan:
+    """Times a block and logs one record on exit.
+
+    The record's message is the span name; its ``extra`` holds the fields
+    given here or with :meth:`add`, plus ``status`` (SUCCESS or FAILED) and
+    ``duration`` (seconds), and on failure ``errorType`` and ``errorMessage``.
+    Exceptions propagate unchanged. Use as ``with LogSpan("proxy.connect",
+    server=name) as span: ...; span.add(toolCount=n)``.
+    """
+
+    def __init__(self, span: str, *, level: str = "INFO", **fields: Any) -> None:
+        self.span = span
+        self.level = level
+        self.fields: dict[str, Any] = dict(fields)
+        self._start = 0.0
+
+    def add(self, **fields: Any) -> None:
+        self.fields.update(fields)
+
+    def __enter__(self) -> LogSpan:
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        fields = {**self.fields, "duration": round(time.perf_counter() - self._start, 4)}
+        level = self.level
+        # A span may set status itself (e.g. an is_error tool result that raised nothing).
+        failed = exc is not None or fields.get("status") == "FAILED"
+        fields["status"] = "FAILED" if failed else "SUCCESS"
+        if exc is not None:
+            fields["errorType"] = type(exc).__name__
+            fields["errorMessage"] = str(exc) or type(exc).__name__
+        if failed and level in ("DEBUG", "INFO"):
+            level = "WARNING"
+        logger.bind(span=self.span, **fields).log(level, self.span)

@@ -1,0 +1,110 @@
+"""Shared fixtures: where the reference servers live, HTTP-mode server-everything, log capture."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loguru import logger
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+EVERYTHING_JS = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+PYTHON = sys.executable
+TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def _serve_everything(mode: str) -> Iterator[int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        ["node", str(EVERYTHING_JS), mode],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def everything_http() -> Iterator[str]:
+    """server-everything over streamable HTTP; yields its URL."""
+    for port in _serve_everything("streamableHttp"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="session")
+def everything_sse() -> Iterator[str]:
+    """server-everything over SSE; yields its URL."""
+    for port in _serve_everything("sse"):
+        yield f"http://127.0.0.1:{port}/sse"
+
+
+@pytest.fixture
+def everything_stdio() -> dict[str, Any]:
+    """A `servers:` entry that runs server-everything over stdio."""
+    return {"command": "node", "args": [str(EVERYTHING_JS), "stdio"]}
+
+
+@pytest.fixture
+def time_stdio() -> dict[str, Any]:
+    """A `servers:` entry that runs mcp-server-time (a 2026-07-28 era server) over stdio."""
+    return {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}
+
+
+@pytest.fixture
+def log_records() -> Iterator[list[dict[str, Any]]]:
+    """Every loguru record emitted during the test, as {level, message, extra} dicts."""
+    records: list[dict[str, Any]] = []
+
+    def sink(message: Any) -> None:
+        r = message.record
+        records.append({"level": r["level"].name, "message": r["message"], "extra": dict(r["extra"])})
+
+    handler = logger.add(sink, level="DEBUG")
+    try:
+        yield records
+    finally:
+        logger.remove(handler)
+
+
+def spans(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The `extra` of every LogSpan record called `name`."""
+    return [r["extra"] for r in records if r["extra"].get("span") == name]
