@@ -110,9 +110,7 @@ class Config(_Strict):
         for name in self.servers:
             pack = to_identifier(name)
             if pack in seen:
-                raise ValueError(
-                    f"servers '{seen[pack]}' and '{name}' both become pack '{pack}'; rename one of them"
-                )
+                raise ValueError(f"servers '{seen[pack]}' and '{name}' both become pack '{pack}'; rename one of them")
             seen[pack] = name
         return self
 
@@ -131,9 +129,7 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
-def load_config(
-    path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None
-) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None) -> Config:
     """Load and validate a config file; ``None`` gives the empty config."""
     if path is None:
         return Config()
@@ -179,8 +175,7 @@ def _expand(value: Any, environ: dict[str, str], path: Path, at: tuple[str | int
         if default is not None:
             return default
         raise ConfigError(
-            f"{path}: {_dotted(at)}: environment variable {var} is not set "
-            f"(set it, or write ${{{var}:-default}})"
+            f"{path}: {_dotted(at)}: environment variable {var} is not set (set it, or write ${{{var}:-default}})"
         )
 
     return _VAR.sub(sub, value)

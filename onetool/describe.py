@@ -1,0 +1,68 @@
+"""The ``run`` tool's description: how to use it, and every pack as Python signatures.
+
+This text is all a model sees of OneTool, so it teaches by example and lists
+each tool as ``pack.tool(arg: type = default)`` with its first sentence. When
+the catalogue is large, packs are shortened (signatures only, then names only)
+with a pointer to ``proxy.list_tools(server=...)``.
+"""
+
+from __future__ import annotations
+
+from onetool.packs import Pack, Registry
+
+BUDGET_CHARS = 12_000
+
+INTRO = """\
+Run a short Python snippet that calls tools as functions of packs, and get back only the final value.
+
+Write plain Python: call tools as `pack.tool(arg=value)` (positional arguments follow the listed order), \
+combine and filter results in code, and end with an expression: its value is the result, together \
+with anything print()ed. Only that value reaches you, so trim large results in the snippet. A failed \
+tool call raises ToolError, which you can catch. Allowed imports: json, re, math, datetime, \
+collections, itertools, statistics, random, textwrap, base64, hashlib. No files, network or processes.
+
+Example:
+    sites = wix.list_sites()
+    [s["name"] for s in sites if s.get("published")]
+
+Discover more with proxy.list_servers() and proxy.list_tools(server="name")."""
+
+
+def describe_run(registry: Registry, budget: int = BUDGET_CHARS) -> str:
+    packs = list(registry.packs.values())
+    if not packs:
+        return INTRO + "\n\nNo packs are available."
+    # Try the richest listing first; shorten the biggest packs until it fits.
+    detail = {p.name: 2 for p in packs}
+    by_size = sorted(packs, key=lambda p: len(p.tools), reverse=True)
+    while True:
+        text = _render(packs, detail, registry)
+        if len(text) <= budget:
+            return text
+        victim = next((p for level in (2, 1) for p in by_size if detail[p.name] == level), None)
+        if victim is None:
+            return text
+        detail[victim.name] -= 1
+
+
+def _render(packs: list[Pack], detail: dict[str, int], registry: Registry) -> str:
+    out = [INTRO, "", "Packs:"]
+    for pack in packs:
+        status = registry.server_status(pack.server) if pack.server else None
+        note = f" [server {status.status}: {status.error}]" if status and status.status != "connected" else ""
+        level = detail[pack.name]
+        if level == 2:
+            out.append(f"{pack.name}:{note}")
+            for tool in pack.tools.values():
+                summary = f"  # {tool.summary}" if tool.summary else ""
+                out.append(f"  {tool.signature}{summary}")
+        elif level == 1:
+            out.append(f"{pack.name}:{note} (descriptions: proxy.list_tools(server={pack.name!r}))")
+            out.extend(f"  {tool.signature}" for tool in pack.tools.values())
+        else:
+            names = ", ".join(pack.tools)
+            out.append(
+                f"{pack.name}:{note} {len(pack.tools)} tools: {names} "
+                f"(signatures: proxy.list_tools(server={pack.name!r}))"
+            )
+    return "\n".join(out)

@@ -1,0 +1,78 @@
+"""Introspection of the proxied MCP servers, callable from snippets as ``proxy.*``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onetool.packs import PackContext, PackError, call_upstream
+
+
+async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
+    """Every configured MCP server with its live status: name, pack, type, enabled, status, error, tools."""
+    return [
+        {
+            "name": s.name,
+            "pack": s.pack,
+            "type": s.type,
+            "enabled": s.enabled,
+            "status": s.status,
+            "error": s.error,
+            "tools": s.tool_count,
+        }
+        for s in ctx.pool.status()
+    ]
+
+
+async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
+    """The tools of one server or pack: name, signature, description, and where each comes from.
+
+    Local tools that shadow an upstream tool of the same name are marked ``shadows_upstream``.
+    """
+    registry = ctx.registry()
+    pack = registry.packs.get(_pack_name(server, ctx))
+    if pack is None:
+        names = [s.name for s in ctx.pool.status()]
+        local = [p for p in registry.packs if p not in {s.pack for s in ctx.pool.status()}]
+        raise PackError(
+            f"unknown server '{server}'; servers: {', '.join(names) or 'none'}"
+            + (f"; local packs: {', '.join(local)}" if local else "")
+        )
+    status = registry.server_status(pack.server) if pack.server else None
+    if status is not None and status.status != "connected" and not pack.tools:
+        raise PackError(f"server '{status.name}' is unavailable: {status.error or status.status}")
+    tools = [
+        {
+            "name": t.name,
+            "signature": t.signature,
+            "description": t.description,
+            "source": t.source,
+            **({"upstream_name": t.remote_name} if t.remote_name and t.remote_name != t.name else {}),
+            **({"shadows_upstream": True} if t.name in pack.shadowed else {}),
+        }
+        for t in pack.tools.values()
+    ]
+    return tools
+
+
+async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, *, ctx: PackContext) -> Any:
+    """Call a server's tool by its exact upstream name (for names that are not Python identifiers)."""
+    registry = ctx.registry()
+    pack = registry.packs.get(_pack_name(server, ctx))
+    if pack is None or pack.server is None:
+        raise PackError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.pool.status())}")
+    match = next((t for t in pack.tools.values() if t.remote_name == tool and t.source == "upstream"), None)
+    match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
+    if match is None:
+        registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
+        raise PackError(f"server '{pack.server}' has no tool '{tool}'")
+    assert match.schema is not None
+    bound = match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
+    return await call_upstream(ctx.pool, pack.server, tool, bound, f"{pack.server}:{tool}", match.output_schema)
+
+
+def _pack_name(server: str, ctx: PackContext) -> str:
+    """Accept the configured server name (``github-api``) or its pack name (``github_api``)."""
+    for s in ctx.pool.status():
+        if server in (s.name, s.pack):
+            return s.pack
+    return server
