@@ -113,7 +113,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     from onetool.gateway import Gateway
     from onetool.logs import logger
 
-    token = os.environ.get("ONETOOL_TOKEN") or config.http.token
+    token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
 
     def ready(url: str) -> None:
         print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here

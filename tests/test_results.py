@@ -1,0 +1,89 @@
+"""MCP results -> plain data, and a run's outcome -> run's MCP result."""
+
+from __future__ import annotations
+
+import base64
+
+from mcp import types
+
+from onetool.results import run_result, to_value
+
+PNG = base64.b64encode(b"\x89PNG fake").decode()
+
+
+def text(*parts: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=p) for p in parts])
+
+
+def test_structured_content_wins() -> None:
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="ignored")], structured_content={"a": 1})
+    assert to_value(result) == {"a": 1}
+
+
+def test_python_sdk_result_envelope_is_unwrapped() -> None:
+    result = types.CallToolResult(content=[], structured_content={"result": [1, 2]})
+    schema = {"type": "object", "properties": {"result": {"type": "array"}}, "required": ["result"]}
+    assert to_value(result, schema) == [1, 2]
+    # a genuine object that happens to have one key named result stays as it is without that schema
+    assert to_value(result, {"type": "object", "properties": {"result": {}, "other": {}}}) == {"result": [1, 2]}
+
+
+def test_text_parts() -> None:
+    assert to_value(text("007")) == "007"
+    assert to_value(text("42")) == "42"
+    assert to_value(text('{"a": [1]}')) == {"a": [1]}
+    assert to_value(text("[1, 2]")) == [1, 2]
+    assert to_value(text("[not json]")) == "[not json]"
+    assert to_value(text("a", "b")) == ["a", "b"]
+    assert to_value(text()) is None
+
+
+def test_media_becomes_dicts() -> None:
+    result = types.CallToolResult(
+        content=[
+            types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///a.txt", text="hi", mime_type="text/plain"),
+            ),
+        ]
+    )
+    image, resource = to_value(result)
+    assert image == {"type": "image", "data": PNG, "mimeType": "image/png"}
+    assert resource["type"] == "resource" and resource["resource"]["uri"] == "file:///a.txt"
+
+
+def test_run_result_value_and_output() -> None:
+    result = run_result([1, "007", {"k": None}], "hello\n")
+    assert not result.is_error
+    assert [c.text for c in result.content] == ["hello\n", '[1,"007",{"k":null}]']
+    assert result.structured_content == {"output": "hello\n", "result": [1, "007", {"k": None}]}
+
+
+def test_run_result_plain_string_is_not_quoted() -> None:
+    assert run_result("007", "").content[0].text == "007"
+
+
+def test_run_result_passes_media_through() -> None:
+    result = run_result({"chart": {"type": "image", "data": PNG, "mimeType": "image/png"}}, "")
+    kinds = [c.type for c in result.content]
+    assert kinds == ["text", "image"]
+    assert result.content[1].data == PNG
+    assert result.structured_content["result"]["chart"]["content"] == "attached as MCP content #1"
+    assert PNG not in result.content[0].text
+
+
+def test_run_result_cut_with_note() -> None:
+    result = run_result("x" * 5000, "", max_chars=1000)
+    assert len(result.content[0].text) < 1200
+    assert "showing 1,024 of 5,000 characters" in result.content[0].text
+    assert result.structured_content["truncated"] is True
+
+
+def test_run_result_error() -> None:
+    error = {"type": "ZeroDivisionError", "message": "division by zero", "line": 2, "source": "x = 1/0"}
+    result = run_result(None, "partial\n", error=error)
+    assert result.is_error
+    assert result.content[-1].text == "ZeroDivisionError: division by zero (line 2: x = 1/0)"
+    assert result.structured_content["error"]["type"] == "ZeroDivisionError"
+    assert result.structured_content["output"] == "partial\n"
