@@ -1,0 +1,260 @@
+"""MCP surfaces: the one tool ``run`` served over stdio and streamable HTTP.
+
+A gateway object supplies the behaviour (``describe_run``, ``run``,
+``subscribe``); this module only speaks MCP. Both protocol eras are served on
+both transports: handshake-era clients (2025-11-25) and 2026-07-28 clients.
+They learn about catalogue changes differently, so :class:`_ListChangedFanout`
+pushes each change both ways: ``send_tool_list_changed`` on every live
+handshake-era connection, and a ``ToolsListChanged`` event on the subscription
+bus that 2026-era ``subscriptions/listen`` streams read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from onetool import __version__
+from onetool.http import (
+    ServeError,
+    UvicornServer,
+    bind_socket,
+    build_app,
+    is_loopback,
+    loopback_security,
+    url_of,
+)
+from onetool.logs import logger
+
+__all__ = ["RUN_INPUT_SCHEMA", "ServeError", "build_server", "serve_http", "serve_stdio"]
+
+RUN_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {
+            "type": "string",
+            "description": "Python source to run. The value of the last expression is the result.",
+        }
+    },
+    "required": ["code"],
+}
+
+# A client that stops reading must not stall the change fan-out for everyone else.
+_PUSH_TIMEOUT = 5.0
+
+
+class GatewayLike(Protocol):
+    def describe_run(self) -> str: ...
+
+    async def run(self, code: str) -> CallToolResult: ...
+
+    def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class _ListChangedFanout:
+    """Tells every connected client, in its own era's way, that the tool list changed."""
+
+    def __init__(self, gateway: GatewayLike) -> None:
+        self._gateway = gateway
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        # Handshake-era connections, keyed by connection identity. Pushing outside a request needs a
+        # session from an earlier request; each one reaches the connection's standalone channel.
+        self._sessions: dict[int, ServerSession] = {}
+
+    async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: record each handshake-era connection on its first message."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # The SDK gives lowlevel handlers no public handle on the connection; its exit stack is
+            # the one hook that tells us when the connection ends (EOF, DELETE, idle timeout).
+            connection = ctx.session._connection
+            key = id(connection)
+            if key not in self._sessions:
+                self._sessions[key] = ctx.session
+                connection.exit_stack.callback(self._sessions.pop, key, None)
+        return await call_next(ctx)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._gateway.subscribe() as changes:
+            task_status.started()
+            async for _ in changes:
+                await self.push()
+
+    async def push(self) -> None:
+        logger.debug("tools/list_changed", handshakeSessions=len(self._sessions))
+        await self.bus.publish(ToolsListChanged())
+        async with anyio.create_task_group() as tg:
+            for key, session in list(self._sessions.items()):
+                tg.start_soon(self._push_one, key, session)
+
+    async def _push_one(self, key: int, session: ServerSession) -> None:
+        with anyio.move_on_after(_PUSH_TIMEOUT) as scope:
+            await session.send_tool_list_changed()
+        if scope.cancelled_caught:
+            logger.warning("dropping an MCP client that stopped reading notifications")
+            self._sessions.pop(key, None)
+
+
+class _RunServer(Server[dict[str, Any]]):
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # The default NotificationOptions advertise tools.listChanged=false to handshake-era clients,
+        # and the HTTP session manager calls this with no arguments, so the default is fixed here.
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
+    """The MCP server with one tool, ``run``, backed by ``gateway``.
+
+    Its lifespan watches ``gateway.subscribe()`` and fans each change out to
+    connected clients, so it works the same under stdio, HTTP or in-process.
+    """
+    fanout = _ListChangedFanout(gateway)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        # Computed per request: the description names the current upstream catalogue.
+        return ListToolsResult(
+            tools=[Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)]
+        )
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        if params.name != "run":
+            return _error(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
+        code = (params.arguments or {}).get("code")
+        if not isinstance(code, str):
+            got = "nothing" if code is None else type(code).__name__
+            return _error(f"`run` expects a string argument `code` with Python source; got {got}.")
+        try:
+            return await gateway.run(code)
+        except Exception as exc:
+            # The gateway promises not to raise; if it does anyway, the client gets a short message and the
+            # traceback stays in our log.
+            logger.opt(exception=exc).error("gateway.run raised")
+            return _error(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as tg:
+            # start() so the subscription exists before the first client can connect.
+            await tg.start(fanout.run)
+            try:
+                yield {}
+            finally:
+                # Ends 2026-era listen streams gracefully; they live in HTTP request tasks, not in ours.
+                fanout.listen.close()
+                tg.cancel_scope.cancel()
+
+    server = _RunServer(
+        "onetool",
+        version=__version__,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=fanout.listen,
+        # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
+        get_tool_input_schema=lambda name: RUN_INPUT_SCHEMA if name == "run" else None,
+    )
+    server.middleware.append(fanout.remember)
+    return server
+
+
+async def serve_stdio(gateway: GatewayLike) -> None:
+    """Serve MCP on stdin/stdout until stdin reaches EOF."""
+    server = build_server(gateway)
+    async with stdio_server() as (read_stream, write_stream):
+        logger.info("serving MCP over stdio")
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    logger.info("stdin closed; stdio server done")
+
+
+async def serve_http(
+    gateway: GatewayLike,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at /mcp (and GET /health) until cancelled.
+
+    Stateful sessions, so handshake-era clients get pushed notifications.
+    ``on_ready(url)`` is called once listening, with the real port.
+    """
+    if not token and not is_loopback(host):
+        raise ServeError(f"refusing to serve on {host} without a token: set ONETOOL_TOKEN or http.token")
+    sock = bind_socket(host, port)
+    url = url_of(sock, "/mcp")
+    server = build_server(gateway)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        # A non-loopback bind is reached under names we cannot list; the token guards it instead.
+        security_settings=loopback_security(sock.getsockname()[1]) if is_loopback(host) else None,
+    )
+    web = UvicornServer(build_app(manager, token))
+    stopped = anyio.Event()
+    failure: list[Exception] = []
+
+    async def run_uvicorn() -> None:
+        # Shielded: on cancellation we stop uvicorn through should_exit, after MCP sessions are closed,
+        # so it can finish open responses instead of being torn down mid-write.
+        with anyio.CancelScope(shield=True):
+            try:
+                await web.serve(sockets=[sock])
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                stopped.set()
+                web.ready.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_uvicorn)
+            try:
+                async with manager.run():
+                    await web.ready.wait()
+                    if not stopped.is_set():
+                        logger.info("serving MCP over HTTP", url=url, auth="bearer" if token else "none")
+                        if on_ready is not None:
+                            on_ready(url)
+                        await stopped.wait()
+            finally:
+                web.should_exit = True
+    finally:
+        sock.close()
+    # Only reached when uvicorn ended by itself: cancellation propagates out of the task group above.
+    reason = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+    raise ServeError(f"the HTTP server on {url} stopped unexpectedly{reason}")
