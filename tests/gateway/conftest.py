@@ -1,0 +1,111 @@
+"""A real gateway for end-to-end tests: `onetool serve` with real upstreams and a colliding local pack."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcp import Client, types
+
+from tests.conftest import EVERYTHING_JS, TIME_SERVER
+
+HERE = Path(__file__).resolve().parent
+ONETOOL = str(Path(sys.executable).with_name("onetool"))
+
+
+def gateway_config(marker: str, **sandbox: Any) -> dict[str, Any]:
+    """server-everything as `brave` (collides with packs/brave.py), mcp-server-time, a broken and a disabled server.
+
+    ``marker`` is put in every child's environment so a test can find leftover processes.
+    """
+    env = {"ONETOOL_TEST_MARKER": marker}
+    return {
+        "servers": {
+            "brave": {"command": "node", "args": [str(EVERYTHING_JS), "stdio"], "env": env, "timeout": 3},
+            "time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"], "env": env},
+            "broken-server": {"command": "/nonexistent/mcp-server", "connect_timeout": 5},
+            "off": {"command": "node", "enabled": False},
+        },
+        "packs": {"dirs": [str(HERE / "packs")]},
+        "sandbox": {"timeout": 5, **sandbox},
+    }
+
+
+def write_config(folder: Path, config: dict[str, Any]) -> Path:
+    path = folder / "onetool.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def processes_with(marker: str) -> list[int]:
+    """PIDs whose environment carries ``marker``: children a gateway started and must have reaped."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+class ServedGateway:
+    def __init__(self, proc: subprocess.Popen[str], url: str, marker: str, log: Path) -> None:
+        self.proc, self.url, self.marker, self.log = proc, url, marker, log
+
+    async def run(self, code: str, mode: str = "auto") -> types.CallToolResult:
+        async with Client(self.url, mode=mode, read_timeout_seconds=60) as client:  # type: ignore[arg-type]
+            return await client.call_tool("run", {"code": code})
+
+
+def start_http_gateway(folder: Path, config: dict[str, Any], marker: str, *extra: str) -> ServedGateway:
+    path = write_config(folder, config)
+    log = folder / "gateway.log"
+    proc = subprocess.Popen(
+        [ONETOOL, "serve", "--http", "--port", "0", "--config", str(path), "--log-file", str(log), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "LOG_LEVEL": "DEBUG"},
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), f"no URL printed; log: {log.read_text() if log.exists() else ''}"
+    return ServedGateway(proc, url, marker, log)
+
+
+def stop(proc: subprocess.Popen[str]) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+@pytest.fixture(scope="package")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    """One `onetool serve --http --port 0` for the package's tests."""
+    marker = f"gw-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path_factory.mktemp("gateway"), gateway_config(marker), marker)
+    try:
+        yield served
+    finally:
+        stop(served.proc)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))

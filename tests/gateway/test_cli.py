@@ -1,0 +1,111 @@
+"""The `onetool` command: outputs and exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.conftest import ONETOOL, gateway_config, write_config
+
+
+def onetool(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin, env=env)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("cli"), gateway_config(f"cli-{uuid.uuid4().hex}"))
+
+
+def test_help_and_version() -> None:
+    assert onetool("--help").returncode == 0
+    assert "run(code)" in onetool("--help").stdout
+    version = onetool("--version")
+    assert version.returncode == 0 and version.stdout.startswith("onetool ")
+
+
+def test_run_prints_the_value(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", "x = [1, 2]\nx + [3]", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[1,2,3]\n"
+
+
+def test_run_from_file_and_stdin(tmp_path: Path) -> None:
+    (tmp_path / "snippet.py").write_text("'from a file'")
+    assert onetool("run", "snippet.py", cwd=tmp_path).stdout == "from a file\n"
+    assert onetool("run", "-", cwd=tmp_path, stdin="6 * 7").stdout == "42\n"
+
+
+def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", "1 / 0", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ZeroDivisionError" in proc.stderr and proc.stdout == ""
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert onetool("run", cwd=tmp_path).returncode == 2
+    assert onetool("run", "-c", "1", "file.py", cwd=tmp_path).returncode == 2
+    assert onetool("run", "missing.py", cwd=tmp_path).returncode == 2
+    assert onetool("frobnicate").returncode == 2
+
+
+def test_bad_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("servers:\n  a:\n    command: x\n    timeout: soon\n")
+    proc = onetool("run", "-c", "1", "--config", str(bad))
+    assert proc.returncode == 2
+    assert "bad.yaml" in proc.stderr and "servers.a.timeout" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_config_from_environment_variable(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"servers": {"x": {"command": "x", "enabled": False}}})
+    env = {**os.environ, "ONETOOL_CONFIG": str(path)}
+    proc = subprocess.run(
+        [ONETOOL, "run", "-c", "[s['name'] for s in proxy.list_servers()]"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.stdout == '["x"]\n'
+
+
+def test_run_with_servers(config: Path) -> None:
+    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')['timezone']")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "UTC\n"
+
+
+def test_servers_table(config: Path) -> None:
+    proc = onetool("servers", "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert "connected" in lines["time"] and "2025-11-25" in lines["brave"] and "2026-07-28" in lines["time"]
+    assert "failed" in lines["broken-server"] and "disabled" in lines["off"]
+
+
+def test_tools_of_one_server(config: Path) -> None:
+    proc = onetool("tools", "time", "--config", str(config))
+    assert proc.returncode == 0
+    assert "time.get_current_time(timezone: str)" in proc.stdout
+    assert "brave" not in proc.stdout
+    assert onetool("tools", "nope", "--config", str(config)).returncode == 2
+
+
+def test_check_reports_each_server(config: Path) -> None:
+    proc = onetool("check", "--config", str(config))
+    assert proc.returncode == 1  # broken-server fails
+    assert "ok      time" in proc.stdout and "FAILED  broken-server" in proc.stdout
+
+
+def test_check_config_error(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"servers": {"a": {"url": "http://127.0.0.1/${ONETOOL_TEST_UNSET_VAR}"}}})
+    proc = onetool("check", "--config", str(path))
+    assert proc.returncode == 2
+    assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr

@@ -1,0 +1,70 @@
+"""The Gateway in-process: run ids across spans, limits, the run description."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from onetool.config import Config
+from onetool.gateway import Gateway
+from tests.conftest import spans
+from tests.gateway.conftest import gateway_config, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+def make_config(**sandbox: Any) -> Config:
+    raw = gateway_config(f"inproc-{uuid.uuid4().hex}", **sandbox)
+    del raw["servers"]["broken-server"]
+    return Config.model_validate(raw)
+
+
+async def test_run_span_and_tool_call_spans_share_the_run_id(log_records: list) -> None:
+    async with Gateway(make_config()) as gw:
+        result = await gw.run(
+            "a = time.get_current_time(timezone='UTC')\nb = brave.get_sum(a=1, b=2)\n[a['timezone'], b]"
+        )
+        assert not result.is_error, text_of(result)
+        failed = await gw.run("brave.get_sum(a=1, b=2)\n1/0")
+        assert failed.is_error
+    runs = spans(log_records, "run")
+    calls = spans(log_records, "proxy.tool.call")
+    assert [r["status"] for r in runs] == ["SUCCESS", "FAILED"]
+    assert runs[0]["calls"] == 2 and runs[1]["calls"] == 1
+    assert runs[1]["errorType"] == "ZeroDivisionError"
+    assert runs[0]["runId"] != runs[1]["runId"]
+    assert [c["runId"] for c in calls] == [runs[0]["runId"], runs[0]["runId"], runs[1]["runId"]]
+    assert {c["server"] for c in calls} == {"time", "brave"}
+    init = spans(log_records, "proxy.init")
+    assert init and init[0]["serverCount"] == 2 and init[0]["connected"] == 2
+
+
+async def test_run_timeout_kills_the_run_and_the_next_run_works() -> None:
+    async with Gateway(make_config(timeout=1)) as gw:
+        result = await gw.run("while True:\n    pass")
+        assert result.is_error and "TimeoutError" in text_of(result)
+        assert text_of(await gw.run("1 + 1")) == "2"
+
+
+async def test_hostile_code_gets_an_error_not_a_file() -> None:
+    async with Gateway(make_config()) as gw:
+        for code in ("open('/etc/passwd').read()", "__import__('os').environ", "().__class__.__mro__"):
+            result = await gw.run(code)
+            assert result.is_error, code
+            assert "root:" not in text_of(result)
+
+
+async def test_description_lists_every_pack() -> None:
+    async with Gateway(make_config()) as gw:
+        text = gw.describe_run()
+    assert text.startswith("Run a short Python snippet")
+    for line in (
+        "time.get_current_time(timezone: str)",
+        "brave.echo(message: str)",
+        "proxy.list_servers()",
+        "broken_helper.divide(a: float, b: float)",
+    ):
+        assert line in text
+    assert "off: [server disabled" in text

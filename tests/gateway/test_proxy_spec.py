@@ -1,0 +1,236 @@
+"""onetool-proxy-spec scenarios, end to end: an MCP client -> `onetool serve --http` -> real upstreams."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from tests.gateway.conftest import ServedGateway, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+# ---- Proxy Server Lifecycle -------------------------------------------------------------------
+
+
+async def test_startup_connects_enabled_servers_and_survives_a_failing_one(gateway: ServedGateway) -> None:
+    result = await gateway.run("{s['name']: (s['status'], s['type'], s['enabled']) for s in proxy.list_servers()}")
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == {
+        "brave": ["connected", "stdio", True],
+        "time": ["connected", "stdio", True],
+        "broken-server": ["failed", "stdio", True],
+        "off": ["disabled", "stdio", False],
+    }
+    log = gateway.log.read_text()
+    assert "WARNING" in log and "broken-server" in log
+
+
+async def test_failed_server_reports_why(gateway: ServedGateway) -> None:
+    result = await gateway.run("[s['error'] for s in proxy.list_servers() if s['name'] == 'broken-server'][0]")
+    assert "/nonexistent/mcp-server" in text_of(result)
+
+
+# ---- Pack Tool Access -------------------------------------------------------------------------
+
+
+async def test_simple_proxied_call(gateway: ServedGateway) -> None:
+    result = await gateway.run('time.get_current_time(timezone="Europe/Paris")')
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"]["timezone"] == "Europe/Paris"
+
+
+async def test_multiple_arguments_reach_the_tool(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.get_sum(a=19, b=23)")
+    assert "42" in text_of(result)
+    positional = await gateway.run("brave.get_sum(19, 23)")
+    assert text_of(positional) == text_of(result)
+
+
+async def test_unknown_pack_lists_available_packs(gateway: ServedGateway) -> None:
+    result = await gateway.run("unknown.some_tool()")
+    assert result.is_error
+    text = text_of(result)
+    assert "unknown pack 'unknown'" in text
+    for pack in ("brave", "time", "proxy", "broken_server"):
+        assert pack in text
+    assert "line 1" in text
+
+
+async def test_unknown_tool_lists_tools_closest_first(gateway: ServedGateway) -> None:
+    result = await gateway.run("x = 1\ntime.get_current_tim(timezone='UTC')")
+    assert result.is_error
+    text = text_of(result)
+    assert "has no tool 'get_current_tim'" in text
+    assert "did you mean get_current_time?" in text
+    assert "convert_time" in text
+    assert "line 2" in text
+
+
+async def test_unknown_tool_found_only_at_run_time(gateway: ServedGateway) -> None:
+    result = await gateway.run("name = 'nonexistent'\ngetattr(time, name)()")
+    assert result.is_error
+    assert "has no tool 'nonexistent'" in text_of(result)
+
+
+async def test_bad_arguments_are_reported_before_running(gateway: ServedGateway) -> None:
+    result = await gateway.run("print('side effect')\ntime.get_current_time(zone='UTC')")
+    assert result.is_error
+    text = text_of(result)
+    assert "unknown argument 'zone'" in text and "time.get_current_time(timezone: str)" in text
+    assert "side effect" not in text  # nothing ran
+    missing = await gateway.run("time.get_current_time()")
+    assert "missing required argument 'timezone'" in text_of(missing)
+
+
+async def test_wrong_type_is_caught_before_the_upstream(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.get_sum(a=1, b='two')")
+    assert result.is_error
+    assert "'two' is not of type 'number'" in text_of(result)
+
+
+async def test_multiple_calls_in_one_run_combine(gateway: ServedGateway) -> None:
+    code = (
+        "now = time.get_current_time(timezone='UTC')\n"
+        "total = brave.get_sum(a=1, b=2)\n"
+        "{'tz': now['timezone'], 'sum': total}"
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"]["tz"] == "UTC"
+    assert "3" in str(result.structured_content["result"]["sum"])
+
+
+# ---- Local Tool Precedence --------------------------------------------------------------------
+
+
+async def test_local_pack_wins_on_collision(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.echo(message='hi')")
+    assert text_of(result) == "local echo: hi"
+
+
+async def test_upstream_tools_of_a_shadowed_pack_stay_reachable(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.get_sum(a=2, b=2)")
+    assert not result.is_error and "4" in text_of(result)
+
+
+async def test_no_collision_uses_the_proxied_tool(gateway: ServedGateway) -> None:
+    result = await gateway.run("time.convert_time(source_timezone='UTC', time='12:00', target_timezone='Asia/Tokyo')")
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"]["target"]["timezone"] == "Asia/Tokyo"
+
+
+async def test_shadowing_is_shown_by_list_tools_and_logged(gateway: ServedGateway) -> None:
+    result = await gateway.run(
+        "{t['name']: (t['source'], t.get('shadows_upstream', False)) for t in proxy.list_tools(server='brave')}"
+    )
+    tools = result.structured_content["result"]
+    assert tools["echo"] == ["local", True]
+    assert tools["web_search"] == ["local", False]
+    assert tools["get_sum"] == ["upstream", False]
+    assert "local tools win" in gateway.log.read_text()
+
+
+# ---- Proxy Introspection ----------------------------------------------------------------------
+
+
+async def test_list_tools_gives_signatures(gateway: ServedGateway) -> None:
+    result = await gateway.run("proxy.list_tools(server='time')")
+    tools = {t["name"]: t for t in result.structured_content["result"]}
+    assert set(tools) == {"get_current_time", "convert_time"}
+    assert tools["get_current_time"]["signature"] == "time.get_current_time(timezone: str)"
+    assert tools["get_current_time"]["description"]
+
+
+async def test_list_tools_unknown_server_names_the_servers(gateway: ServedGateway) -> None:
+    result = await gateway.run("proxy.list_tools(server='nonexistent')")
+    assert result.is_error
+    text = text_of(result)
+    assert "unknown server 'nonexistent'" in text
+    for name in ("brave", "time", "broken-server", "off"):
+        assert name in text
+
+
+async def test_proxy_call_reaches_tools_by_their_upstream_name(gateway: ServedGateway) -> None:
+    result = await gateway.run("proxy.call('brave', 'get-sum', {'a': 5, 'b': 6})")
+    assert "11" in text_of(result)
+
+
+# ---- Async Proxy Execution --------------------------------------------------------------------
+
+
+async def test_async_local_tool(gateway: ServedGateway) -> None:
+    result = await gateway.run("[r['rank'] for r in brave.web_search('mcp', count=2)]")
+    assert result.structured_content["result"] == [1, 2]
+
+
+async def test_upstream_timeout_is_reported_and_catchable(gateway: ServedGateway) -> None:
+    code = (
+        "try:\n"
+        "    brave.trigger_long_running_operation(duration=10, steps=10)\n"
+        "except ToolError as e:\n"
+        "    caught = str(e)\n"
+        "caught"
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    text = text_of(result)
+    assert "timed out after 3" in text and "brave" in text and "trigger-long-running-operation" in text
+    # the connection stays usable afterwards
+    assert "3" in text_of(await gateway.run("brave.get_sum(a=1, b=2)"))
+
+
+async def test_uncaught_tool_error_fails_the_run(gateway: ServedGateway) -> None:
+    result = await gateway.run("time.get_current_time(timezone='Not/AZone')")
+    assert result.is_error
+    text = text_of(result)
+    assert "ToolError" in text and "Not/AZone" in text and "line 1" in text
+
+
+async def test_local_pack_bug_becomes_a_tool_error(gateway: ServedGateway) -> None:
+    result = await gateway.run("broken_helper.divide(1, 0)")
+    assert result.is_error
+    assert "broken_helper.divide raised ZeroDivisionError" in text_of(result)
+    assert "Traceback" not in text_of(result)
+
+
+async def test_unavailable_servers_fail_at_once(gateway: ServedGateway) -> None:
+    for code, name in (("broken_server.anything()", "broken-server"), ("off.anything()", "off")):
+        result = await gateway.run(code)
+        assert result.is_error
+        assert f"server '{name}' is unavailable" in text_of(result)
+
+
+# ---- Results ----------------------------------------------------------------------------------
+
+
+async def test_strings_stay_strings_and_lists_stay_lists(gateway: ServedGateway) -> None:
+    result = await gateway.run("x = brave.echo(message='007')\n['007', x, [1, 2]]")
+    assert result.structured_content["result"] == ["007", "local echo: 007", [1, 2]]
+
+
+async def test_structured_content_preferred(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.get_structured_content(location='New York')")
+    assert not result.is_error, text_of(result)
+    assert isinstance(result.structured_content["result"], dict)
+
+
+async def test_images_pass_through_as_content(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.get_tiny_image()")
+    assert not result.is_error, text_of(result)
+    images = [c for c in result.content if c.type == "image"]
+    assert len(images) == 1
+    assert images[0].mime_type == "image/png"
+    base64.b64decode(images[0].data, validate=True)
+
+
+async def test_printed_output_is_returned(gateway: ServedGateway) -> None:
+    result = await gateway.run("print('hello')\n1 + 1")
+    assert [c.text for c in result.content] == ["hello\n", "2"]
+
+
+async def test_syntax_error_has_line_and_column(gateway: ServedGateway) -> None:
+    result = await gateway.run("x = 1\ny = (2,\n")
+    assert result.is_error
+    assert "SyntaxError" in text_of(result) and "line 2" in text_of(result)

@@ -1,0 +1,141 @@
+"""`onetool serve`: both transports, both protocol eras, clean shutdown with no child left."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.gateway.conftest import (
+    ONETOOL,
+    ServedGateway,
+    gateway_config,
+    processes_with,
+    start_http_gateway,
+    stop,
+    text_of,
+    write_config,
+)
+
+pytestmark = pytest.mark.anyio
+
+ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
+
+
+def wait_gone(marker: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.parametrize(("mode", "era"), ERAS)
+async def test_http_serves_one_run_tool_in_both_eras(gateway: ServedGateway, mode: str, era: str) -> None:
+    async with Client(gateway.url, mode=mode) as client:  # type: ignore[arg-type]
+        assert client.protocol_version == era
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == ["run"]
+        description = tools[0].description or ""
+        assert "time.get_current_time(timezone: str)" in description
+        assert "brave.get_sum(" in description and "brave.echo(message: str)" in description
+        assert "proxy.list_tools(server: str)" in description
+        result = await client.call_tool("run", {"code": "sum(range(10))"})
+        assert text_of(result) == "45"
+
+
+@pytest.mark.parametrize(("mode", "era"), ERAS)
+async def test_stdio_serves_both_eras_and_leaves_no_child(tmp_path: Path, mode: str, era: str) -> None:
+    marker = f"stdio-{uuid.uuid4().hex}"
+    config = write_config(tmp_path, gateway_config(marker))
+    params = StdioServerParameters(
+        command=ONETOOL, args=["serve", "--config", str(config), "--log-file", str(tmp_path / "log")]
+    )
+    async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+        assert client.protocol_version == era
+        assert [t.name for t in (await client.list_tools()).tools] == ["run"]
+        result = await client.call_tool("run", {"code": "time.get_current_time(timezone='UTC')['timezone']"})
+        assert text_of(result) == "UTC"
+        assert processes_with(marker), "the upstream children should be running"
+    assert wait_gone(marker) == []
+
+
+def test_stdin_eof_shuts_down_cleanly(tmp_path: Path) -> None:
+    marker = f"eof-{uuid.uuid4().hex}"
+    config = write_config(tmp_path, gateway_config(marker))
+    log = tmp_path / "log"
+    proc = subprocess.Popen(
+        [ONETOOL, "serve", "--config", str(config), "--log-file", str(log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while "proxy.init" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker)
+    out, err = proc.communicate(b"", timeout=15)  # closes stdin
+    assert proc.returncode == 0, err.decode()
+    assert out == b""  # stdout is the protocol channel: nothing else goes there
+    assert wait_gone(marker) == []
+
+
+def test_sigterm_shuts_down_http_cleanly(tmp_path: Path) -> None:
+    marker = f"term-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, gateway_config(marker), marker)
+    assert processes_with(marker)
+    assert stop(served.proc) == 0
+    assert wait_gone(marker) == []
+
+
+async def test_starts_with_no_config(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    proc = subprocess.Popen(
+        [ONETOOL, "serve", "--http", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        async with Client(url) as client:
+            result = await client.call_tool("run", {"code": "proxy.list_servers()"})
+            assert result.structured_content["result"] == []
+    finally:
+        assert stop(proc) == 0
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [ONETOOL, "serve", "--http", "--port", str(port), "--config", str(write_config(tmp_path, {}))],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert proc.returncode == 1
+    assert str(port) in proc.stderr and "in use" in proc.stderr
+
+
+def test_non_loopback_without_token_is_refused(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_TOKEN"}
+    proc = subprocess.run(
+        [ONETOOL, "serve", "--http", "--host", "0.0.0.0", "--port", "0", "--config", str(write_config(tmp_path, {}))],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "token" in proc.stderr
