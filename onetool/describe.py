@@ -32,17 +32,16 @@ def describe_run(registry: Registry, budget: int = BUDGET_CHARS) -> str:
     packs = list(registry.packs.values())
     if not packs:
         return INTRO + "\n\nNo packs are available."
-    # Try the richest listing first; shorten the biggest packs until it fits.
+    # Start from the richest listing; shorten the biggest packs first, each all the way, until it fits.
     detail = {p.name: 2 for p in packs}
-    by_size = sorted(packs, key=lambda p: len(p.tools), reverse=True)
-    while True:
-        text = _render(packs, detail, registry)
+    steps = [p.name for p in sorted(packs, key=lambda p: len(p.tools), reverse=True) for _ in range(2)]
+    text = _render(packs, detail, registry)
+    for name in steps:
         if len(text) <= budget:
-            return text
-        victim = next((p for level in (2, 1) for p in by_size if detail[p.name] == level), None)
-        if victim is None:
-            return text
-        detail[victim.name] -= 1
+            break
+        detail[name] -= 1
+        text = _render(packs, detail, registry)
+    return text
 
 
 def _render(packs: list[Pack], detail: dict[str, int], registry: Registry) -> str:
