@@ -1,0 +1,121 @@
+"""End-to-end figures: run() through a real MCP client, startup, CLI, concurrency, memory."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import yaml
+from mcp import Client, StdioServerParameters
+
+from bench import Row, median_p90, ms
+
+ROOT = Path(__file__).resolve().parent.parent
+ONETOOL = str(Path(sys.executable).with_name("onetool"))
+EVERYTHING = ROOT / "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+ECHO = "brave.echo(message='hi')"
+
+
+def _config(folder: Path, servers: dict) -> Path:
+    path = folder / "onetool.yaml"
+    path.write_text(yaml.safe_dump({"servers": servers}))
+    return path
+
+
+def _gateway(config: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=ONETOOL, args=["serve", "--config", str(config), "--log-level", "WARNING"])
+
+
+async def _timed(n: int, fn: Callable[[], Awaitable[object]]) -> list[float]:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def _startup(config: Path) -> float:
+    start = time.perf_counter()
+    async with Client(_gateway(config)) as client:
+        await client.list_tools()
+        return time.perf_counter() - start
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _gateway_pid() -> int:
+    """The newest `onetool serve` process (the one the bench client spawned)."""
+    out = subprocess.run(["pgrep", "-n", "-f", "onetool serve --config"], capture_output=True, text=True)
+    return int(out.stdout.split()[0])
+
+
+async def run() -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "empty").mkdir()
+        empty = _config(folder / "empty", {})
+        upstream = {"command": "node", "args": [str(EVERYTHING), "stdio"]}
+        with_server = _config(folder, {"brave": upstream})
+
+        # --help: the CLI's own start-up
+        helps = []
+        for _ in range(10):
+            start = time.perf_counter()
+            subprocess.run([ONETOOL, "--help"], capture_output=True, check=True)
+            helps.append(time.perf_counter() - start)
+        rows.append(Row("gateway", "onetool --help wall time (median of 10)", ms(statistics.median(helps)), "0.3 s"))
+
+        # serve start -> tools/list answered
+        starts = [await _startup(empty) for _ in range(3)]
+        rows.append(
+            Row("gateway", "serve start -> tools/list, no servers (median of 3)", ms(statistics.median(starts)))
+        )
+        starts = [await _startup(ROOT / "onetool.yaml") for _ in range(3)]
+        rows.append(
+            Row("gateway", "serve start -> tools/list, example config (median of 3)", ms(statistics.median(starts)))
+        )
+
+        # run() over stdio, and a proxied call through run vs the same call made directly
+        async with Client(_gateway(with_server)) as client:
+            for _ in range(20):
+                await client.call_tool("run", {"code": "1+1"})
+            samples = await _timed(300, lambda: client.call_tool("run", {"code": "1+1"}))
+            rows.append(Row("gateway", "run('1+1') over stdio, median / p90", median_p90(samples), "3 ms median"))
+            proxied = await _timed(300, lambda: client.call_tool("run", {"code": "brave.get_sum(a=1, b=2)"}))
+            rss = _rss_kb(_gateway_pid())
+
+            # 20 concurrent runs on one session
+            async def one() -> None:
+                await client.call_tool("run", {"code": "brave.get_sum(a=1, b=2)"})
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for _ in range(20):
+                    tg.start_soon(one)
+            rows.append(
+                Row("gateway", "20 concurrent runs with a proxied call, total", ms(time.perf_counter() - start))
+            )
+        rows.append(Row("gateway", "gateway RSS after 600 runs (1 upstream)", f"{rss / 1024:.1f} MiB"))
+
+        async with Client(StdioServerParameters(command="node", args=[str(EVERYTHING), "stdio"])) as direct:
+            for _ in range(20):
+                await direct.call_tool("get-sum", {"a": 1, "b": 2})
+            direct_samples = await _timed(300, lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}))
+        extra = statistics.median(proxied) - statistics.median(direct_samples)
+        rows.append(Row("gateway", "get-sum direct with an mcp Client, median / p90", median_p90(direct_samples)))
+        rows.append(Row("gateway", "get-sum through run(), median / p90", median_p90(proxied)))
+        rows.append(Row("gateway", "run() cost over the direct call (median)", ms(extra), "<= 2 ms"))
+    return rows
