@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 NODE_SERVERS := tests/node_modules/.package-lock.json
+PORT   ?= 8765
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: install run test bench lint clean
@@ -20,7 +21,7 @@ $(NODE_SERVERS): tests/package.json tests/package-lock.json
 
 # Serve the example config over streamable HTTP (works offline).
 run: install
-	$(BIN)/onetool serve --http --config onetool.yaml
+	$(BIN)/onetool serve --http --port $(PORT) --config onetool.yaml
 
 test: install
 	$(BIN)/ruff check .
