@@ -37,6 +37,12 @@ async def test_make_run_serves_the_example_config() -> None:
             assert text_of(result) == "hello-onetool"
             servers = await client.call_tool("run", {"code": "sorted(s['status'] for s in proxy.list_servers())"})
             assert servers.structured_content["result"] == ["connected", "connected"]
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
+        # Ctrl-C as a user would, but to onetool alone: make reports its child's exit status.
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        for pid in children:
+            os.kill(int(pid), signal.SIGINT)
         assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
