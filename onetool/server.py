@@ -12,11 +12,16 @@ bus that 2026-era ``subscriptions/listen`` streams read.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 import anyio
 import anyio.abc
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
@@ -192,13 +197,56 @@ def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     return server
 
 
+def _pump_lines(
+    wire: TextIO, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken
+) -> None:
+    try:
+        for line in wire:
+            anyio.from_thread.run(send.send, line, token=token)
+        anyio.from_thread.run_sync(send.close, token=token)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.RunFinishedError):
+        pass  # serving ended first: nobody wants the rest of stdin
+
+
+@contextlib.asynccontextmanager
+async def _stdin_lines() -> AsyncIterator[MemoryObjectReceiveStream[str]]:
+    """stdin as an async stream of lines, read by a daemon thread.
+
+    The SDK reads stdin on an AnyIO worker thread, and cancellation waits for that thread: a SIGTERM
+    while the client keeps stdin open would hang shutdown until the next line arrives. A daemon thread
+    blocked in read() holds up neither cancellation nor interpreter exit. Like the SDK, fd 0 points at
+    the null device while we serve, so child processes never read protocol bytes.
+    """
+    wire = os.fdopen(os.dup(0), encoding="utf-8", errors="replace")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    send, receive = anyio.create_memory_object_stream[str](0)
+    reader = threading.Thread(
+        target=_pump_lines, args=(wire, send, anyio.lowlevel.current_token()), name="stdin", daemon=True
+    )
+    reader.start()
+    try:
+        async with receive:
+            yield receive
+    finally:
+        os.dup2(wire.fileno(), 0)
+        # A reader still blocked in read() keeps its file; closing it under the thread is unsafe.
+        if not reader.is_alive():
+            wire.close()
+
+
 async def serve_stdio(gateway: GatewayLike) -> None:
-    """Serve MCP on stdin/stdout until stdin reaches EOF."""
+    """Serve MCP on stdin/stdout until stdin reaches EOF or the caller cancels."""
     server = build_server(gateway)
-    async with stdio_server() as (read_stream, write_stream):
+    # stdio_server only iterates stdin, so a stream of lines stands in for its AsyncFile.
+    async with (
+        _stdin_lines() as lines,
+        stdio_server(stdin=lines) as (read_stream, write_stream),  # type: ignore[arg-type]
+    ):
         logger.info("serving MCP over stdio")
         await server.run(read_stream, write_stream, server.create_initialization_options())
-    logger.info("stdin closed; stdio server done")
+    logger.info("stdio server done")
 
 
 async def serve_http(

@@ -1,9 +1,12 @@
 """The stdio server the tests spawn: ``python -m tests.server.stdio_app`` serves a FakeGateway.
 
 Every call also prints to stdout, the way careless tool code would; the server must keep it off the wire.
+SIGTERM cancels serve_stdio, as the CLI does.
 """
 
 from __future__ import annotations
+
+import signal
 
 import anyio
 from mcp.types import CallToolResult
@@ -19,6 +22,19 @@ class NoisyGateway(FakeGateway):
         return await super().run(code)
 
 
+async def main() -> None:
+    async with anyio.create_task_group() as tg:
+
+        async def cancel_on_sigterm() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+
+        tg.start_soon(cancel_on_sigterm)
+        await serve_stdio(NoisyGateway())
+        tg.cancel_scope.cancel()
+
+
 if __name__ == "__main__":
     setup_logging()
-    anyio.run(serve_stdio, NoisyGateway())
+    anyio.run(main)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -62,25 +63,29 @@ def send(proc: subprocess.Popen[str], message: dict) -> None:
     proc.stdin.flush()
 
 
-def test_eof_exits_zero_and_stdout_is_only_json_rpc() -> None:
-    proc = subprocess.Popen(
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def spawn() -> subprocess.Popen[str]:
+    return subprocess.Popen(
         APP, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def test_eof_exits_zero_and_stdout_is_only_json_rpc() -> None:
+    proc = spawn()
     try:
         assert proc.stdout is not None
-        send(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "1"},
-                },
-            },
-        )
+        send(proc, INITIALIZE)
         first = proc.stdout.readline()
         send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         send(
@@ -106,4 +111,25 @@ def test_eof_exits_zero_and_stdout_is_only_json_rpc() -> None:
     assert messages[1]["result"]["content"][0]["text"] == "echo: 1"
     # The tool's print happened, and went to stderr instead of the protocol channel.
     assert "stray output from a tool" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_cancel_while_stdin_stays_open_exits_promptly() -> None:
+    """Cancellation must not wait for a stdin read: the client here never closes stdin."""
+    proc = spawn()
+    try:
+        assert proc.stdout is not None
+        send(proc, INITIALIZE)
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(signal.SIGTERM)
+        returncode = proc.wait(timeout=10)
+        stderr = proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+    assert returncode == 0, stderr
     assert "Traceback" not in stderr
