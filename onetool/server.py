@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, TextIO
@@ -203,9 +204,12 @@ def _pump_lines(
     try:
         for line in wire:
             anyio.from_thread.run(send.send, line, token=token)
-        anyio.from_thread.run_sync(send.close, token=token)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.RunFinishedError):
-        pass  # serving ended first: nobody wants the rest of stdin
+        return  # serving ended first: nobody wants the rest of stdin
+    except OSError as exc:
+        logger.warning("stdin is unreadable; treating it as closed", errorMessage=str(exc))
+    with contextlib.suppress(anyio.RunFinishedError):
+        anyio.from_thread.run_sync(send.close, token=token)
 
 
 @contextlib.asynccontextmanager
@@ -265,12 +269,25 @@ async def serve_http(
     if not token and not is_loopback(host):
         raise ServeError(f"refusing to serve on {host} without a token: set ONETOOL_TOKEN or http.token")
     sock = bind_socket(host, port)
+    try:
+        await _serve_on(sock, gateway, token, on_ready, loopback=is_loopback(host))
+    finally:
+        sock.close()
+
+
+async def _serve_on(
+    sock: socket.socket,
+    gateway: GatewayLike,
+    token: str | None,
+    on_ready: Callable[[str], None] | None,
+    *,
+    loopback: bool,
+) -> None:
     url = url_of(sock, "/mcp")
-    server = build_server(gateway)
     manager = StreamableHTTPSessionManager(
-        app=server,
+        app=build_server(gateway),
         # A non-loopback bind is reached under names we cannot list; the token guards it instead.
-        security_settings=loopback_security(sock.getsockname()[1]) if is_loopback(host) else None,
+        security_settings=loopback_security(sock.getsockname()[1]) if loopback else None,
     )
     web = UvicornServer(build_app(manager, token))
     stopped = anyio.Event()
@@ -288,21 +305,18 @@ async def serve_http(
                 stopped.set()
                 web.ready.set()
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run_uvicorn)
-            try:
-                async with manager.run():
-                    await web.ready.wait()
-                    if not stopped.is_set():
-                        logger.info("serving MCP over HTTP", url=url, auth="bearer" if token else "none")
-                        if on_ready is not None:
-                            on_ready(url)
-                        await stopped.wait()
-            finally:
-                web.should_exit = True
-    finally:
-        sock.close()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_uvicorn)
+        try:
+            async with manager.run():
+                await web.ready.wait()
+                if not stopped.is_set():
+                    logger.info("serving MCP over HTTP", url=url, auth="bearer" if token else "none")
+                    if on_ready is not None:
+                        on_ready(url)
+                    await stopped.wait()
+        finally:
+            web.should_exit = True
     # Only reached when uvicorn ended by itself: cancellation propagates out of the task group above.
     reason = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
     raise ServeError(f"the HTTP server on {url} stopped unexpectedly{reason}")
