@@ -107,26 +107,34 @@ async def test_bearer_token_is_required_when_set(mode: str) -> None:
             assert not (await client.call_tool("run", {"code": "1"})).is_error
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "localhost"])
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "localhost", "127.0.0.1:1"])
 async def test_foreign_host_header_is_rejected(host: str) -> None:
     async with running_http(FakeGateway()) as url, httpx2.AsyncClient() as http:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-        headers = {"Host": host, "Accept": "application/json, text/event-stream"}
-        response = await http.post(url, json=body, headers=headers)
-        assert response.status_code == 421
+        for era_header in ({}, {"MCP-Protocol-Version": "2026-07-28"}):
+            response = await http.post(url, json=INITIALIZE, headers={"Host": host, **ACCEPT, **era_header})
+            assert response.status_code == 421
         port = url.split(":")[2].split("/")[0]
-        headers["Host"] = f"localhost:{port}"
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        assert (await http.post(url, json=init, headers=headers)).status_code == 200
+        response = await http.post(url, json=INITIALIZE, headers={"Host": f"localhost:{port}", **ACCEPT})
+        assert response.status_code == 200
+
+
+async def test_foreign_origin_is_rejected() -> None:
+    async with running_http(FakeGateway()) as url, httpx2.AsyncClient() as http:
+        response = await http.post(url, json=INITIALIZE, headers={"Origin": "http://evil.example", **ACCEPT})
+        assert response.status_code == 403
 
 
 async def test_non_loopback_without_token_is_refused() -> None:
