@@ -1,0 +1,63 @@
+"""The data that crosses the sandbox's public boundary: limits in, results and errors out."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.errors import ToolError
+
+__all__ = ["Limits", "OnCall", "RunError", "RunResult", "ToolError"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 30.0
+    """Wall-clock seconds per run, counted from the moment a worker takes the job."""
+    memory_mb: int = 256
+    """Address-space cap of the worker (RLIMIT_AS)."""
+    max_calls: int = 200
+    """Pack calls per run; the call past the cap fails with LimitError and ends the run."""
+    max_output: int = 256 * 1024
+    """Bytes of captured print output; the excess is cut, with a note saying how much."""
+    cpu_seconds: float | None = None
+    """CPU seconds per run (RLIMIT_CPU); None means the same as `timeout`."""
+    max_recursion: int = 500
+    """Python call depth available to the snippet."""
+    max_message: int = 8 * 1024 * 1024
+    """Bytes of one JSON message between host and worker (a call's arguments or result, the final value)."""
+
+
+OnCall = Callable[[str, str, list[Any], dict[str, Any]], Awaitable[Any]]
+"""(pack, tool, args, kwargs) -> JSON-able value; runs in a child task of the `Sandbox.run` caller."""
+
+
+@dataclass
+class RunError:
+    type: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+    source: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.type}: {self.message}" if self.message else self.type
+        if self.line is None:
+            return text
+        where = f"line {self.line}"
+        if self.source and self.source.strip():
+            where += f": `{self.source.strip()}`"
+        return f"{text} ({where})"
+
+
+@dataclass
+class RunResult:
+    value: Any
+    output: str
+    error: RunError | None
+    calls: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

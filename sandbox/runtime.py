@@ -1,0 +1,235 @@
+"""Inside the worker, after confinement: run one snippet and describe how it ended, as JSON data."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from collections.abc import Callable, Collection, Mapping
+from types import CodeType
+from typing import Any
+
+from sandbox.channel import FdChannel, ProtocolError
+from sandbox.errors import ToolError
+from sandbox.guards import LimitError, make_globals
+from sandbox.jsonable import TooDeep, to_json
+from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, compile_unrestricted
+
+OUTPUT_FLOOD_FACTOR = 4
+"""Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""
+
+
+class Output:
+    """Captured print output, cut at `limit` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+        self.cut = 0
+        self.limit_error: LimitError | None = None
+
+    def write(self, text: str) -> int:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        room = self.limit - self.size
+        if size <= room:
+            self.parts.append(text)
+            self.size += size
+        else:
+            if room > 0:
+                self.parts.append(text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore"))
+                self.size = self.limit
+            self.cut += size - max(room, 0)
+            if self.size + self.cut > OUTPUT_FLOOD_FACTOR * self.limit:
+                self.limit_error = LimitError(
+                    f"the snippet printed more than {OUTPUT_FLOOD_FACTOR} x {self.limit} bytes "
+                    "(sandbox.max_output); print less, or return the data as the value"
+                )
+                raise self.limit_error
+        return len(text)
+
+    def flush(self) -> None:
+        """print(flush=True) calls this; there is nothing to flush."""
+
+    def text(self) -> str:
+        text = "".join(self.parts)
+        if self.cut:
+            text += f"\n[... {self.cut} more bytes of output cut: sandbox.max_output is {self.limit} bytes]\n"
+        return text
+
+
+class PrintCollector:
+    """What RestrictedPython's rewritten `print(...)` calls; all collectors of a run share one Output."""
+
+    def __init__(self, output: Output) -> None:
+        self._output = output
+
+    def _call_print(self, *objects: Any, **kwargs: Any) -> None:
+        if kwargs.get("file") is None:
+            kwargs["file"] = self._output
+        builtins.print(*objects, **kwargs)
+
+    def __call__(self) -> str:
+        return "".join(self._output.parts)
+
+
+class Tool:
+    """A pack tool stub: calling it is a request to the host, answered before the snippet goes on."""
+
+    def __init__(self, pack: str, name: str, call: Callable[[str, str, tuple[Any, ...], dict[str, Any]], Any]):
+        self._pack = pack
+        self._name = name
+        self._call = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(self._pack, self._name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tool {self._pack}.{self._name}>"
+
+
+class Pack:
+    """A pack stub: every public attribute is a tool stub, listed or not (the host knows what exists)."""
+
+    def __init__(self, name: str, tools: Collection[str], call: Callable[..., Any]) -> None:
+        self._name = name
+        self._tools = sorted(tools)
+        self._call = call
+
+    def __getattr__(self, name: str) -> Tool:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return Tool(self._name, name, self._call)
+
+    def __dir__(self) -> list[str]:
+        return list(self._tools)
+
+    def __repr__(self) -> str:
+        return f"<pack {self._name}: {', '.join(self._tools)}>"
+
+
+class Session:
+    """One run's pack calls over the channel, with the max_calls cap."""
+
+    def __init__(self, channel: FdChannel, max_calls: int) -> None:
+        self.channel = channel
+        self.max_calls = max_calls
+        self.calls = 0
+        self.limit_error: LimitError | None = None
+
+    def call(self, pack: str, tool: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.calls >= self.max_calls:
+            # Remembered: catching it in the snippet does not make the run a success.
+            self.limit_error = LimitError(
+                f"more than {self.max_calls} pack calls in one run (sandbox.max_calls); batch the work into fewer calls"
+            )
+            raise self.limit_error
+        try:
+            request = {
+                "op": "call",
+                "pack": pack,
+                "tool": tool,
+                "args": to_json(list(args)),
+                "kwargs": {str(k): to_json(v) for k, v in kwargs.items()},
+            }
+            self.calls += 1
+            self.channel.send(request)
+        except (ProtocolError, TooDeep) as exc:
+            raise LimitError(f"the arguments of {pack}.{tool} cannot be sent: {exc} (sandbox.max_message)") from None
+        reply = self.channel.receive()
+        if "error" in reply:
+            raise ToolError(reply["error"])
+        return reply["value"]
+
+
+def _call_depth() -> int:
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+def describe(exc: BaseException, lines: list[str], limits: Mapping[str, Any]) -> dict[str, Any]:
+    """Type, message and the snippet line where it happened; no frames of ours."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    kind = type(exc).__name__
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    if isinstance(exc, MemoryError):
+        message = f"out of memory: the run exceeded the {limits['memory_mb']} MB memory limit (sandbox.memory_mb)"
+    elif isinstance(exc, RecursionError):
+        message = f"{message} (the sandbox allows {limits['max_recursion']} nested calls: sandbox.max_recursion)"
+    elif isinstance(exc, KeyError):
+        message = f"key {message} not found"
+    return _error(kind, message, line, None, lines)
+
+
+def _error(kind: str, message: str, line: int | None, column: int | None, lines: list[str]) -> dict[str, Any]:
+    source = lines[line - 1] if line is not None and 0 < line <= len(lines) else None
+    return {"type": kind, "message": message, "line": line, "column": column, "source": source}
+
+
+def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
+    """Compile and execute one snippet; the reply for the host (op "done")."""
+    limits = job["limits"]
+    code_text: str = job["code"]
+    lines = code_text.splitlines()
+    output = Output(limits["max_output"])
+    session = Session(channel, limits["max_calls"])
+    packs = {name: Pack(name, tools, session.call) for name, tools in job["packs"].items()}
+
+    def done(value: Any, error: dict[str, Any] | None) -> dict[str, Any]:
+        return {"op": "done", "value": value, "output": output.text(), "error": error}
+
+    try:
+        code: CodeType = (compile_unrestricted if job["unrestricted"] else compile_restricted)(code_text)
+    except CompileFailure as failure:
+        return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
+
+    if job["unrestricted"]:
+        namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__", **packs}
+        sys.stdout = sys.stderr = output
+    else:
+        namespace = make_globals(lambda _getattr=None: PrintCollector(output), packs)
+
+    sys.setrecursionlimit(_call_depth() + limits["max_recursion"] + 10)
+    error = None
+    try:
+        exec(code, namespace)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the snippet ends, the worker reports
+        error = describe(exc, lines, limits)
+        del exc
+    for limit_error in (session.limit_error, output.limit_error):
+        if limit_error is not None:
+            error = describe(limit_error, lines, limits)
+    if error is not None:
+        namespace.clear()
+        return done(None, error)
+    try:
+        return done(to_json(namespace.get(RESULT_NAME)), None)
+    except TooDeep as exc:
+        return done(None, _error("LimitError", str(exc), None, None, lines))
+    except BaseException as exc:
+        return done(None, describe(exc, lines, limits))
+
+
+def oversized(reply: Mapping[str, Any], max_message: int) -> dict[str, Any]:
+    """The reply to send when the real one exceeds the message cap."""
+    return {
+        "op": "done",
+        "value": None,
+        "output": reply["output"][: max_message // 2],
+        "error": {
+            "type": "LimitError",
+            "message": f"the result is larger than {max_message} bytes (sandbox.max_message); return less data",
+            "line": None,
+            "column": None,
+            "source": None,
+        },
+    }
