@@ -121,9 +121,7 @@ def build_app(manager: StreamableHTTPSessionManager, token: str | None) -> Starl
 
 class _ToLoguru(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        logger.opt(exception=record.exc_info).bind(source=record.name).log(
-            record.levelname, record.getMessage()
-        )
+        logger.opt(exception=record.exc_info).bind(source=record.name).log(record.levelname, record.getMessage())
 
 
 def _route_uvicorn_logs() -> None:

@@ -149,9 +149,7 @@ def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     """
     fanout = _ListChangedFanout(gateway)
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         # Computed per request: the description names the current upstream catalogue.
         return ListToolsResult(
             tools=[Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)]
@@ -198,9 +196,7 @@ def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     return server
 
 
-def _pump_lines(
-    wire: TextIO, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken
-) -> None:
+def _pump_lines(wire: TextIO, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
     try:
         for line in wire:
             anyio.from_thread.run(send.send, line, token=token)

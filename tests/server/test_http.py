@@ -100,9 +100,7 @@ async def test_bearer_token_is_required_when_set(mode: str) -> None:
             assert (await http.get(url.replace("/mcp", "/health"))).status_code == 200
         async with (
             httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as http,
-            Client(
-                streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=10
-            ) as client,
+            Client(streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=10) as client,
         ):
             assert not (await client.call_tool("run", {"code": "1"})).is_error
 
