@@ -11,6 +11,7 @@ import builtins
 import collections
 import datetime
 import hashlib
+import importlib
 import itertools
 import json
 import math
@@ -238,6 +239,11 @@ NAMESPACES: dict[str, ModuleNamespace] = {
     )
 }
 assert tuple(sorted(NAMESPACES)) == ALLOWED_MODULES
+
+# Modules the allowed ones import lazily inside functions; after confinement no file can be opened, so
+# they are loaded now (Counter.most_common -> heapq, datetime.strptime -> _strptime, copy for deepcopy).
+for _lazy in ("heapq", "_strptime", "copy", "bisect", "fractions", "decimal", "encodings.idna"):
+    importlib.import_module(_lazy)
 
 
 def guarded_import(
