@@ -1,0 +1,434 @@
+"""One upstream server: an owner task that connects, serves, notices loss and reconnects.
+
+The SDK's transports and sessions hold anyio cancel scopes that must be exited by the
+task that entered them, so each server's ``Client`` lives entirely inside one long-lived
+owner task (:meth:`Connection.run`). Callers only await ``call_tool`` on the open client,
+in their own task.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp.types as types
+from loguru import logger
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
+
+from onetool.config import ServerConfig, to_identifier
+from onetool.logs import LogSpan
+from onetool.upstream.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from onetool.upstream.http import HttpStatuses, http_client_factory, public_url, sse_transport, upgraded_url
+from onetool.upstream.stdio import StdioChild, open_stdio
+
+__all__ = ["Connection", "Mode", "ServerStatus"]
+
+Mode = Literal["auto", "legacy"]
+Status = Literal["connecting", "connected", "failed", "disconnected", "disabled"]
+
+STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
+_PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a connect
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    pack: str
+    type: str
+    enabled: bool
+    status: str
+    error: str | None
+    tool_count: int
+    protocol_version: str | None
+    instructions: str | None
+
+
+class _Lost(Exception):
+    """The session broke under a call; the caller decides whether to retry."""
+
+
+class _Session:
+    """One live MCP session. A new one is made for every (re)connect."""
+
+    def __init__(self) -> None:
+        self.client: Client | None = None
+        self.child: StdioChild | None = None
+        self.lost_reason: str | None = None
+        self.wake = anyio.Event()  # lost, or the pool is stopping
+        self.refresh = anyio.Event()  # tools/list_changed arrived
+        self.calls: set[anyio.CancelScope] = set()
+        self.statuses: HttpStatuses | None = None
+
+    @property
+    def lost(self) -> bool:
+        return self.lost_reason is not None
+
+
+class _Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
+    """A transport's read stream that reports its end: the upstream process or stream is gone."""
+
+    def __init__(
+        self, inner: anyio.abc.ObjectReceiveStream[SessionMessage | Exception], on_end: Callable[[], None]
+    ) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        # The SDK's HTTP streams carry the sender's contextvars; keep passing them through.
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class Connection:
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        mode: Mode,
+        backoff_base: float,
+        backoff_max: float,
+        on_change: Callable[[str], None],
+    ) -> None:
+        self.name = name
+        self.config = config
+        self._mode = mode
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._on_change = on_change
+        self.status: Status = "connecting" if config.enabled else "disabled"
+        self.error: str | None = None if config.enabled else "disabled in the config"
+        self.tools: list[types.Tool] = []
+        self.protocol_version: str | None = None
+        self.instructions: str | None = None
+        self.first_attempt = anyio.Event()
+        self._session: _Session | None = None
+        self._connected = anyio.Event()
+        self._stopping = False
+        self._ever_connected = False
+        self._scope = anyio.CancelScope()
+
+    def snapshot(self) -> ServerStatus:
+        return ServerStatus(
+            name=self.name,
+            pack=to_identifier(self.name),
+            type=self.config.transport,
+            enabled=self.config.enabled,
+            status=self.status,
+            error=self.error,
+            tool_count=len(self.tools),
+            protocol_version=self.protocol_version,
+            instructions=self.instructions,
+        )
+
+    # ----- the owner task -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, serve until lost, reconnect with backoff; until :meth:`stop`."""
+        with self._scope:
+            try:
+                while not self._stopping:
+                    retrying = AsyncRetrying(
+                        wait=wait_exponential_jitter(
+                            multiplier=self._backoff_base, max=self._backoff_max, jitter=self._backoff_base
+                        ),
+                        retry=retry_if_exception_type(Exception),
+                        sleep=anyio.sleep,
+                        before_sleep=self._log_retry,
+                    )
+                    async for attempt in retrying:
+                        with attempt:
+                            await self._connect_and_serve()
+                    if not self._stopping:
+                        # The session was up and broke; a short pause keeps a crash loop from spinning.
+                        await anyio.sleep(self._backoff_base)
+            finally:
+                self.first_attempt.set()
+                self._session = None
+                if self._stopping:
+                    self._set_status("disconnected", "the pool is closed")
+
+    def stop(self) -> None:
+        """Ask the owner to close its session politely; it is cancelled if that takes too long."""
+        self._stopping = True
+        self._scope.deadline = min(self._scope.deadline, anyio.current_time() + STOP_GRACE)
+        if self._session is not None and self.status == "connected":
+            self._session.wake.set()
+        else:
+            self._scope.cancel()
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        delay = state.next_action.sleep if state.next_action else 0.0
+        logger.bind(server=self.name).info(
+            "server '{}': reconnect attempt {} failed ({}); next in {:.1f} s",
+            self.name,
+            state.attempt_number,
+            self.error,
+            delay,
+        )
+
+    async def _connect_and_serve(self) -> None:
+        session = _Session()
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
+                async with AsyncExitStack() as stack:
+                    with LogSpan(
+                        "proxy.connect", server=self.name, type=self.config.transport, toolCount=0
+                    ) as span:
+                        try:
+                            client = await self._open(stack, session)
+                            tools = await _list_all_tools(client)
+                        except anyio.get_cancelled_exc_class():
+                            if deadline.cancel_called and not self._stopping:
+                                reason = f"connect timed out after {self.config.connect_timeout} s"
+                                raise UpstreamUnavailable(self.name, reason) from None
+                            raise
+                        except Exception as e:
+                            raise UpstreamUnavailable(self.name, _reason(e, session)) from None
+                        span.add(toolCount=len(tools))
+                    deadline.deadline = math.inf
+                    await self._serve(session, client, tools)
+        except UpstreamUnavailable as e:
+            # "failed" until the server was up once; after that a failed reconnect keeps it "disconnected".
+            self._set_status("disconnected" if self._ever_connected else "failed", e.reason)
+            raise
+        finally:
+            self.first_attempt.set()
+        if session.lost and session.child is not None:
+            # The process is reaped now, so its exit status and last stderr line are known.
+            self._set_status("disconnected", f"connection lost: {session.child.exit_reason()}")
+
+    async def _open(self, stack: AsyncExitStack, session: _Session) -> Client:
+        """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
+        if self.config.transport == "stdio":
+            return await stack.enter_async_context(self._client(self._stdio(session), session))
+        url = upgraded_url(self.name, self.config)
+        statuses = session.statuses = HttpStatuses()
+        if self.config.transport == "http":
+            factory = http_client_factory(self.config, statuses)
+            http = await stack.enter_async_context(factory())
+            try:
+                transport = self._watch(streamable_http_client(url, http_client=http), session)
+                return await stack.enter_async_context(self._client(transport, session))
+            except Exception:
+                if not statuses.refused():
+                    raise
+            logger.bind(server=self.name, url=public_url(url)).info(
+                "server '{}' refused streamable HTTP ({}); trying SSE", self.name, statuses.error()
+            )
+            statuses.codes.clear()
+        return await stack.enter_async_context(
+            self._client(self._watch(sse_transport(url, self.config, statuses), session), session)
+        )
+
+    def _client(self, transport: Any, session: _Session) -> Client:
+        async def on_message(message: Any) -> None:
+            # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                session.refresh.set()
+
+        return Client(
+            transport,
+            mode=self._mode,
+            read_timeout_seconds=self.config.timeout,
+            message_handler=on_message,
+            client_info=types.Implementation(name="onetool", version="0.1.0"),
+            cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
+        )
+
+    @asynccontextmanager
+    async def _stdio(self, session: _Session) -> AsyncIterator[tuple[Any, Any]]:
+        async with open_stdio(self.name, self.config) as (read, write, child):
+            session.child = child
+            yield (
+                _Watched(read, lambda: self._lose(session, f"connection lost: {child.exit_reason()}")),
+                write,
+            )
+
+    @asynccontextmanager
+    async def _watch(self, transport: Any, session: _Session) -> AsyncIterator[tuple[Any, Any]]:
+        async with transport as (read, write):
+            yield _Watched(read, lambda: self._lose(session, "connection lost: the stream closed")), write
+
+    async def _serve(self, session: _Session, client: Client, tools: list[types.Tool]) -> None:
+        session.client = client
+        self._session = session
+        self.tools = tools
+        self.protocol_version = client.protocol_version
+        self.instructions = client.instructions
+        self._set_status("connected", None)
+        self._connected.set()
+        self._ever_connected = True
+        self.first_attempt.set()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._refresh_on_change, session, client)
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    tg.start_soon(self._listen, session, client)
+                await session.wake.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self._session = None
+            self._reset_connected()
+
+    async def _refresh_on_change(self, session: _Session, client: Client) -> None:
+        while True:
+            await session.refresh.wait()
+            session.refresh = anyio.Event()
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    self.tools = await _list_all_tools(client)
+            except Exception as e:
+                logger.bind(server=self.name).warning(
+                    "server '{}': refreshing the tool list failed: {}", self.name, _reason(e, session)
+                )
+                continue
+            logger.bind(server=self.name, toolCount=len(self.tools)).info(
+                "server '{}': tool list changed", self.name
+            )
+            self._on_change(self.name)
+
+    async def _listen(self, session: _Session, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    session.refresh.set()
+        except Exception as e:
+            # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
+            logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
+
+    def _lose(self, session: _Session, reason: str) -> None:
+        """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
+        if session.lost or self._stopping:
+            return
+        session.lost_reason = reason
+        for scope in session.calls:
+            scope.cancel()
+        session.wake.set()
+        if self._session is session:
+            self._reset_connected()
+            self._set_status("disconnected", reason)
+
+    def _reset_connected(self) -> None:
+        # Callers waiting to retry hold the current event; replace it only once it has fired.
+        if self._connected.is_set():
+            self._connected = anyio.Event()
+
+    def _set_status(self, status: Status, error: str | None) -> None:
+        changed = (status, error) != (self.status, self.error)
+        self.status, self.error = status, error
+        if status != "connected":
+            self.tools = []
+        if changed:
+            self._on_change(self.name)
+
+    # ----- calls (in the caller's task) -----------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+        # Decided before the call: a lost session empties the catalogue.
+        retry = self._may_retry(tool)
+        try:
+            return await self._call_once(tool, arguments, timeout)
+        except _Lost as lost:
+            if not retry:
+                raise UpstreamUnavailable(self.name, str(lost), tool=tool) from None
+            logger.bind(server=self.name, tool=tool).info(
+                "server '{}': retrying read-only/idempotent tool '{}' after reconnect", self.name, tool
+            )
+            with anyio.move_on_after(self.config.connect_timeout + self._backoff_base * 2):
+                await self._connected.wait()
+            try:
+                return await self._call_once(tool, arguments, timeout)
+            except _Lost as again:
+                raise UpstreamUnavailable(self.name, str(again), tool=tool) from None
+
+    def _may_retry(self, tool: str) -> bool:
+        """Only a tool that promises no side effects may run twice."""
+        for t in self.tools:
+            if t.name == tool and t.annotations is not None:
+                return bool(t.annotations.read_only_hint or t.annotations.idempotent_hint)
+        return False
+
+    async def _call_once(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+        session = self._session
+        if session is None or session.client is None or session.lost:
+            raise UpstreamUnavailable(self.name, self.error or self.status, tool=tool)
+        scope = anyio.CancelScope()
+        session.calls.add(scope)
+        try:
+            with scope:
+                return await session.client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                raise UpstreamTimeout(self.name, tool, timeout) from None
+            if e.code == CONNECTION_CLOSED:
+                self._lose(session, "connection lost: " + e.message)
+                raise _Lost(session.lost_reason) from None
+            message = f"tool '{tool}' on server '{self.name}' failed: {e.message}"
+            raise UpstreamError(message, server=self.name, tool=tool) from None
+        except httpx2.TransportError as e:
+            self._lose(session, f"connection lost: {type(e).__name__}: {e}")
+            raise _Lost(session.lost_reason) from None
+        except ValidationError as e:
+            message = f"tool '{tool}' on server '{self.name}' sent an invalid result: {e}"
+            raise UpstreamError(message, server=self.name, tool=tool) from None
+        finally:
+            session.calls.discard(scope)
+        # Only reached when _lose cancelled the scope.
+        raise _Lost(session.lost_reason)
+
+
+async def _list_all_tools(client: Client) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _reason(error: BaseException, session: _Session) -> str:
+    """A one-line reason for a failed connect, without secret values."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if session.child is not None and (
+        session.child.process.returncode is not None
+        or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)
+    ):
+        return session.child.exit_reason()
+    if session.statuses is not None and (http_error := session.statuses.error()):
+        return http_error
+    if isinstance(error, FileNotFoundError | PermissionError):
+        return str(error)
+    if isinstance(error, httpx2.HTTPStatusError):
+        return f"HTTP {error.response.status_code} {error.response.reason_phrase}".rstrip()
+    if isinstance(error, httpx2.TransportError):
+        return f"{type(error).__name__}: {error}"
+    if isinstance(error, MCPError):
+        return error.message
+    return f"{type(error).__name__}: {error}"

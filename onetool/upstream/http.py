@@ -1,0 +1,113 @@
+"""HTTP upstreams: the https rule, the HTTP client, streamable HTTP and SSE transports."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+from loguru import logger
+from mcp.client.sse import sse_client
+
+from onetool.config import ServerConfig
+
+__all__ = [
+    "HttpStatuses",
+    "http_client_factory",
+    "is_loopback",
+    "public_url",
+    "secure_url",
+    "sse_transport",
+    "upgraded_url",
+]
+
+SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost: the only hosts plain http is allowed to reach."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def secure_url(url: str) -> str:
+    """``http://`` becomes ``https://`` for every host but loopback."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http" or is_loopback(parts.hostname or ""):
+        return url
+    return urlunsplit(parts._replace(scheme="https"))
+
+
+def public_url(url: str) -> str:
+    """The URL without userinfo, query or fragment, which may carry credentials: safe to log."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def upgraded_url(name: str, config: ServerConfig) -> str:
+    """The URL to connect to, logging (the URL only) when http was upgraded."""
+    assert config.url is not None
+    url = secure_url(config.url)
+    if url != config.url:
+        logger.bind(server=name, url=public_url(url)).warning(
+            "upgraded {} to https (plain http is only allowed to loopback hosts)", public_url(config.url)
+        )
+    return url
+
+
+class HttpStatuses:
+    """Records the HTTP status of every response, so a failed connect can say why (401, 404 ...)."""
+
+    def __init__(self) -> None:
+        self.codes: list[int] = []
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        self.codes.append(response.status_code)
+
+    def refused(self) -> bool:
+        """The endpoint does not speak streamable HTTP (try SSE)."""
+        return any(code in (404, 405) for code in self.codes)
+
+    def error(self) -> str | None:
+        bad = [code for code in self.codes if code >= 400]
+        if not bad:
+            return None
+        return f"HTTP {bad[-1]} {httpx2.codes.get_reason_phrase(bad[-1])}".rstrip()
+
+
+def http_client_factory(config: ServerConfig, statuses: HttpStatuses) -> Callable[..., httpx2.AsyncClient]:
+    """Builds HTTP clients that send the server's headers on every request and record statuses."""
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers={**config.headers, **(headers or {})},
+            timeout=timeout or httpx2.Timeout(config.connect_timeout, read=SSE_READ_TIMEOUT),
+            auth=auth,
+            follow_redirects=True,
+            event_hooks={"response": [statuses]},
+        )
+
+    return factory
+
+
+def sse_transport(url: str, config: ServerConfig, statuses: HttpStatuses) -> AbstractAsyncContextManager[Any]:
+    return sse_client(
+        url,
+        timeout=config.connect_timeout,
+        sse_read_timeout=SSE_READ_TIMEOUT,
+        httpx_client_factory=http_client_factory(config, statuses),
+    )

@@ -1,0 +1,149 @@
+"""The upstream pool: every configured server, connected in parallel, called by name."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp.types as types
+
+from onetool.config import ServerConfig
+from onetool.logs import LogSpan
+from onetool.upstream.connection import Connection, Mode, ServerStatus
+from onetool.upstream.errors import UpstreamError, UpstreamUnavailable
+
+__all__ = ["UpstreamPool", "result_text"]
+
+
+class UpstreamPool:
+    """Long-lived MCP client connections to the configured servers.
+
+    ``mode`` forces the protocol era for every connection ("legacy": the 2025-11-25
+    handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` and
+    ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig],
+        *,
+        mode: Mode = "auto",
+        backoff_base: float = 0.5,
+        backoff_max: float = 60.0,
+    ) -> None:
+        self._connections = {
+            name: Connection(
+                name,
+                config,
+                mode=mode,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
+                on_change=self._changed,
+            )
+            for name, config in servers.items()
+        }
+        self._subscribers: set[anyio.abc.ObjectSendStream[str]] = set()
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> UpstreamPool:
+        enabled = [c for c in self._connections.values() if c.config.enabled]
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            with LogSpan("proxy.init", serverCount=len(enabled)) as span:
+                for conn in enabled:
+                    self._tg.start_soon(conn.run, name=f"upstream owner {conn.name}")
+                for conn in enabled:
+                    await conn.first_attempt.wait()
+                connected = [c for c in enabled if c.status == "connected"]
+                span.add(
+                    connected=len(connected),
+                    failed=len(enabled) - len(connected),
+                    toolCount=sum(len(c.tools) for c in connected),
+                )
+        except BaseException as e:
+            await self.__aexit__(type(e), e, e.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._tg is None:
+            return
+        for conn in self._connections.values():
+            conn.stop()
+        tg, self._tg = self._tg, None
+        try:
+            # Not the body's exception: the group would wrap it in an ExceptionGroup; it propagates anyway.
+            await tg.__aexit__(None, None, None)
+        finally:
+            for send in list(self._subscribers):
+                send.close()
+
+    async def call(
+        self, server: str, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> types.CallToolResult:
+        """Call ``tool`` (the upstream's own name) on ``server`` (the configured name).
+
+        Awaited in the caller's task, so the caller's contextvars are on the log record.
+        An ``is_error`` result is returned, and logged as FAILED.
+        """
+        conn = self._connections.get(server)
+        with LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0) as span:
+            if conn is None:
+                raise UpstreamError(f"unknown server '{server}'", server=server, tool=tool)
+            if not conn.config.enabled:
+                raise UpstreamUnavailable(server, "disabled in the config", tool=tool)
+            result = await conn.call(tool, arguments, conn.config.timeout if timeout is None else timeout)
+            text = result_text(result)
+            span.add(resultLength=len(text))
+            if result.is_error:
+                span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
+            return result
+
+    def tools(self, server: str) -> list[types.Tool]:
+        conn = self._connections[server]
+        return list(conn.tools) if conn.status == "connected" else []
+
+    def status(self) -> list[ServerStatus]:
+        return [conn.snapshot() for conn in self._connections.values()]
+
+    def server_status(self, server: str) -> ServerStatus:
+        return self._connections[server].snapshot()
+
+    def subscribe(self) -> AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[str]]:
+        """Server names whose catalogue or status changed, for as long as the context is open."""
+        return self._subscription()
+
+    @asynccontextmanager
+    async def _subscription(self) -> AsyncIterator[anyio.abc.ObjectReceiveStream[str]]:
+        # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
+        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        self._subscribers.add(send)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            self._subscribers.discard(send)
+            send.close()
+
+    def _changed(self, server: str) -> None:
+        for send in list(self._subscribers):
+            try:
+                send.send_nowait(server)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._subscribers.discard(send)
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The result as text, for its logged length: structured content as JSON, else the text parts."""
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "".join(part.text for part in result.content if isinstance(part, types.TextContent))

@@ -1,0 +1,225 @@
+"""The stdio transport: one child process per upstream, in its own process group.
+
+Why not the SDK's ``stdio_client``: it hides the child's pid, so nothing can kill the
+group members a server leaves behind when it exits gracefully on stdin EOF; its stderr
+must be a real file, not our log; and its worst-case shutdown (2 s stdin grace, 2 s after
+SIGTERM, 2 s for the kill to land) overruns the gateway's 5 s shutdown budget. The framing
+(one JSON-RPC message per line) and message models are the SDK's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Final
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from loguru import logger
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from onetool.config import ServerConfig
+
+__all__ = ["StdioChild", "open_stdio"]
+
+STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
+TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
+_POLL: Final = 0.01
+_STDERR_TAIL: Final = 5
+
+
+class StdioChild:
+    """What the connection may know about a running child: its pid and last stderr lines."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def exit_reason(self) -> str:
+        code = self.process.returncode
+        what = "closed its stdout" if code is None else _describe_exit(code)
+        return f"{what}: {self.stderr_tail[-1]}" if self.stderr_tail else what
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        with suppress(ValueError):
+            return f"process killed by {signal.Signals(-code).name}"
+    return f"process exited with status {code}"
+
+
+def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
+    """The executable's path, searched on the child's PATH, or a clear error."""
+    assert config.command is not None
+    found = shutil.which(config.command, path=env.get("PATH"))
+    if found is None:
+        raise FileNotFoundError(f"command not found: {config.command}")
+    return found
+
+
+@asynccontextmanager
+async def open_stdio(
+    name: str, config: ServerConfig
+) -> AsyncIterator[
+    tuple[
+        anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
+        anyio.abc.ObjectSendStream[SessionMessage],
+        StdioChild,
+    ]
+]:
+    """Start the server and yield (read stream, write stream, child).
+
+    The read stream ends when the child closes its stdout (it died), which the SDK turns
+    into "Connection closed" for every request in flight.
+    """
+    env = get_default_environment() | config.env
+    command = resolve_command(config, env)
+    process = await anyio.open_process(
+        [command, *config.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=config.cwd,
+        start_new_session=True,
+    )
+    child = StdioChild(process)
+    log = logger.bind(server=name, pid=process.pid)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        async with read_send:
+            buffer = b""
+            async for chunk in _receive_all(process.stdout):
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except ValueError:
+                        # Junk on stdout is the server's bug; skipping it keeps the session alive.
+                        log.debug(
+                            "ignored a line on the server's stdout that is not JSON-RPC: {!r}", line[:200]
+                        )
+                        continue
+                    try:
+                        await read_send.send(SessionMessage(message))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        buffer = b""
+        async for chunk in _receive_all(process.stderr):
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for raw in lines:
+                if line := raw.decode(errors="replace").rstrip():
+                    child.stderr_tail.append(line)
+                    log.debug("stderr: {}", line)
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            # The child is gone or going; ending the read side fails the requests in flight.
+            await read_send.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_stdout)
+        tg.start_soon(read_stderr)
+        tg.start_soon(write_stdin)
+        try:
+            yield read_recv, write_send, child
+        finally:
+            # Shielded and bounded: a cancelled owner must still leave no process behind.
+            with anyio.CancelScope(shield=True):
+                await write_send.aclose()
+                await read_recv.aclose()
+                await stop_process_group(process)
+            tg.cancel_scope.cancel()
+
+
+async def _receive_all(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[bytes]:
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        while True:
+            yield await stream.receive()
+
+
+async def stop_process_group(process: anyio.abc.Process) -> None:
+    """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group; reap. Bounded (~2.5 s), idempotent.
+
+    The group is signalled even when the leader exited on its own: anything it started is
+    still in the group and would otherwise outlive us.
+    """
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    await _wait_until(lambda: process.returncode is not None, STDIN_GRACE)
+    pgid = process.pid  # start_new_session: the leader's pid is the group id
+    if _signal_group(pgid, signal.SIGTERM):
+        await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
+        _signal_group(pgid, signal.SIGKILL)
+    await _wait_until(lambda: process.returncode is not None, 0.5)
+    with anyio.move_on_after(0.5), suppress(OSError, anyio.BrokenResourceError, ProcessLookupError):
+        await process.aclose()  # reaps the leader and closes the pipes (no ResourceWarning)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Signal the whole group; False when no member is left."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    # A zombie leader (exited, not yet reaped) still counts as a member; only live ones matter here.
+    return any(_is_live_member(int(pid), pgid) for pid in os.listdir("/proc") if pid.isdigit())
+
+
+def _is_live_member(pid: int, pgid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    # Fields after the parenthesised command: state, ppid, pgrp, ...
+    state, _ppid, pgrp = stat[stat.rindex(b")") + 2 :].split()[:3]
+    return int(pgrp) == pgid and state != b"Z"
+
+
+async def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        while not condition():
+            await anyio.sleep(_POLL)
+        return True
+    return False

@@ -1,0 +1,73 @@
+"""Helpers for the upstream pool's tests: fault servers, pools with short backoff, a process census."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from onetool.config import ServerConfig
+from onetool.upstream import UpstreamPool
+from tests.conftest import FIXTURES
+
+FAULT_SERVER = str(FIXTURES / "fault_server.py")
+BACKOFF = 0.05  # tests reconnect fast; production starts at 0.5 s
+
+
+def fault(mode: str = "ok", **extra: Any) -> dict[str, Any]:
+    """A `servers:` entry for the fault fixture server in ``mode``."""
+    return {"command": sys.executable, "args": [FAULT_SERVER, mode], **extra}
+
+
+@asynccontextmanager
+async def open_pool(servers: dict[str, dict[str, Any]], **kwargs: Any) -> AsyncIterator[UpstreamPool]:
+    configs = {name: ServerConfig.model_validate(raw) for name, raw in servers.items()}
+    kwargs.setdefault("backoff_base", BACKOFF)
+    async with UpstreamPool(configs, **kwargs) as pool:
+        yield pool
+
+
+async def wait_for_status(pool: UpstreamPool, server: str, status: str, timeout: float = 20.0) -> None:
+    with anyio.fail_after(timeout):
+        while pool.server_status(server).status != status:
+            await anyio.sleep(0.02)
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    state, ppid, pgrp = data[data.rindex(b")") + 2 :].split()[:3]
+    return state.decode(), int(ppid), int(pgrp)
+
+
+def all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def children() -> dict[int, tuple[str, int]]:
+    """This process's children: pid -> (state, pgrp)."""
+    me = os.getpid()
+    out: dict[int, tuple[str, int]] = {}
+    for pid in all_pids():
+        st = _stat(pid)
+        if st is not None and st[1] == me:
+            out[pid] = (st[0], st[2])
+    return out
+
+
+def group_members(pgids: set[int]) -> list[int]:
+    """Every process (live or zombie) in one of the process groups ``pgids``."""
+    return [pid for pid in all_pids() if (st := _stat(pid)) is not None and st[2] in pgids]
+
+
+def upstream_groups() -> set[int]:
+    """Process groups led by our children that run in their own session (the pool's stdio servers)."""
+    return {pid for pid, (_state, pgrp) in children().items() if pgrp == pid}
