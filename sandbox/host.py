@@ -174,15 +174,24 @@ class Sandbox:
         if not self._closing:
             self._ready_send.send_nowait(item)
 
-    async def _acquire(self) -> _Worker | _SpawnFailure:
+    async def _acquire(self) -> tuple[_Worker | _SpawnFailure, bool]:
+        """A ready worker, and whether its replacement is still to be started.
+
+        Each worker taken is replaced. With one ready the replacement waits until the run is over, so the
+        blocking fork/exec of a new process never lands on a run's critical path; with none ready it
+        starts at once, so a burst starts as many workers as it needs.
+        """
         if self._task_group is None or self._closing:
             raise RuntimeError("Sandbox.run() needs an entered sandbox: `async with Sandbox() as sandbox:`")
         while True:
-            # Each worker taken is replaced in the background, so a burst starts as many as it needs.
-            self._task_group.start_soon(self._own_worker)
+            deferred = self._ready_receive.statistics().current_buffer_used > 0
+            if not deferred:
+                self._task_group.start_soon(self._own_worker)
             item = await self._ready_receive.receive()
             if isinstance(item, _SpawnFailure) or item.process.returncode is None:
-                return item
+                return item, deferred
+            if deferred:
+                self._task_group.start_soon(self._own_worker)
 
     async def run(
         self,
@@ -199,7 +208,7 @@ class Sandbox:
         show that the OS layer holds on its own.
         """
         limits = limits or self.limits
-        item = await self._acquire()
+        item, deferred = await self._acquire()
         if isinstance(item, _SpawnFailure):
             return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
         run = _Run(item, limits, on_call)
@@ -215,6 +224,8 @@ class Sandbox:
             )
         finally:
             item.kill()
+            if deferred and self._task_group is not None and not self._closing:
+                self._task_group.start_soon(self._own_worker)
 
 
 class _Run:
