@@ -86,6 +86,7 @@ def start_http_gateway(folder: Path, config: dict[str, Any], marker: str, *extra
 
 
 def stop(proc: subprocess.Popen[str]) -> int:
+    """SIGTERM, as a service manager would; the exit status it ends with."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     try:
@@ -94,6 +95,9 @@ def stop(proc: subprocess.Popen[str]) -> int:
         proc.kill()
         proc.wait()
         raise
+    finally:
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture(scope="package")

@@ -46,3 +46,5 @@ async def test_make_run_serves_the_example_config() -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
