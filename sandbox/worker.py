@@ -1,15 +1,16 @@
-"""The worker process: import everything, say ready, take one job, confine itself, run it, report.
+"""The worker: a child forked by the zygote that confines itself, says ready, takes one job, runs it, reports.
 
-Started by the host as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>` with an empty
-environment, in an empty temporary directory. A worker serves exactly one run and is then killed, so no state survives.
+Everything is already imported (the zygote did it), so a worker only confines itself and waits; the
+confinement is done while idle, off the run's critical path. A worker serves exactly one run and is
+then killed, so no state survives.
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
-import time
+import random
+import tempfile
+from typing import NoReturn
 
 from sandbox.channel import FdChannel, ProtocolError
 from sandbox.confine import confine, set_parent_death_signal
@@ -19,25 +20,25 @@ _JOB_CAP = 1 << 30
 """The host is trusted; its job message is bounded by the code it was given."""
 
 
-def main() -> None:
-    set_parent_death_signal(int(sys.argv[1]))
-    # The channel moves off stdin/stdout, which become /dev/null, so stray writes to fd 1 cannot corrupt it.
-    channel = FdChannel(os.dup(0), os.dup(1), _JOB_CAP)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    program = bytes.fromhex(sys.argv[2])
-    # glibc reads /etc/localtime once; after confinement it could not.
-    time.localtime()
-    gc.freeze()
+def serve(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, zygote_pid: int) -> NoReturn:
+    """Run in the forked child; never returns. `fd` is this worker's end of its channel to the host."""
+    # Die with the zygote, which dies with the host.
+    set_parent_death_signal(zygote_pid)
+    os.setsid()
+    # The forked random state is the zygote's: without a reseed every run would draw the same numbers.
+    random.seed()
+    # A fresh empty working directory, removed at once: nothing can be created in it, nothing is left behind.
+    directory = tempfile.mkdtemp(prefix="onetool-sandbox-")
+    os.chdir(directory)
+    os.rmdir(directory)
+    confine(program, memory_mb, cpu_seconds, (fd,))
+    channel = FdChannel(fd, fd, _JOB_CAP)
     channel.send({"op": "ready"})
     try:
         job = channel.receive()
     except EOFError:
         os._exit(0)
     limits = job["limits"]
-    confine(program, limits["memory_mb"], limits["cpu_seconds"], (channel.read_fd, channel.write_fd))
     channel.max_size = limits["max_message"]
     reply = run_job(job, channel)
     try:
@@ -45,7 +46,3 @@ def main() -> None:
     except ProtocolError:
         channel.send(oversized(reply, limits["max_message"]))
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -225,7 +225,7 @@ async def test_worker_segfault_is_worker_crashed(sandbox: Sandbox) -> None:
 async def test_no_worker_left_after_exit() -> None:
     async with Sandbox(warm=3) as box:
         await box.run("1", packs={}, on_call=make_on_call())
-        pids = [w.process.pid for w in box._live]
+        pids = [w.pid for w in box._live]
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

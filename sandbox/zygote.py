@@ -1,0 +1,117 @@
+"""The fork-server: imports everything a worker needs once, then forks a fresh worker per host request.
+
+Started by the host as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>` with an empty
+environment, its own session and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
+record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
+runs snippet code; it is single-threaded, so a fork copies a consistent interpreter.
+
+Host -> zygote: {"id", "memory_mb", "cpu_seconds"}: fork a worker confined with these limits.
+Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} carrying two descriptors, the host's
+end of the worker's channel and a pidfd (so the host can kill it without racing pid reuse);
+{"op": "failed", "id", "reason"}; {"op": "exit", "pid", "returncode"} once the zygote has reaped a worker.
+End of file on the control socket means shut down: kill and reap every worker, then exit.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from sandbox.confine import set_parent_death_signal
+from sandbox.worker import serve
+
+
+class _Zygote:
+    def __init__(self, control: socket.socket, program: bytes) -> None:
+        self.control = control
+        self.program = program
+        self.children: dict[int, int] = {}
+        """pidfd -> pid of every forked worker not yet reaped."""
+        self.poller = select.poll()
+        self.poller.register(control, select.POLLIN)
+
+    def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        data = json.dumps(message).encode()
+        if fds:
+            socket.send_fds(self.control, [data], fds)
+        else:
+            self.control.send(data)
+
+    def loop(self) -> None:
+        while True:
+            for fd, _ in self.poller.poll():
+                if fd != self.control.fileno():
+                    self.reap(fd)
+                    continue
+                data = self.control.recv(4096)
+                if not data:
+                    self.shutdown()
+                request = json.loads(data)
+                self.fork(request["id"], request["memory_mb"], request["cpu_seconds"])
+
+    def fork(self, request_id: int, memory_mb: int, cpu_seconds: float) -> None:
+        host_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            host_end.close()
+            worker_end.close()
+            self.send({"op": "failed", "id": request_id, "reason": f"fork failed: {exc}"})
+            return
+        if pid == 0:
+            try:
+                serve(worker_end.fileno(), self.program, memory_mb, cpu_seconds, os.getppid())
+            finally:
+                os._exit(1)
+        worker_end.close()
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = pid
+        self.poller.register(pidfd, select.POLLIN)
+        self.send({"op": "forked", "id": request_id, "pid": pid}, [host_end.fileno(), pidfd])
+        host_end.close()
+
+    def reap(self, pidfd: int) -> None:
+        pid = self.children.pop(pidfd)
+        self.poller.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        self.send({"op": "exit", "pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+    def shutdown(self) -> None:
+        for pidfd in self.children:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        for pid in self.children.values():
+            os.waitpid(pid, 0)
+        os._exit(0)
+
+
+def main() -> None:
+    host_pid = int(sys.argv[1])
+    set_parent_death_signal(host_pid)
+    control = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
+    time.localtime()
+    # Everything imported so far is shared copy-on-write with every worker; keep the collector off it.
+    gc.freeze()
+    zygote = _Zygote(control, bytes.fromhex(sys.argv[2]))
+    zygote.send({"op": "ready"})
+    try:
+        zygote.loop()
+    except (OSError, ValueError, KeyError):
+        # The host went away mid-message, or sent nonsense: take every worker down with us.
+        zygote.shutdown()
+
+
+if __name__ == "__main__":
+    main()
