@@ -43,13 +43,6 @@ def error_text(result: types.CallToolResult) -> str:
     return "\n".join(texts).strip() or "the tool reported an error without a message"
 
 
-def result_length(result: types.CallToolResult) -> int:
-    """Size of a result as the model would see it, for logs."""
-    if result.structured_content is not None:
-        return len(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    return sum(len(c.text) if isinstance(c, types.TextContent) else len(getattr(c, "data", "")) for c in result.content)
-
-
 def _is_result_envelope(sc: Mapping[str, Any], schema: Mapping[str, Any] | None) -> bool:
     if list(sc) != ["result"]:
         return False
