@@ -107,6 +107,7 @@ class _Channel:
         return data
 
     def close(self) -> None:
+        anyio.notify_closing(self.sock)
         self.sock.close()
 
 
@@ -119,6 +120,8 @@ class _Worker:
         self.returncode: int | None = None
         self.lost = False
         """The zygote died before reporting this worker's exit (the kernel killed it with the zygote)."""
+        self.taken = False
+        """A run owns the channel now and closes it when done, after reading all the worker sent."""
         self._pidfd = pidfd
         self._exited = anyio.Event()
 
@@ -380,7 +383,8 @@ class Sandbox:
                 worker.kill()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_TIMEOUT):
                     await worker.wait()
-                worker.channel.close()
+                if not worker.taken:
+                    worker.channel.close()
                 self._live.discard(worker)
             if not worker.lost or self._closing:
                 self._offer(
@@ -466,11 +470,13 @@ class Sandbox:
             item, deferred = await self._acquire(_confinement(limits))
             if isinstance(item, _SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
+            item.taken = True
             run = _Run(item, limits, on_call)
             try:
                 result = await run.drive(frame)
             finally:
                 item.kill()
+                item.channel.close()
                 if deferred and self._task_group is not None and not self._closing:
                     self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
             if not (item.lost and run.calls == 0 and attempt == 0):
