@@ -145,7 +145,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
-    config = _setup(args, "WARNING")
+    # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
+    config = _setup(args, "ERROR")
     return anyio.run(_run, config, code)
 
 

@@ -15,14 +15,15 @@ import pytest
 import yaml
 from mcp import Client, types
 
-from tests.conftest import EVERYTHING_JS, TIME_SERVER
+from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 
 HERE = Path(__file__).resolve().parent
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
 
 
 def gateway_config(marker: str, **sandbox: Any) -> dict[str, Any]:
-    """server-everything as `brave` (collides with packs/brave.py), mcp-server-time, a broken and a disabled server.
+    """server-everything as `brave` (collides with packs/brave.py), mcp-server-time, the fault fixture
+    server as `fx` (a Python-SDK server), a broken and a disabled server.
 
     ``marker`` is put in every child's environment so a test can find leftover processes.
     """
@@ -31,6 +32,7 @@ def gateway_config(marker: str, **sandbox: Any) -> dict[str, Any]:
         "servers": {
             "brave": {"command": "node", "args": [str(EVERYTHING_JS), "stdio"], "env": env, "timeout": 3},
             "time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"], "env": env},
+            "fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"], "env": env},
             "broken-server": {"command": "/nonexistent/mcp-server", "connect_timeout": 5},
             "off": {"command": "node", "enabled": False},
         },

@@ -38,7 +38,7 @@ async def test_run_span_and_tool_call_spans_share_the_run_id(log_records: list) 
     assert [c["runId"] for c in calls] == [runs[0]["runId"], runs[0]["runId"], runs[1]["runId"]]
     assert {c["server"] for c in calls} == {"time", "brave"}
     init = spans(log_records, "proxy.init")
-    assert init and init[0]["serverCount"] == 2 and init[0]["connected"] == 2
+    assert init and init[0]["serverCount"] == 3 and init[0]["connected"] == 3
 
 
 async def test_run_timeout_kills_the_run_and_the_next_run_works() -> None:

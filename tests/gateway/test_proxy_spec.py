@@ -20,6 +20,7 @@ async def test_startup_connects_enabled_servers_and_survives_a_failing_one(gatew
     assert result.structured_content["result"] == {
         "brave": ["connected", "stdio", True],
         "time": ["connected", "stdio", True],
+        "fx": ["connected", "stdio", True],
         "broken-server": ["failed", "stdio", True],
         "off": ["disabled", "stdio", False],
     }
@@ -214,6 +215,20 @@ async def test_structured_content_preferred(gateway: ServedGateway) -> None:
     result = await gateway.run("brave.get_structured_content(location='New York')")
     assert not result.is_error, text_of(result)
     assert isinstance(result.structured_content["result"], dict)
+
+
+async def test_python_sdk_result_envelope_is_unwrapped(gateway: ServedGateway) -> None:
+    result = await gateway.run("total = fx.add(a=2, b=3)\n[total, isinstance(total, int)]")
+    assert result.structured_content["result"] == [5, True]
+
+
+async def test_large_results_are_cut_with_a_note(gateway: ServedGateway) -> None:
+    result = await gateway.run("'x' * 300000")
+    assert not result.is_error
+    text = text_of(result)
+    assert len(text) < 270_000
+    assert "cut: showing 262,144 of 300,000 characters" in text
+    assert result.structured_content["truncated"] is True
 
 
 async def test_images_pass_through_as_content(gateway: ServedGateway) -> None:
