@@ -124,7 +124,8 @@ class Connection:
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.first_attempt = anyio.Event()
-        self._session: _Session | None = None
+        self._session: _Session | None = None  # the live session calls may use
+        self._latest: _Session | None = None  # the last session that connected, live or not
         self._connected = anyio.Event()
         self._stopping = False
         self._ever_connected = False
@@ -214,6 +215,17 @@ class Connection:
             # "failed" until the server was up once; after that a failed reconnect keeps it "disconnected".
             self._set_status("disconnected" if self._ever_connected else "failed", e.reason)
             raise
+        except Exception as e:
+            if session.client is None:
+                raise
+            # A transport task died under a live session (the SDK raises it when the client exits):
+            # the session is over, and run() reconnects as after any other loss.
+            if not self._stopping:
+                self._set_status(
+                    "disconnected", session.lost_reason or f"connection lost: {_reason(e, session)}"
+                )
+            logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
+            return
         finally:
             self.first_attempt.set()
         if session.lost and session.child is not None:
@@ -274,19 +286,20 @@ class Connection:
 
     async def _serve(self, session: _Session, client: Client, tools: list[types.Tool]) -> None:
         session.client = client
-        self._session = session
-        self.tools = tools
-        self.protocol_version = client.protocol_version
-        self.instructions = client.instructions
-        self._set_status("connected", None)
-        self._connected.set()
-        self._ever_connected = True
-        self.first_attempt.set()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._refresh_on_change, session, client)
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    tg.start_soon(self._listen, session, client)
+                    # Subscribed before the server counts as connected, so no change slips through.
+                    await tg.start(self._listen, session, client)
+                self._session = self._latest = session
+                self.tools = tools
+                self.protocol_version = client.protocol_version
+                self.instructions = client.instructions
+                self._set_status("connected", None)
+                self._connected.set()
+                self._ever_connected = True
+                self.first_attempt.set()
                 await session.wake.wait()
                 tg.cancel_scope.cancel()
         finally:
@@ -310,14 +323,27 @@ class Connection:
             )
             self._on_change(self.name)
 
-    async def _listen(self, session: _Session, client: Client) -> None:
+    async def _listen(
+        self,
+        session: _Session,
+        client: Client,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
         try:
-            async with client.listen(tools_list_changed=True) as events:
-                async for _ in events:
-                    session.refresh.set()
+            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
+                async with client.listen(tools_list_changed=True) as events:
+                    deadline.deadline = math.inf
+                    task_status.started()
+                    started = True
+                    async for _ in events:
+                        session.refresh.set()
         except Exception as e:
             # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
             logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
+        if not started:
+            task_status.started()
 
     def _lose(self, session: _Session, reason: str) -> None:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
@@ -327,7 +353,8 @@ class Connection:
         for scope in session.calls:
             scope.cancel()
         session.wake.set()
-        if self._session is session:
+        # The owner may already be unwinding this session (self._session cleared); it is still the latest.
+        if self._latest is session:
             self._reset_connected()
             self._set_status("disconnected", reason)
 

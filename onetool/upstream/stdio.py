@@ -176,7 +176,8 @@ async def stop_process_group(process: anyio.abc.Process) -> None:
     pgid = process.pid  # start_new_session: the leader's pid is the group id
     if _signal_group(pgid, signal.SIGTERM):
         await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
-        _signal_group(pgid, signal.SIGKILL)
+        if _signal_group(pgid, signal.SIGKILL):
+            await _wait_until(lambda: not _group_alive(pgid), 0.5)
     await _wait_until(lambda: process.returncode is not None, 0.5)
     with anyio.move_on_after(0.5), suppress(OSError, anyio.BrokenResourceError, ProcessLookupError):
         await process.aclose()  # reaps the leader and closes the pipes (no ResourceWarning)

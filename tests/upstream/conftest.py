@@ -68,6 +68,11 @@ def group_members(pgids: set[int]) -> list[int]:
     return [pid for pid in all_pids() if (st := _stat(pid)) is not None and st[2] in pgids]
 
 
+def live_group_members(pgids: set[int]) -> list[int]:
+    """Members of ``pgids`` that still run (zombies re-parented to init are init's to reap)."""
+    return [pid for pid in group_members(pgids) if (st := _stat(pid)) is not None and st[0] != "Z"]
+
+
 def upstream_groups() -> set[int]:
     """Process groups led by our children that run in their own session (the pool's stdio servers)."""
     return {pid for pid, (_state, pgrp) in children().items() if pgrp == pid}

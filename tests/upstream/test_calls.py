@@ -1,0 +1,113 @@
+"""Calls: concurrency, timeouts and cancellation reaching the upstream, errors, is_error results, logging."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from loguru import logger
+
+from onetool.upstream import UpstreamError, UpstreamPool, UpstreamTimeout
+from tests.conftest import spans
+from tests.upstream.conftest import fault, open_pool
+
+
+async def _cancellations(log: Path, expected: str) -> list[str]:
+    with anyio.fail_after(10):
+        while expected not in (lines := log.read_text().splitlines() if log.exists() else []):
+            await anyio.sleep(0.02)
+    return lines
+
+
+@pytest.fixture(params=["auto", "legacy"])
+async def slow_pool(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    log = tmp_path / "cancelled.log"
+    async with open_pool(
+        {"slow": fault("ok", env={"CANCEL_LOG": str(log)}, timeout=30)}, mode=request.param
+    ) as pool:
+        yield pool, log
+
+
+async def test_timeout_names_server_tool_seconds_and_cancels_upstream(
+    slow_pool: tuple[UpstreamPool, Path],
+) -> None:
+    pool, log = slow_pool
+    started = time.monotonic()
+    with pytest.raises(UpstreamTimeout) as info:
+        await pool.call("slow", "sleep", {"seconds": 20, "tag": "timeout"}, timeout=0.5)
+    assert time.monotonic() - started < 10  # the call gave up at its timeout, not the tool's 20 s
+    assert str(info.value) == "tool 'sleep' on server 'slow' timed out after 0.5 s"
+    assert (info.value.server, info.value.tool, info.value.seconds) == ("slow", "sleep", 0.5)
+    assert "cancelled timeout" in await _cancellations(log, "cancelled timeout")
+    # The connection is still usable.
+    assert (await pool.call("slow", "echo", {"message": "after"})).content[0].text == "echo: after"
+
+
+async def test_cancelling_the_caller_cancels_the_upstream(slow_pool: tuple[UpstreamPool, Path]) -> None:
+    pool, log = slow_pool
+    with anyio.move_on_after(0.5) as scope:
+        await pool.call("slow", "sleep", {"seconds": 20, "tag": "caller"})
+    assert scope.cancelled_caught
+    assert "cancelled caller" in await _cancellations(log, "cancelled caller")
+    assert (await pool.call("slow", "echo", {"message": "after"})).content[0].text == "echo: after"
+
+
+async def test_default_timeout_is_the_servers_config(tmp_path: Path) -> None:
+    async with open_pool({"slow": fault("ok", timeout=0.5)}) as pool:
+        with pytest.raises(UpstreamTimeout, match=r"after 0\.5 s"):
+            await pool.call("slow", "sleep", {"seconds": 10})
+
+
+async def test_concurrent_calls_on_one_connection_run_concurrently(everything_stdio: dict[str, Any]) -> None:
+    async with open_pool({"fx": fault("ok"), "everything": everything_stdio}) as pool:
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(pool.call, "fx", "sleep", {"seconds": 1, "tag": str(i)})
+            for _ in range(3):
+                tg.start_soon(
+                    pool.call, "everything", "trigger-long-running-operation", {"duration": 1, "steps": 2}
+                )
+        # Serially this is 13 s.
+        assert time.monotonic() - started < 6
+
+
+async def test_jsonrpc_error_raises_upstream_error_with_message() -> None:
+    async with open_pool({"fx": fault("ok")}) as pool:
+        with pytest.raises(UpstreamError) as info:
+            await pool.call("fx", "fail", {"message": "the upstream says no"})
+        assert type(info.value) is UpstreamError
+        assert "the upstream says no" in str(info.value) and "'fx'" in str(info.value)
+        assert info.value.server == "fx" and info.value.tool == "fail"
+
+
+async def test_is_error_result_is_returned_and_logged_failed(
+    everything_stdio: dict[str, Any], log_records: list[dict[str, Any]]
+) -> None:
+    async with open_pool({"everything": everything_stdio}) as pool:
+        result = await pool.call("everything", "no-such-tool", {})
+        assert result.is_error
+    record = spans(log_records, "proxy.tool.call")[-1]
+    assert record["status"] == "FAILED" and record["errorType"] == "ToolError"
+    assert "no-such-tool" in record["errorMessage"]
+
+
+async def test_call_record_fields_and_caller_context(
+    everything_stdio: dict[str, Any], log_records: list[dict[str, Any]]
+) -> None:
+    async with open_pool({"everything": everything_stdio, "fx": fault("ok")}) as pool:
+        with logger.contextualize(runId="run-123"):
+            await pool.call("everything", "echo", {"message": "hello"})
+            await pool.call("fx", "add", {"a": 1, "b": 2})
+            with pytest.raises(UpstreamTimeout):
+                await pool.call("fx", "sleep", {"seconds": 5}, timeout=0.3)
+    echo, add, slow = spans(log_records, "proxy.tool.call")
+    assert echo["runId"] == "run-123" and echo["server"] == "everything" and echo["tool"] == "echo"
+    assert echo["resultLength"] == len("Echo: hello") and echo["status"] == "SUCCESS"
+    assert isinstance(echo["duration"], float)
+    assert add["resultLength"] == len('{"result": 3}')
+    assert slow["status"] == "FAILED" and slow["errorType"] == "UpstreamTimeout"
+    assert slow["errorMessage"] == "tool 'sleep' on server 'fx' timed out after 0.3 s"

@@ -1,0 +1,163 @@
+"""HTTP upstreams: streamable HTTP, SSE (configured and as fallback), headers, https upgrade, HTTP errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import SocketStream
+
+from onetool.upstream import UpstreamUnavailable
+from onetool.upstream.http import is_loopback, public_url, secure_url
+from tests.conftest import free_port, wait_for_port
+from tests.upstream.conftest import FAULT_SERVER, open_pool, wait_for_status
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com/mcp", "https://example.com/mcp"),
+        ("http://api.example.com:8080/mcp?x=1", "https://api.example.com:8080/mcp?x=1"),
+        ("http://10.0.0.5/mcp", "https://10.0.0.5/mcp"),
+        ("http://0.0.0.0:9/mcp", "https://0.0.0.0:9/mcp"),
+        ("https://example.com/mcp", "https://example.com/mcp"),
+        ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
+        ("http://127.8.9.10/mcp", "http://127.8.9.10/mcp"),
+        ("http://localhost:3000/mcp", "http://localhost:3000/mcp"),
+        ("http://LOCALHOST/mcp", "http://LOCALHOST/mcp"),
+        ("http://[::1]:3000/mcp", "http://[::1]:3000/mcp"),
+        ("http://localhost.evil.com/mcp", "https://localhost.evil.com/mcp"),
+        ("http://127.0.0.1.nip.io/mcp", "https://127.0.0.1.nip.io/mcp"),
+    ],
+)
+def test_http_upgraded_to_https_except_loopback(url: str, expected: str) -> None:
+    assert secure_url(url) == expected
+
+
+def test_loopback_rule_and_loggable_url() -> None:
+    assert (
+        is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("[::1]") and is_loopback("localhost")
+    )
+    assert not is_loopback("10.1.2.3") and not is_loopback("example.com")
+    assert public_url("https://user:pw@example.com:8443/mcp?token=abc#x") == "https://example.com:8443/mcp"
+
+
+async def test_upgrade_is_logged_without_secrets(log_records: list[dict[str, Any]]) -> None:
+    port = free_port()  # nothing listens; 0.0.0.0 is not loopback, so it is upgraded (and then refused)
+    servers = {
+        "remote": {
+            "url": f"http://0.0.0.0:{port}/mcp?key=query-secret",
+            "headers": {"Authorization": "Bearer header-secret-99"},
+            "connect_timeout": 3,
+        }
+    }
+    async with open_pool(servers) as pool:
+        assert pool.server_status("remote").status == "failed"
+    upgrades = [r for r in log_records if "upgraded" in r["message"]]
+    assert upgrades and upgrades[0]["extra"]["url"] == f"https://0.0.0.0:{port}/mcp"
+    assert upgrades[0]["level"] == "WARNING"
+    for r in log_records:
+        text = r["message"] + repr(r["extra"])
+        assert "header-secret-99" not in text and "query-secret" not in text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_streamable_http_everything(mode: str, everything_http: str) -> None:
+    async with open_pool({"ev": {"url": everything_http}}, mode=mode) as pool:
+        st = pool.server_status("ev")
+        assert (st.status, st.type, st.protocol_version) == ("connected", "http", "2025-11-25")
+        assert "5" in (await pool.call("ev", "get-sum", {"a": 2, "b": 3})).content[0].text
+
+
+async def test_sse_everything_configured_and_as_fallback(everything_sse: str) -> None:
+    servers = {"sse": {"url": everything_sse, "type": "sse"}, "fallback": {"url": everything_sse}}
+    async with open_pool(servers) as pool:
+        for name in servers:
+            assert pool.server_status(name).status == "connected", pool.server_status(name)
+            assert (await pool.call(name, "echo", {"message": name})).content[0].text == f"Echo: {name}"
+
+
+@pytest.fixture(scope="module")
+def fault_http() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, FAULT_SERVER, "ok", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize(("mode", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_custom_headers_reach_the_server_both_eras(mode: str, era: str, fault_http: str) -> None:
+    servers = {"fx": {"url": fault_http, "headers": {"X-Onetool-Test": "hdr-value"}}}
+    async with open_pool(servers, mode=mode) as pool:
+        assert pool.server_status("fx").protocol_version == era
+        for _ in range(2):  # every request, not only the first
+            got = await pool.call("fx", "header", {"name": "x-onetool-test"})
+            assert got.structured_content == {"result": "hdr-value"}
+
+
+async def _answer_with(status: str, port_ready: anyio.Event, ports: list[int]) -> None:
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            body = b'{"error": "nope"}'
+            head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+            await stream.send(head.encode() + b"Connection: close\r\n\r\n" + body)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    ports.append(listener.extra(anyio.abc.SocketAttribute.local_port))
+    port_ready.set()
+    await listener.serve(handle)
+
+
+@pytest.fixture
+async def unauthorized_url() -> AsyncIterator[str]:
+    ready, ports = anyio.Event(), []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_answer_with, "401 Unauthorized", ready, ports)
+        await ready.wait()
+        yield f"http://127.0.0.1:{ports[0]}/mcp"
+        tg.cancel_scope.cancel()
+
+
+async def test_http_401_fails_with_the_status(unauthorized_url: str) -> None:
+    servers = {"locked": {"url": unauthorized_url, "headers": {"Authorization": "Bearer wrong"}}}
+    async with open_pool(servers) as pool:
+        st = pool.server_status("locked")
+        assert st.status == "failed" and st.error == "HTTP 401 Unauthorized"
+        with pytest.raises(UpstreamUnavailable, match="HTTP 401"):
+            await pool.call("locked", "x", {})
+
+
+async def test_http_server_death_disconnects_and_reconnects() -> None:
+    port = free_port()
+    cmd = [sys.executable, FAULT_SERVER, "ok", "--http", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        async with open_pool({"fx": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 5}}) as pool:
+            assert pool.server_status("fx").status == "connected"
+            proc.kill()
+            proc.wait()
+            with pytest.raises(UpstreamUnavailable):
+                await pool.call("fx", "crash", {})
+            assert pool.server_status("fx").status == "disconnected"
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for_port(port)
+            await wait_for_status(pool, "fx", "connected", timeout=30)
+            assert (await pool.call("fx", "echo", {"message": "back"})).content[0].text == "echo: back"
+    finally:
+        proc.kill()
+        proc.wait()
