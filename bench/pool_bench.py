@@ -18,9 +18,7 @@ from onetool.upstream import UpstreamPool
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING_JS = ROOT / "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 EVERYTHING = ServerConfig(command="node", args=[str(EVERYTHING_JS), "stdio"])
-TIME = ServerConfig(
-    command=str(Path(sys.executable).with_name("mcp-server-time")), args=["--local-timezone", "UTC"]
-)
+TIME = ServerConfig(command=str(Path(sys.executable).with_name("mcp-server-time")), args=["--local-timezone", "UTC"])
 CALLS = 2000
 
 

@@ -195,9 +195,7 @@ class Connection:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with AsyncExitStack() as stack:
-                    with LogSpan(
-                        "proxy.connect", server=self.name, type=self.config.transport, toolCount=0
-                    ) as span:
+                    with LogSpan("proxy.connect", server=self.name, type=self.config.transport, toolCount=0) as span:
                         try:
                             client = await self._open(stack, session)
                             tools = await _list_all_tools(client)
@@ -221,9 +219,7 @@ class Connection:
             # A transport task died under a live session (the SDK raises it when the client exits):
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
-                self._set_status(
-                    "disconnected", session.lost_reason or f"connection lost: {_reason(e, session)}"
-                )
+                self._set_status("disconnected", session.lost_reason or f"connection lost: {_reason(e, session)}")
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return
         finally:
@@ -318,9 +314,7 @@ class Connection:
                     "server '{}': refreshing the tool list failed: {}", self.name, _reason(e, session)
                 )
                 continue
-            logger.bind(server=self.name, toolCount=len(self.tools)).info(
-                "server '{}': tool list changed", self.name
-            )
+            logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
             self._on_change(self.name)
 
     async def _listen(

@@ -24,7 +24,5 @@ class UpstreamTimeout(UpstreamError):
     """A tool call took longer than its timeout; the upstream was sent notifications/cancelled."""
 
     def __init__(self, server: str, tool: str, seconds: float) -> None:
-        super().__init__(
-            f"tool '{tool}' on server '{server}' timed out after {seconds} s", server=server, tool=tool
-        )
+        super().__init__(f"tool '{tool}' on server '{server}' timed out after {seconds} s", server=server, tool=tool)
         self.seconds = seconds

@@ -112,9 +112,7 @@ async def open_stdio(
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     except ValueError:
                         # Junk on stdout is the server's bug; skipping it keeps the session alive.
-                        log.debug(
-                            "ignored a line on the server's stdout that is not JSON-RPC: {!r}", line[:200]
-                        )
+                        log.debug("ignored a line on the server's stdout that is not JSON-RPC: {!r}", line[:200])
                         continue
                     try:
                         await read_send.send(SessionMessage(message))

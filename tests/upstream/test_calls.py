@@ -25,9 +25,7 @@ async def _cancellations(log: Path, expected: str) -> list[str]:
 @pytest.fixture(params=["auto", "legacy"])
 async def slow_pool(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     log = tmp_path / "cancelled.log"
-    async with open_pool(
-        {"slow": fault("ok", env={"CANCEL_LOG": str(log)}, timeout=30)}, mode=request.param
-    ) as pool:
+    async with open_pool({"slow": fault("ok", env={"CANCEL_LOG": str(log)}, timeout=30)}, mode=request.param) as pool:
         yield pool, log
 
 
@@ -68,9 +66,7 @@ async def test_concurrent_calls_on_one_connection_run_concurrently(everything_st
             for i in range(10):
                 tg.start_soon(pool.call, "fx", "sleep", {"seconds": 1, "tag": str(i)})
             for _ in range(3):
-                tg.start_soon(
-                    pool.call, "everything", "trigger-long-running-operation", {"duration": 1, "steps": 2}
-                )
+                tg.start_soon(pool.call, "everything", "trigger-long-running-operation", {"duration": 1, "steps": 2})
         # Serially this is 13 s.
         assert time.monotonic() - started < 6
 

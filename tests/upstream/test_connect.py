@@ -94,9 +94,7 @@ async def test_failures_at_startup_leave_the_others_available(log_records: list[
         st = {s.name: s for s in pool.status()}
         assert st["good"].status == "connected"
         assert st["exits"].status == "failed"
-        assert (
-            st["exits"].error == "process exited with status 3: fault server: refusing to start (mode exit)"
-        )
+        assert st["exits"].error == "process exited with status 3: fault server: refusing to start (mode exit)"
         assert st["hangs"].status == "failed" and st["hangs"].error == "connect timed out after 2.0 s"
         assert st["missing"].status == "failed"
         assert (await pool.call("good", "echo", {"message": "x"})).content[0].text == "echo: x"
@@ -105,9 +103,7 @@ async def test_failures_at_startup_leave_the_others_available(log_records: list[
     assert init["serverCount"] == 4 and init["connected"] == 1 and init["failed"] == 3
     # Parallel: the hanging server's 2 s connect timeout overlaps the others' start-up.
     assert init["duration"] < 8
-    warnings = [
-        r for r in log_records if r["level"] == "WARNING" and r["extra"].get("span") == "proxy.connect"
-    ]
+    warnings = [r for r in log_records if r["level"] == "WARNING" and r["extra"].get("span") == "proxy.connect"]
     assert {r["extra"]["server"] for r in warnings} >= {"exits", "hangs", "missing"}
 
 
@@ -148,6 +144,4 @@ async def test_junk_on_stdout_is_skipped() -> None:
     async with open_pool({"junk": fault("junk")}) as pool:
         assert pool.server_status("junk").status == "connected"
         assert (await pool.call("junk", "noisy", {})).structured_content == {"result": "noisy done"}
-        assert (await pool.call("junk", "echo", {"message": "still fine"})).content[
-            0
-        ].text == "echo: still fine"
+        assert (await pool.call("junk", "echo", {"message": "still fine"})).content[0].text == "echo: still fine"

@@ -39,9 +39,7 @@ def test_http_upgraded_to_https_except_loopback(url: str, expected: str) -> None
 
 
 def test_loopback_rule_and_loggable_url() -> None:
-    assert (
-        is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("[::1]") and is_loopback("localhost")
-    )
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("[::1]") and is_loopback("localhost")
     assert not is_loopback("10.1.2.3") and not is_loopback("example.com")
     assert public_url("https://user:pw@example.com:8443/mcp?token=abc#x") == "https://example.com:8443/mcp"
 

@@ -24,9 +24,7 @@ async def test_spans_and_no_secret_anywhere(
         "off": {**everything_stdio, "enabled": False},
     }
     async with open_pool(servers) as pool:
-        assert (await pool.call("fx", "getenv", {"name": "API_TOKEN"})).structured_content == {
-            "result": SECRET
-        }
+        assert (await pool.call("fx", "getenv", {"name": "API_TOKEN"})).structured_content == {"result": SECRET}
         await pool.call("everything", "echo", {"message": "x"})
         with pytest.raises(UpstreamUnavailable):
             await pool.call("fx", "crash", {})
