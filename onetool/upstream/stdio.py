@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -60,11 +61,16 @@ def _describe_exit(code: int) -> str:
 
 
 def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
-    """The executable's path, searched on the child's PATH, or a clear error."""
+    """The executable's path, searched on the child's PATH, then beside OneTool's own interpreter, or a clear error.
+
+    The second place finds servers installed into OneTool's virtualenv (``mcp-server-time``) when
+    ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do.
+    """
     assert config.command is not None
-    found = shutil.which(config.command, path=env.get("PATH"))
+    own_bin = os.path.dirname(sys.executable)
+    found = shutil.which(config.command, path=env.get("PATH")) or shutil.which(config.command, path=own_bin)
     if found is None:
-        raise FileNotFoundError(f"command not found: {config.command}")
+        raise FileNotFoundError(f"command not found: {config.command} (searched PATH and {own_bin})")
     return found
 
 

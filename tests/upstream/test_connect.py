@@ -70,7 +70,9 @@ async def test_status_of_every_configured_server(time_stdio: dict[str, Any]) -> 
         )
         assert by_name["off"].status == "disabled" and not by_name["off"].enabled
         assert by_name["broken"].status == "failed"
-        assert by_name["broken"].error == "command not found: no-such-command-onetool"
+        assert by_name["broken"].error == (
+            f"command not found: no-such-command-onetool (searched PATH and {Path(sys.executable).parent})"
+        )
         assert pool.tools("off") == [] and pool.tools("broken") == []
         with pytest.raises(KeyError):
             pool.server_status("nope")
@@ -145,3 +147,10 @@ async def test_junk_on_stdout_is_skipped() -> None:
         assert pool.server_status("junk").status == "connected"
         assert (await pool.call("junk", "noisy", {})).structured_content == {"result": "noisy done"}
         assert (await pool.call("junk", "echo", {"message": "still fine"})).content[0].text == "echo: still fine"
+
+
+async def test_command_is_found_beside_onetools_interpreter() -> None:
+    # MCP clients start `.venv/bin/onetool` without activating the venv: its servers must still be found.
+    server = {"command": "mcp-server-time", "env": {"PATH": "/usr/bin:/bin"}}
+    async with open_pool({"time": server}) as pool:
+        assert pool.server_status("time").status == "connected"
