@@ -10,14 +10,14 @@ description changed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream
 from mcp import types
 
+from onetool.broadcast import Broadcast
 from onetool.config import Config
 from onetool.describe import describe_run
 from onetool.packs import LocalPack, PackContext, Registry, load_local_packs
@@ -33,7 +33,7 @@ class Gateway:
         self._local: dict[str, LocalPack] = {}
         self._registry = Registry({})
         self._description = ""
-        self._subscribers: set[ObjectSendStream[None]] = set()
+        self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read describe_run(): bursts coalesce
         self._stack = AsyncExitStack()
 
     @property
@@ -68,8 +68,7 @@ class Gateway:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        for send in list(self._subscribers):
-            send.close()
+        self._changes.close()
         await self._stack.aclose()
 
     def describe_run(self) -> str:
@@ -78,17 +77,9 @@ class Gateway:
     async def run(self, code: str) -> types.CallToolResult:
         return await self._runner.run(code)
 
-    @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[ObjectReceiveStream[None]]:
+    def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
         """Receive one item whenever :meth:`describe_run` changed (bursts coalesce)."""
-        send, receive = anyio.create_memory_object_stream[None](1)
-        self._subscribers.add(send)
-        try:
-            async with receive:
-                yield receive
-        finally:
-            self._subscribers.discard(send)
-            send.close()
+        return self._changes.subscribe()
 
     def _rebuild(self) -> bool:
         self._registry = Registry.build(self._local, self._pool)
@@ -99,10 +90,4 @@ class Gateway:
         async with self._pool.subscribe() as changes:
             async for _ in changes:
                 if self._rebuild():
-                    for send in list(self._subscribers):
-                        try:
-                            send.send_nowait(None)
-                        except anyio.WouldBlock:
-                            pass  # a notification is already pending for this subscriber
-                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                            self._subscribers.discard(send)
+                    self._changes.publish(None)

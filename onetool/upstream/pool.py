@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
@@ -13,6 +12,7 @@ import anyio
 import anyio.abc
 import mcp.types as types
 
+from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.logs import LogSpan
 from onetool.upstream.connection import Connection, Mode, ServerStatus
@@ -37,6 +37,8 @@ class UpstreamPool:
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
     ) -> None:
+        # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
+        self._changes: Broadcast[str] = Broadcast()
         self._connections = {
             name: Connection(
                 name,
@@ -44,11 +46,10 @@ class UpstreamPool:
                 mode=mode,
                 backoff_base=backoff_base,
                 backoff_max=backoff_max,
-                on_change=self._changed,
+                on_change=self._changes.publish,
             )
             for name, config in servers.items()
         }
-        self._subscribers: set[anyio.abc.ObjectSendStream[str]] = set()
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
@@ -84,8 +85,7 @@ class UpstreamPool:
             # Not the body's exception: the group would wrap it in an ExceptionGroup; it propagates anyway.
             await tg.__aexit__(None, None, None)
         finally:
-            for send in list(self._subscribers):
-                send.close()
+            self._changes.close()
 
     async def call(
         self, server: str, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
@@ -120,26 +120,7 @@ class UpstreamPool:
 
     def subscribe(self) -> AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[str]]:
         """Server names whose catalogue or status changed, for as long as the context is open."""
-        return self._subscription()
-
-    @asynccontextmanager
-    async def _subscription(self) -> AsyncIterator[anyio.abc.ObjectReceiveStream[str]]:
-        # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
-        send, receive = anyio.create_memory_object_stream[str](math.inf)
-        self._subscribers.add(send)
-        try:
-            async with receive:
-                yield receive
-        finally:
-            self._subscribers.discard(send)
-            send.close()
-
-    def _changed(self, server: str) -> None:
-        for send in list(self._subscribers):
-            try:
-                send.send_nowait(server)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._subscribers.discard(send)
+        return self._changes.subscribe()
 
 
 def result_text(result: types.CallToolResult) -> str:
