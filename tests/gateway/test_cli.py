@@ -109,3 +109,14 @@ def test_check_config_error(tmp_path: Path) -> None:
     proc = onetool("check", "--config", str(path))
     assert proc.returncode == 2
     assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
+
+
+def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    quiet = subprocess.run([ONETOOL, "run", "-c", "1"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert quiet.stderr == ""
+    loud = subprocess.run(
+        [ONETOOL, "run", "-c", "1"], capture_output=True, text=True, cwd=tmp_path, env={**env, "LOG_LEVEL": "DEBUG"}
+    )
+    assert loud.stdout == "1\n"
+    assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
