@@ -466,7 +466,8 @@ class Sandbox:
         frame = encode(job, _JOB_CAP)
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
-        for attempt in range(2):
+        retries = 1
+        while True:
             item, deferred = await self._acquire(_confinement(limits))
             if isinstance(item, _SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
@@ -479,9 +480,9 @@ class Sandbox:
                 item.channel.close()
                 if deferred and self._task_group is not None and not self._closing:
                     self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
-            if not (item.lost and run.calls == 0 and attempt == 0):
+            if not (item.lost and run.calls == 0 and retries):
                 return result
-        raise AssertionError("unreachable")
+            retries -= 1
 
 
 class _Run:
