@@ -71,7 +71,9 @@ class ServedGateway:
             return await client.call_tool("run", {"code": code})
 
 
-def start_http_gateway(folder: Path, config: dict[str, Any], marker: str, *extra: str) -> ServedGateway:
+def start_http_gateway(
+    folder: Path, config: dict[str, Any], marker: str, *extra: str, env: dict[str, str] | None = None
+) -> ServedGateway:
     path = write_config(folder, config)
     log = folder / "gateway.log"
     proc = subprocess.Popen(
@@ -79,7 +81,7 @@ def start_http_gateway(folder: Path, config: dict[str, Any], marker: str, *extra
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "LOG_LEVEL": "DEBUG"},
+        env={**os.environ, "LOG_LEVEL": "DEBUG", **(env or {})},
     )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
