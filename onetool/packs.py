@@ -18,14 +18,16 @@ import importlib.util
 import inspect
 import pkgutil
 import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
 from onetool.config import Config, ConfigError, to_identifier
@@ -92,6 +94,7 @@ class Tool:
     # local tools
     func: Callable[..., Any] | None = field(default=None, repr=False)
     wants_ctx: bool = False
+    arguments: type[BaseModel] | None = field(default=None, repr=False)  # checks argument types
 
     @property
     def summary(self) -> str:
@@ -231,17 +234,24 @@ async def call_upstream(
 
 async def _invoke_local(tool: Tool, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
     assert tool.func is not None
-    if tool.wants_ctx:
-        kwargs = {**kwargs, "ctx": ctx}
     try:
-        inspect.signature(tool.func).bind(*args, **kwargs)
+        bound = inspect.signature(tool.func).bind(*args, **kwargs, **({"ctx": ctx} if tool.wants_ctx else {}))
     except TypeError as e:
         raise ArgumentError(f"{tool.signature}: {e}") from None
+    if tool.arguments is not None:
+        # Arguments come from model-written code: check (and coerce) them against the annotations.
+        try:
+            checked = tool.arguments.model_validate({k: v for k, v in bound.arguments.items() if k != "ctx"})
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ArgumentError(f"{tool.signature}: argument {where!r}: {first['msg']}") from None
+        bound.arguments.update({name: getattr(checked, name) for name in tool.arguments.model_fields})
     if inspect.iscoroutinefunction(tool.func):
-        value = await tool.func(*args, **kwargs)
+        value = await tool.func(*bound.args, **bound.kwargs)
     else:
         # A sync pack function may block; keep the event loop (and every other run) responsive.
-        value = await anyio.to_thread.run_sync(partial(tool.func, *args, **kwargs), abandon_on_cancel=True)
+        value = await anyio.to_thread.run_sync(partial(tool.func, *bound.args, **bound.kwargs), abandon_on_cancel=True)
     return to_jsonable_python(value, fallback=repr)
 
 
@@ -298,8 +308,27 @@ def _local_pack(module: ModuleType) -> LocalPack:
             source="local",
             func=fn,
             wants_ctx=wants_ctx,
+            arguments=_argument_model(fn, sig),
         )
     return LocalPack(name=pack, path=str(getattr(module, "__file__", "")), tools=tools)
+
+
+def _argument_model(fn: Callable[..., Any], sig: inspect.Signature) -> type[BaseModel] | None:
+    """A model of the parameters a snippet passes (not ``ctx``), for type checks; None if it cannot be built."""
+    params = [p for p in sig.parameters.values() if p.name != "ctx"]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in params):
+        return None
+    try:
+        # Resolve string annotations in the pack's own namespace, leaving out ctx's (often a TYPE_CHECKING import).
+        shim = SimpleNamespace(__annotations__={p.name: p.annotation for p in params if p.annotation is not p.empty})
+        hints = typing.get_type_hints(shim, globalns=getattr(fn, "__globals__", {}))
+        fields: dict[str, Any] = {
+            p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default) for p in params
+        }
+        return create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields)
+    except Exception as e:  # an annotation pydantic cannot check: the function still runs, unchecked
+        logger.warning("local tool {}: argument types will not be checked: {}", fn.__qualname__, e)
+        return None
 
 
 def _format_params(sig: inspect.Signature) -> str:

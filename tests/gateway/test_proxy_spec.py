@@ -166,6 +166,13 @@ async def test_async_local_tool(gateway: ServedGateway) -> None:
     assert result.structured_content["result"] == [1, 2]
 
 
+async def test_local_tool_arguments_are_type_checked(gateway: ServedGateway) -> None:
+    result = await gateway.run("brave.web_search('mcp', count='many')")
+    assert result.is_error
+    text = text_of(result)
+    assert "brave.web_search(query: str, count: int = 3): argument 'count'" in text and "valid integer" in text
+
+
 async def test_upstream_timeout_is_reported_and_catchable(gateway: ServedGateway) -> None:
     code = (
         "try:\n"
