@@ -120,3 +120,15 @@ def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
     )
     assert loud.stdout == "1\n"
     assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
+
+
+def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "oops.py").write_text("def f(:\n")
+    path = write_config(tmp_path, {"packs": {"dirs": ["mine"]}})
+    proc = onetool("run", "-c", "1", "--config", str(path))
+    assert proc.returncode == 2
+    assert "oops.py: local pack failed to import: SyntaxError" in proc.stderr
+    missing = write_config(tmp_path, {"packs": {"dirs": ["nope"]}})
+    proc = onetool("serve", "--config", str(missing))
+    assert proc.returncode == 2 and "is not a folder" in proc.stderr
