@@ -18,8 +18,12 @@ class ProtocolError(Exception):
     """The other side sent something that is not a well-formed frame within the size cap."""
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+"""json.dumps with any option builds a new encoder per call; this one is built once."""
+
+
 def encode(message: Any, max_size: int) -> bytes:
-    body = json.dumps(message, separators=(",", ":")).encode("ascii")
+    body = _ENCODER.encode(message).encode("ascii")
     if len(body) > max_size:
         raise ProtocolError(f"message of {len(body)} bytes exceeds the {max_size} byte cap")
     return HEADER.pack(len(body)) + body

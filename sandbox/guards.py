@@ -293,7 +293,7 @@ _EXTRA_BUILTINS = [
 ]
 
 
-def make_builtins() -> dict[str, Any]:
+def _builtins() -> dict[str, Any]:
     names = {name: value for name, value in safe_builtins.items() if name != "_getattr_"}
     names.update({name: getattr(builtins, name) for name in _EXTRA_BUILTINS})
     names.update(
@@ -310,6 +310,14 @@ def make_builtins() -> dict[str, Any]:
         }
     )
     return names
+
+
+_BUILTINS = _builtins()
+"""Built once at import (in the zygote, before any fork); each run gets its own copy."""
+
+
+def make_builtins() -> dict[str, Any]:
+    return dict(_BUILTINS)
 
 
 def make_globals(print_factory: Callable[..., Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -232,11 +232,20 @@ def capture_last_value(tree: ast.Module) -> ast.Module:
     """Turn a final expression statement into an assignment to RESULT_NAME."""
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
-        assign = ast.Assign(targets=[ast.Name(RESULT_NAME, ast.Store())], value=last.value)
-        copy_locations(assign, last)
-        ast.fix_missing_locations(assign)
-        tree.body[-1] = assign
+        # The value keeps its own locations; only the two new nodes need some. Not copy_locations or
+        # fix_missing_locations: both walk the whole expression again, a second pass over the snippet.
+        target = ast.Name(RESULT_NAME, ast.Store(), **_locations(last))
+        tree.body[-1] = ast.Assign(targets=[target], value=last.value, **_locations(last))
     return tree
+
+
+def _locations(node: ast.AST) -> dict[str, int | None]:
+    return {
+        "lineno": node.lineno,  # type: ignore[attr-defined]
+        "col_offset": node.col_offset,  # type: ignore[attr-defined]
+        "end_lineno": node.end_lineno,  # type: ignore[attr-defined]
+        "end_col_offset": node.end_col_offset,  # type: ignore[attr-defined]
+    }
 
 
 def _column(node: ast.AST) -> int | None:
