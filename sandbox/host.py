@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ObjectSendStream, Process, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
@@ -340,12 +341,15 @@ class Sandbox:
         self._ready_send, self._ready_receive = anyio.create_memory_object_stream[_Worker | _SpawnFailure](math.inf)
         self._live: set[_Worker] = set()
         self._closing = False
+        self._refills = 0
+        self._refill_wanted = anyio.Event()
 
     async def __aenter__(self) -> Sandbox:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
         task_group.start_soon(self._forks.run)
+        task_group.start_soon(self._refill)
         for _ in range(self._warm):
             task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
         return self
@@ -353,6 +357,7 @@ class Sandbox:
     async def __aexit__(self, *exc: object) -> None:
         assert self._task_group is not None
         self._closing = True
+        self._refill_wanted.set()
         for worker in list(self._live):
             worker.kill()
         await self._forks.stop()
@@ -362,6 +367,22 @@ class Sandbox:
             self._task_group = None
             self._ready_send.close()
             self._ready_receive.close()
+
+    async def _refill(self) -> None:
+        """Replace the pool workers runs took, once they asked (`_replace`): starting a task costs a run
+        a few hundred microseconds it should not wait for, so it happens after the run has returned."""
+        while True:
+            await self._refill_wanted.wait()
+            if self._closing or self._task_group is None:
+                return
+            self._refill_wanted = anyio.Event()
+            count, self._refills = self._refills, 0
+            for _ in range(count):
+                self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
+
+    def _replace(self) -> None:
+        self._refills += 1
+        self._refill_wanted.set()
 
     async def _own_worker(self, deliver: ObjectSendStream[_Worker | _SpawnFailure], key: tuple[int, float]) -> None:
         """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
@@ -435,7 +456,12 @@ class Sandbox:
             deferred = self._ready_receive.statistics().current_buffer_used > 0
             if not deferred:
                 self._task_group.start_soon(self._own_worker, self._ready_send, key)
-            item = await self._ready_receive.receive()
+            try:
+                # A ready worker is taken at once: no trip round the event loop on a run's critical path.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                item = self._ready_receive.receive_nowait()
+            except anyio.WouldBlock:
+                item = await self._ready_receive.receive()
             if isinstance(item, _SpawnFailure) or item.running:
                 return item, deferred
             if deferred:
@@ -460,7 +486,7 @@ class Sandbox:
             "op": "run",
             "code": code,
             "packs": {name: sorted(tools) for name, tools in packs.items()},
-            "limits": {**asdict(limits), "cpu_seconds": limits.cpu_seconds or limits.timeout},
+            "limits": {**vars(limits), "cpu_seconds": limits.cpu_seconds or limits.timeout},
             "unrestricted": _unrestricted,
         }
         frame = encode(job, _JOB_CAP)
@@ -479,7 +505,7 @@ class Sandbox:
                 item.kill()
                 item.channel.close()
                 if deferred and self._task_group is not None and not self._closing:
-                    self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
+                    self._replace()
             if not (item.lost and run.calls == 0 and retries):
                 return result
             retries -= 1
@@ -498,20 +524,29 @@ class _Run:
         """`job` is the encoded job frame."""
         result: RunResult | None = None
         with anyio.move_on_after(self.limits.timeout):
-            async with anyio.create_task_group() as task_group:
-                result = await self._serve(job, task_group)
-                task_group.cancel_scope.cancel()
+            # Most runs make no pack call: the task group that answers calls starts with the first one.
+            first = await self._serve(job, None)
+            if isinstance(first, RunResult):
+                result = first
+            else:
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(self._answer, first)
+                    result = await self._serve(None, task_group)
+                    task_group.cancel_scope.cancel()
         if result is None:
             self.worker.kill()
             timeout = float(self.limits.timeout)
             return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
         return result
 
-    async def _serve(self, job: bytes, task_group: TaskGroup) -> RunResult:
+    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | dict[str, Any]:
+        """Send `job` if given, then read until the end; without a task group, a valid pack call within
+        max_calls is returned, for the caller to answer once it has one."""
         # Replies and results may carry a full max_message payload plus the envelope around it.
         cap = self.limits.max_message + 4096
         try:
-            await self.worker.channel.send_frame(job)
+            if job is not None:
+                await self.worker.channel.send_frame(job)
             while True:
                 message = await self.worker.channel.receive(cap)
                 op = message.get("op") if isinstance(message, dict) else None
@@ -521,6 +556,8 @@ class _Run:
                         return self._failed(
                             "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
                         )
+                    if task_group is None:
+                        return message
                     task_group.start_soon(self._answer, message)
                 elif op == "done":
                     return self._finish(message)
