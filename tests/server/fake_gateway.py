@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
-import anyio
 from anyio.abc import ObjectReceiveStream
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp.types import CallToolResult, TextContent
+
+from onetool.broadcast import Broadcast
 
 
 class FakeGateway:
@@ -16,7 +15,7 @@ class FakeGateway:
 
     def __init__(self) -> None:
         self.version = 1
-        self._subscribers: list[MemoryObjectSendStream[None]] = []
+        self._changes: Broadcast[None] = Broadcast(buffer=16)
 
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."
@@ -34,16 +33,20 @@ class FakeGateway:
 
     def change(self) -> None:
         self.version += 1
-        for send in self._subscribers:
-            send.send_nowait(None)
+        self._changes.publish(None)
 
-    @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[ObjectReceiveStream[None]]:
-        send, receive = anyio.create_memory_object_stream[None](16)
-        self._subscribers.append(send)
-        try:
-            async with receive:
-                yield receive
-        finally:
-            self._subscribers.remove(send)
-            send.close()
+    def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
+        return self._changes.subscribe()
+
+
+# A raw handshake-era initialize request, for tests that speak the wire protocol directly.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}

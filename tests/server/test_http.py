@@ -13,7 +13,7 @@ from mcp.types import TextContent
 
 from onetool.server import ServeError, serve_http
 from tests.server.conftest import running_http
-from tests.server.fake_gateway import FakeGateway
+from tests.server.fake_gateway import INITIALIZE, FakeGateway
 
 LIST_CHANGED = "notifications/tools/list_changed"
 
@@ -105,16 +105,6 @@ async def test_bearer_token_is_required_when_set(mode: str) -> None:
             assert not (await client.call_tool("run", {"code": "1"})).is_error
 
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 

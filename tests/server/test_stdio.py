@@ -12,6 +12,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.server.fake_gateway import INITIALIZE
+
 REPO = Path(__file__).resolve().parents[2]
 APP = [sys.executable, "-m", "tests.server.stdio_app"]
 PARAMS = StdioServerParameters(command=APP[0], args=APP[1:], cwd=str(REPO))
@@ -61,18 +63,6 @@ def send(proc: subprocess.Popen[str], message: dict) -> None:
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 
 
 def spawn() -> subprocess.Popen[str]:
