@@ -93,6 +93,7 @@ class Tool:
     annotations: Mapping[str, Any] | None = None
     # local tools
     func: Callable[..., Any] | None = field(default=None, repr=False)
+    python_signature: inspect.Signature | None = field(default=None, repr=False)
     wants_ctx: bool = False
     arguments: type[BaseModel] | None = field(default=None, repr=False)  # checks argument types
 
@@ -233,9 +234,9 @@ async def call_upstream(
 
 
 async def _invoke_local(tool: Tool, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
-    assert tool.func is not None
+    assert tool.func is not None and tool.python_signature is not None
     try:
-        bound = inspect.signature(tool.func).bind(*args, **kwargs, **({"ctx": ctx} if tool.wants_ctx else {}))
+        bound = tool.python_signature.bind(*args, **kwargs, **({"ctx": ctx} if tool.wants_ctx else {}))
     except TypeError as e:
         raise ArgumentError(f"{tool.signature}: {e}") from None
     if tool.arguments is not None:
@@ -307,6 +308,7 @@ def _local_pack(module: ModuleType) -> LocalPack:
             signature=f"{pack}.{name}({_format_params(sig)})",
             source="local",
             func=fn,
+            python_signature=sig,
             wants_ctx=wants_ctx,
             arguments=_argument_model(fn, sig),
         )

@@ -141,8 +141,8 @@ def _check_call(tool: Tool, call: ast.Call) -> None:
     names = [k.arg for k in call.keywords if k.arg is not None]
     if tool.schema is not None:
         tool.schema.check_shape(tool.signature, len(call.args), names)
-    elif tool.func is not None:
-        params = [p for p in inspect.signature(tool.func).parameters.values() if p.name != "ctx"]
+    elif tool.python_signature is not None:
+        params = [p for p in tool.python_signature.parameters.values() if p.name != "ctx"]
         try:
             inspect.Signature(params).bind(*call.args, **dict.fromkeys(names))
         except TypeError as e:
