@@ -151,12 +151,12 @@ class Registry:
         )
 
     @classmethod
-    def build(cls, local: Mapping[str, LocalPack], pool: UpstreamPool | None) -> Registry:
+    def build(cls, local: Mapping[str, LocalPack], pool: UpstreamPool) -> Registry:
         """Merge local packs with the pool's current catalogue (local wins per tool name)."""
         packs = {name: Pack(name=name, tools=dict(lp.tools)) for name, lp in local.items()}
-        status = {s.name: s for s in pool.status()} if pool is not None else {}
+        status = {s.name: s for s in pool.status()}
         for server, st in status.items():
-            upstream = _upstream_tools(st.pack, server, pool.tools(server) if pool else [])
+            upstream = _upstream_tools(st.pack, server, pool.tools(server))
             mine = packs.get(st.pack)
             if mine is None:
                 packs[st.pack] = Pack(name=st.pack, tools=upstream, server=server)
