@@ -110,6 +110,7 @@ class Connection:
         mode: Mode,
         backoff_base: float,
         backoff_max: float,
+        probe_interval: float,
         on_change: Callable[[str], None],
     ) -> None:
         self.name = name
@@ -117,6 +118,7 @@ class Connection:
         self._mode = mode
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
+        self._probe_interval = probe_interval
         self._on_change = on_change
         self.status: Status = "connecting" if config.enabled else "disabled"
         self.error: str | None = None if config.enabled else "disabled in the config"
@@ -285,6 +287,8 @@ class Connection:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._refresh_on_change, session, client)
+                if self.config.transport != "stdio":
+                    tg.start_soon(self._probe, session, client)
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     # Subscribed before the server counts as connected, so no change slips through.
                     await tg.start(self._listen, session, client)
@@ -316,6 +320,25 @@ class Connection:
                 continue
             logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
             self._on_change(self.name)
+
+    async def _probe(self, session: _Session, client: Client) -> None:
+        """Ask an HTTP upstream for its tools now and then, so a dead one turns disconnected without a call.
+
+        A stdio child's death closes its stdout, which the transport notices at once; an idle HTTP
+        session has no such signal. ``tools/list`` exists in both protocol eras (``ping`` does not),
+        and it also catches catalogue changes a server never announced.
+        """
+        while True:
+            await anyio.sleep(self._probe_interval)
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    tools = await _list_all_tools(client)
+            except Exception as e:
+                self._lose(session, f"health check failed: {_reason(e, session)}")
+                return
+            if tools != self.tools:
+                self.tools = tools
+                self._on_change(self.name)
 
     async def _listen(
         self,

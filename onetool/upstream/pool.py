@@ -27,6 +27,7 @@ class UpstreamPool:
     ``mode`` forces the protocol era for every connection ("legacy": the 2025-11-25
     handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` and
     ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
+    ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
     """
 
     def __init__(
@@ -36,6 +37,7 @@ class UpstreamPool:
         mode: Mode = "auto",
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
+        probe_interval: float = 15.0,
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
@@ -46,6 +48,7 @@ class UpstreamPool:
                 mode=mode,
                 backoff_base=backoff_base,
                 backoff_max=backoff_max,
+                probe_interval=probe_interval,
                 on_change=self._changes.publish,
             )
             for name, config in servers.items()

@@ -159,3 +159,24 @@ async def test_http_server_death_disconnects_and_reconnects() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+async def test_dead_http_server_turns_disconnected_without_a_call() -> None:
+    port = free_port()
+    cmd = [sys.executable, FAULT_SERVER, "ok", "--http", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        config = {"fx": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 2}}
+        async with open_pool(config, probe_interval=0.2) as pool:
+            assert pool.server_status("fx").status == "connected"
+            proc.kill()
+            proc.wait()
+            await wait_for_status(pool, "fx", "disconnected", timeout=10)
+            assert pool.server_status("fx").error  # why it is down: the probe, then each reconnect attempt
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for_port(port)
+            await wait_for_status(pool, "fx", "connected", timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
