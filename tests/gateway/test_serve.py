@@ -9,8 +9,10 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.conftest import (
     ONETOOL,
@@ -139,3 +141,20 @@ def test_non_loopback_without_token_is_refused(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "token" in proc.stderr
+
+
+async def test_token_from_the_environment_guards_http(tmp_path: Path) -> None:
+    served = start_http_gateway(tmp_path, {}, f"tok-{uuid.uuid4().hex}", env={"ONETOOL_TOKEN": "let-me-in"})
+    try:
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(served.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert denied.status_code == 401
+            assert (await http.get(served.url.replace("/mcp", "/health"))).status_code == 200
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer let-me-in"}) as http,
+            Client(streamable_http_client(served.url, http_client=http)) as client,
+        ):
+            assert text_of(await client.call_tool("run", {"code": "6 * 7"})) == "42"
+    finally:
+        assert stop(served.proc) == 0
+    assert "let-me-in" not in served.log.read_text()
