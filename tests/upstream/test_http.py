@@ -79,21 +79,47 @@ async def test_sse_everything_configured_and_as_fallback(everything_sse: str) ->
             assert (await pool.call(name, "echo", {"message": name})).content[0].text == f"Echo: {name}"
 
 
+class FaultHttpServer:
+    """The fault fixture server over streamable HTTP on a fixed port, so a test can kill and restart it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, FAULT_SERVER, "ok", "--http", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for_port(self.port)
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+@pytest.fixture
+def http_server() -> Iterator[FaultHttpServer]:
+    server = FaultHttpServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
 @pytest.fixture(scope="module")
 def fault_http() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, FAULT_SERVER, "ok", "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    server = FaultHttpServer()
+    server.start()
     try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.kill()
 
 
 @pytest.mark.parametrize(("mode", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
@@ -139,44 +165,23 @@ async def test_http_401_fails_with_the_status(unauthorized_url: str) -> None:
             await pool.call("locked", "x", {})
 
 
-async def test_http_server_death_disconnects_and_reconnects() -> None:
-    port = free_port()
-    cmd = [sys.executable, FAULT_SERVER, "ok", "--http", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        async with open_pool({"fx": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 5}}) as pool:
-            assert pool.server_status("fx").status == "connected"
-            proc.kill()
-            proc.wait()
-            with pytest.raises(UpstreamUnavailable):
-                await pool.call("fx", "crash", {})
-            assert pool.server_status("fx").status == "disconnected"
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_for_port(port)
-            await wait_for_status(pool, "fx", "connected", timeout=30)
-            assert (await pool.call("fx", "echo", {"message": "back"})).content[0].text == "echo: back"
-    finally:
-        proc.kill()
-        proc.wait()
+async def test_http_server_death_disconnects_and_reconnects(http_server: FaultHttpServer) -> None:
+    async with open_pool({"fx": {"url": http_server.url, "connect_timeout": 5}}) as pool:
+        assert pool.server_status("fx").status == "connected"
+        http_server.kill()
+        with pytest.raises(UpstreamUnavailable):
+            await pool.call("fx", "crash", {})
+        assert pool.server_status("fx").status == "disconnected"
+        http_server.start()
+        await wait_for_status(pool, "fx", "connected", timeout=30)
+        assert (await pool.call("fx", "echo", {"message": "back"})).content[0].text == "echo: back"
 
 
-async def test_dead_http_server_turns_disconnected_without_a_call() -> None:
-    port = free_port()
-    cmd = [sys.executable, FAULT_SERVER, "ok", "--http", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        config = {"fx": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 2}}
-        async with open_pool(config, probe_interval=0.2) as pool:
-            assert pool.server_status("fx").status == "connected"
-            proc.kill()
-            proc.wait()
-            await wait_for_status(pool, "fx", "disconnected", timeout=10)
-            assert pool.server_status("fx").error  # why it is down: the probe, then each reconnect attempt
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_for_port(port)
-            await wait_for_status(pool, "fx", "connected", timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
+async def test_dead_http_server_turns_disconnected_without_a_call(http_server: FaultHttpServer) -> None:
+    async with open_pool({"fx": {"url": http_server.url, "connect_timeout": 2}}, probe_interval=0.2) as pool:
+        assert pool.server_status("fx").status == "connected"
+        http_server.kill()
+        await wait_for_status(pool, "fx", "disconnected", timeout=10)
+        assert pool.server_status("fx").error  # why it is down: the probe, then each reconnect attempt
+        http_server.start()
+        await wait_for_status(pool, "fx", "connected", timeout=30)
