@@ -27,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
+from onetool import __version__
 from onetool.config import ServerConfig, to_identifier
 from onetool.logs import LogSpan
 from onetool.upstream.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
@@ -264,7 +265,7 @@ class Connection:
             mode=self._mode,
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
-            client_info=types.Implementation(name="onetool", version="0.1.0"),
+            client_info=types.Implementation(name="onetool", version=__version__),
             cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
         )
 
