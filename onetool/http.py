@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hmac
-import ipaddress
 import logging
 import socket
 from collections.abc import Iterator
@@ -33,15 +32,6 @@ GRACEFUL_SHUTDOWN_SECONDS = 3
 
 class ServeError(Exception):
     """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

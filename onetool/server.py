@@ -41,12 +41,12 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__
+from onetool.hosts import is_loopback
 from onetool.http import (
     ServeError,
     UvicornServer,
     bind_socket,
     build_app,
-    is_loopback,
     loopback_security,
     url_of,
 )

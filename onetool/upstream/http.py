@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -13,11 +12,11 @@ from loguru import logger
 from mcp.client.sse import sse_client
 
 from onetool.config import ServerConfig
+from onetool.hosts import is_loopback
 
 __all__ = [
     "HttpStatuses",
     "http_client_factory",
-    "is_loopback",
     "public_url",
     "secure_url",
     "sse_transport",
@@ -25,17 +24,6 @@ __all__ = [
 ]
 
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and localhost: the only hosts plain http is allowed to reach."""
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def secure_url(url: str) -> str:
