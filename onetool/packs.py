@@ -125,6 +125,7 @@ class Registry:
 
     def __init__(self, packs: Mapping[str, Pack], status: Mapping[str, ServerStatus] | None = None) -> None:
         self.packs = dict(sorted(packs.items()))
+        self.tool_names = {name: sorted(pack.tools) for name, pack in self.packs.items()}  # the sandbox's stubs
         self._status = dict(status or {})
 
     def server_status(self, server: str) -> ServerStatus | None:

@@ -56,9 +56,10 @@ class Runner:
             if error is not None:
                 span.add(calls=0, status="FAILED", errorType=error["type"], errorMessage=error["message"])
                 return run_result(None, "", error=error, max_chars=self._max_chars)
-            packs = {name: list(pack.tools) for name, pack in registry.packs.items()}
             try:
-                outcome = await self._sandbox.run(code, packs=packs, on_call=self.on_call, limits=self._limits)
+                outcome = await self._sandbox.run(
+                    code, packs=registry.tool_names, on_call=self.on_call, limits=self._limits
+                )
             except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
                 logger.exception("sandbox failed")
                 failure = {"type": "InternalError", "message": f"the sandbox failed: {type(e).__name__}: {e}"}
