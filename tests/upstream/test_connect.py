@@ -128,18 +128,18 @@ async def test_stdio_env_cwd_and_stderr(tmp_path: Path, log_records: list[dict[s
     assert stderr and stderr[0]["extra"]["server"] == "fx"
 
 
-async def test_npx_style_command_found_on_path(tmp_path: Path) -> None:
-    # A bare command name is looked up on PATH (as `npx` is), not only absolute paths.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "fault-launcher"
-    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {fault()['args'][0]} ok\n")
-    launcher.chmod(0o755)
-    import os
-
-    servers = {"fx": {"command": "fault-launcher", "env": {"PATH": f"{bin_dir}:{os.environ['PATH']}"}}}
-    async with open_pool(servers) as pool:
-        assert pool.server_status("fx").status == "connected"
+async def test_npx_command(everything_stdio: dict[str, Any]) -> None:
+    # The spec's "command: npx": npx is found on PATH and runs the pinned local install, offline.
+    tests_dir = Path(everything_stdio["args"][0]).parents[3]
+    server = {
+        "command": "npx",
+        "args": ["--offline", "--no-install", "mcp-server-everything", "stdio"],
+        "cwd": tests_dir,
+    }
+    async with open_pool({"everything": server}) as pool:
+        assert pool.server_status("everything").status == "connected"
+        total = await pool.call("everything", "get-sum", {"a": 2, "b": 3})
+        assert "5" in total.content[0].text
 
 
 async def test_junk_on_stdout_is_skipped() -> None:
