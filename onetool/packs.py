@@ -34,6 +34,7 @@ from onetool.config import Config, ConfigError, to_identifier
 from onetool.logs import logger
 from onetool.results import error_text, to_value
 from onetool.schema import ArgumentError, ToolSchema
+from onetool.upstream.errors import UpstreamUnavailable
 
 if TYPE_CHECKING:
     from mcp import types
@@ -56,10 +57,6 @@ class UnknownTool(PackError):
 
 
 class ToolFailed(PackError):
-    pass
-
-
-class ServerUnavailable(PackError):
     pass
 
 
@@ -140,8 +137,7 @@ class Registry:
             return hit
         status = self._status.get(found.server) if found.server else None
         if status is not None and status.status != "connected":
-            reason = status.error or status.status
-            raise ServerUnavailable(f"server '{status.name}' is unavailable: {reason}")
+            raise unavailable(status)
         names = list(found.tools)
         close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5)
         ordered = close + [n for n in names if n not in close]
@@ -175,6 +171,11 @@ class Registry:
                     pack.name,
                     pack.server,
                 )
+
+
+def unavailable(status: ServerStatus) -> UpstreamUnavailable:
+    """The error for a call to a server that is not connected."""
+    return UpstreamUnavailable(status.name, status.error or status.status, retrying=status.status != "disabled")
 
 
 def _upstream_tools(pack: str, server: str, tools: Iterable[types.Tool]) -> dict[str, Tool]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onetool.packs import PackContext, PackError, call_upstream
+from onetool.packs import PackContext, PackError, call_upstream, unavailable
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
@@ -39,7 +39,7 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
         )
     status = registry.server_status(pack.server) if pack.server else None
     if status is not None and status.status != "connected" and not pack.tools:
-        raise PackError(f"server '{status.name}' is unavailable: {status.error or status.status}")
+        raise unavailable(status)
     tools = [
         {
             "name": t.name,

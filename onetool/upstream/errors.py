@@ -13,10 +13,17 @@ class UpstreamError(Exception):
 
 
 class UpstreamUnavailable(UpstreamError):
-    """The server is disabled, failed to connect, or its connection dropped."""
+    """The server is disabled, failed to connect, or its connection dropped.
 
-    def __init__(self, server: str, reason: str, *, tool: str | None = None) -> None:
-        super().__init__(f"server '{server}' is unavailable: {reason}", server=server, tool=tool)
+    Unless it is disabled, the pool keeps reconnecting in the background, and the message says so:
+    the caller (a model, usually) learns that trying again later is worth it.
+    """
+
+    def __init__(self, server: str, reason: str, *, tool: str | None = None, retrying: bool = True) -> None:
+        advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
+        super().__init__(
+            f"server '{server}' is unavailable: {reason}{advice if retrying else ''}", server=server, tool=tool
+        )
         self.reason = reason
 
 

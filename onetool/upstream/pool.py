@@ -103,7 +103,7 @@ class UpstreamPool:
             if conn is None:
                 raise UpstreamError(f"unknown server '{server}'", server=server, tool=tool)
             if not conn.config.enabled:
-                raise UpstreamUnavailable(server, "disabled in the config", tool=tool)
+                raise UpstreamUnavailable(server, "disabled in the config", tool=tool, retrying=False)
             result = await conn.call(tool, arguments, conn.config.timeout if timeout is None else timeout)
             text = result_text(result)
             span.add(resultLength=len(text))

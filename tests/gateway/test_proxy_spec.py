@@ -204,10 +204,12 @@ async def test_local_pack_bug_becomes_a_tool_error(gateway: ServedGateway) -> No
 
 
 async def test_unavailable_servers_fail_at_once(gateway: ServedGateway) -> None:
-    for code, name in (("broken_server.anything()", "broken-server"), ("off.anything()", "off")):
+    for code, name, retrying in (("broken_server.anything()", "broken-server", True), ("off.anything()", "off", False)):
         result = await gateway.run(code)
         assert result.is_error
         assert f"server '{name}' is unavailable" in text_of(result)
+        # Retry advice (gateway-server-spec, "Network error"), but not for a server disabled in the config.
+        assert ("retry later" in text_of(result)) is retrying
 
 
 # ---- Results ----------------------------------------------------------------------------------
