@@ -13,6 +13,9 @@ from typing import Any
 
 HEADER = struct.Struct(">I")
 
+JOB_CAP = 1 << 30
+"""A job comes from the trusted host and is bounded by the code it carries; both ends use this cap."""
+
 
 class ProtocolError(Exception):
     """The other side sent something that is not a well-formed frame within the size cap."""

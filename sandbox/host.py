@@ -27,7 +27,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectSendStream, Process, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import HEADER, ProtocolError, check_size, decode, encode
+from sandbox.channel import HEADER, JOB_CAP, ProtocolError, check_size, decode, encode
 from sandbox.confine import compile_filter
 
 _START_TIMEOUT = 30.0
@@ -36,7 +36,6 @@ _STOP_TIMEOUT = 5.0
 """Seconds the zygote has to kill and reap its workers when the sandbox closes."""
 _RETRY_DELAY = 1.0
 """Seconds between attempts to start a zygote that failed to start; forks fail meanwhile."""
-_JOB_CAP = 1 << 30
 _READY_CAP = 64
 _CONTROL_CAP = 4096
 _GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
@@ -489,7 +488,7 @@ class Sandbox:
             "limits": {**vars(limits), "cpu_seconds": limits.cpu_seconds or limits.timeout},
             "unrestricted": _unrestricted,
         }
-        frame = encode(job, _JOB_CAP)
+        frame = encode(job, JOB_CAP)
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
         retries = 1

@@ -12,12 +12,10 @@ import random
 import tempfile
 from typing import NoReturn
 
-from sandbox.channel import FdChannel, ProtocolError
+from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
 from sandbox.confine import confine, set_parent_death_signal
 from sandbox.runtime import oversized, run_job
 
-_JOB_CAP = 1 << 30
-"""The host is trusted; its job message is bounded by the code it was given."""
 _PREFAULT_JOB = {
     "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\nf(1)",
     "packs": {},
@@ -38,7 +36,7 @@ def serve(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, zygote_pi
     os.chdir(directory)
     os.rmdir(directory)
     confine(program, memory_mb, cpu_seconds, (fd,))
-    channel = FdChannel(fd, fd, _JOB_CAP)
+    channel = FdChannel(fd, fd, JOB_CAP)
     # A forked child shares the zygote's pages copy-on-write, and running Python writes to every object it
     # touches (reference counts): done by the first run, those page copies cost milliseconds. A constant,
     # trusted job of ours takes them now, while idle; it makes no pack call and its namespace is dropped.
