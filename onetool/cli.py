@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from onetool.config import ConfigError
+    from onetool.errors import ConfigError
 
     try:
         return int(args.func(args))
@@ -91,7 +91,7 @@ def _setup(args: argparse.Namespace, default_level: str) -> Config:
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from onetool.server import ServeError
+    from onetool.errors import ServeError
 
     config = _setup(args, "INFO")
     status = EXIT_OK

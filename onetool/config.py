@@ -17,15 +17,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from onetool.errors import ConfigError
+
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
 
 _VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message says where and why."""
 
 
 def to_identifier(name: str) -> str:

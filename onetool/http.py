@@ -24,14 +24,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from onetool.errors import ServeError
 from onetool.logs import logger
 
 # Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
 GRACEFUL_SHUTDOWN_SECONDS = 3
-
-
-class ServeError(Exception):
-    """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

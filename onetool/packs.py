@@ -30,11 +30,11 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
-from onetool.config import Config, ConfigError, to_identifier
+from onetool.config import Config, to_identifier
+from onetool.errors import ArgumentError, ConfigError, ToolFailed, UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.logs import logger
 from onetool.results import error_text, to_value
-from onetool.schema import ArgumentError, ToolSchema
-from onetool.upstream.errors import UpstreamUnavailable
+from onetool.schema import ToolSchema
 
 if TYPE_CHECKING:
     from mcp import types
@@ -42,22 +42,6 @@ if TYPE_CHECKING:
     from onetool.upstream import ServerStatus, UpstreamPool
 
 BUILTIN_PACKS = "packs"
-
-
-class PackError(Exception):
-    """A pack call that cannot be made or failed; the message is meant for the model."""
-
-
-class UnknownPack(PackError):
-    pass
-
-
-class UnknownTool(PackError):
-    pass
-
-
-class ToolFailed(PackError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,11 @@ from typing import Any
 
 from mcp import types
 
+from onetool.errors import ArgumentError, ModelError
 from onetool.logs import LogSpan, logger
-from onetool.packs import PackContext, PackError, Registry, Tool, ToolFailed, invoke
+from onetool.packs import PackContext, Registry, Tool, invoke
 from onetool.results import run_result
-from onetool.schema import ArgumentError
-from onetool.upstream import UpstreamError
-from sandbox import Limits, RunError, Sandbox
+from sandbox import TOOL_ERRORS, Limits, RunError, Sandbox, ToolError
 
 MAX_CODE_CHARS = 100_000
 
@@ -74,14 +73,13 @@ class Runner:
 
     async def on_call(self, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """A pack call from the sandbox; what it raises becomes a ToolError inside the snippet."""
-        found = self._registry().resolve(pack, tool)
         try:
-            return await invoke(found, args, kwargs, self._ctx)
-        except (PackError, ArgumentError, UpstreamError):
-            raise
+            return await invoke(self._registry().resolve(pack, tool), args, kwargs, self._ctx)
+        except ModelError as e:
+            raise TOOL_ERRORS[e.snippet_type](str(e)) from None
         except Exception as e:  # a local pack's own bug: report it, keep the host's traceback out of the model
             logger.opt(exception=True).warning("local pack {}.{} raised", pack, tool)
-            raise ToolFailed(f"{pack}.{tool} raised {type(e).__name__}: {e}") from None
+            raise ToolError(f"{pack}.{tool} raised {type(e).__name__}: {e}") from None
 
 
 def _error_dict(error: RunError) -> dict[str, Any]:
@@ -125,7 +123,7 @@ def precheck(code: str, registry: Registry) -> dict[str, Any] | None:
                 _check_call(registry.resolve(pack, tool), node)
             elif pack not in _KNOWN_NAMES:
                 registry.resolve(pack, tool)
-        except (PackError, ArgumentError) as e:
+        except ModelError as e:
             line = node.lineno
             return {
                 "type": type(e).__name__,

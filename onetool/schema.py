@@ -15,6 +15,8 @@ from typing import Any
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
+from onetool.errors import ArgumentError
+
 _SIMPLE = {
     "string": "str",
     "integer": "int",
@@ -24,10 +26,6 @@ _SIMPLE = {
     "object": "dict",
     "array": "list",
 }
-
-
-class ArgumentError(Exception):
-    """Arguments that do not fit a tool's schema; the message shows the signature."""
 
 
 def py_type(schema: Any, depth: int = 0) -> str:

@@ -41,9 +41,9 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__
+from onetool.errors import ServeError
 from onetool.hosts import is_loopback
 from onetool.http import (
-    ServeError,
     UvicornServer,
     bind_socket,
     build_app,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from onetool.packs import PackContext, PackError, call_upstream, unavailable
+from onetool.errors import ModelError
+from onetool.packs import PackContext, call_upstream, unavailable
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
@@ -33,7 +34,7 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     if pack is None:
         names = [s.name for s in ctx.pool.status()]
         local = [p for p in registry.packs if p not in {s.pack for s in ctx.pool.status()}]
-        raise PackError(
+        raise ModelError(
             f"unknown server '{server}'; servers: {', '.join(names) or 'none'}"
             + (f"; local packs: {', '.join(local)}" if local else "")
         )
@@ -59,12 +60,12 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
     registry = ctx.registry()
     pack = registry.packs.get(_pack_name(server, ctx))
     if pack is None or pack.server is None:
-        raise PackError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.pool.status())}")
+        raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.pool.status())}")
     match = next((t for t in pack.tools.values() if t.remote_name == tool and t.source == "upstream"), None)
     match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
     if match is None:
         registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
-        raise PackError(f"server '{pack.server}' has no tool '{tool}'")
+        raise ModelError(f"server '{pack.server}' has no tool '{tool}'")
     assert match.schema is not None
     bound = match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
     return await call_upstream(ctx.pool, pack.server, tool, bound, f"{pack.server}:{tool}", match.output_schema)

@@ -1,7 +1,35 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, RunError, RunResult, ToolError
+from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.errors import (
+    SNIPPET_ERRORS,
+    TOOL_ERRORS,
+    ArgumentError,
+    LimitError,
+    PolicyError,
+    ToolError,
+    ToolTimeout,
+    ToolUnavailable,
+    UnknownTool,
+)
 from sandbox.host import Sandbox
+from sandbox.policy import ALLOWED_MODULES
 
-__all__ = ["Limits", "OnCall", "RunError", "RunResult", "Sandbox", "ToolError"]
+__all__ = [
+    "ALLOWED_MODULES",
+    "SNIPPET_ERRORS",
+    "TOOL_ERRORS",
+    "ArgumentError",
+    "LimitError",
+    "Limits",
+    "OnCall",
+    "PolicyError",
+    "RunError",
+    "RunResult",
+    "Sandbox",
+    "ToolError",
+    "ToolTimeout",
+    "ToolUnavailable",
+    "UnknownTool",
+]

@@ -6,9 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.errors import ToolError
-
-__all__ = ["Limits", "OnCall", "RunError", "RunResult", "ToolError"]
+__all__ = ["Limits", "OnCall", "RunError", "RunResult"]
 
 
 @dataclass(frozen=True)

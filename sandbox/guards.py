@@ -29,7 +29,7 @@ from typing import Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from sandbox.errors import ToolError
+from sandbox.errors import SNIPPET_ERRORS, PolicyError
 from sandbox.policy import (
     ALLOWED_DUNDER_METHODS,
     ALLOWED_MODULES,
@@ -37,15 +37,6 @@ from sandbox.policy import (
     internals_message,
     private_name_message,
 )
-
-
-class PolicyError(Exception):
-    """A guard refused an operation at run time."""
-
-
-class LimitError(Exception):
-    """A per-run limit (calls, output) was reached."""
-
 
 # Non-underscore names that still open frames, code or generator internals.
 BLOCKED_ATTRIBUTES = INSPECT_ATTRIBUTES | {
@@ -304,9 +295,7 @@ def _builtins() -> dict[str, Any]:
             "setattr": guarded_setattr,
             "delattr": guarded_delattr,
             "dir": guarded_dir,
-            "ToolError": ToolError,
-            "LimitError": LimitError,
-            "PolicyError": PolicyError,
+            **SNIPPET_ERRORS,
         }
     )
     return names

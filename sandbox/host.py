@@ -29,6 +29,7 @@ from anyio.abc import ObjectSendStream, Process, TaskGroup
 from sandbox.api import Limits, OnCall, RunError, RunResult
 from sandbox.channel import HEADER, JOB_CAP, ProtocolError, check_size, decode, encode
 from sandbox.confine import compile_filter
+from sandbox.errors import TOOL_ERRORS
 
 _START_TIMEOUT = 30.0
 """Seconds the zygote has to import everything and say ready, and a forked worker to confine itself."""
@@ -571,8 +572,9 @@ class _Run:
         pack, tool = message["pack"], message["tool"]
         try:
             reply: dict[str, Any] = {"value": await self.on_call(pack, tool, message["args"], message["kwargs"])}
-        except Exception as exc:  # whatever on_call raises is the snippet's ToolError
-            reply = {"error": str(exc) or type(exc).__name__}
+        except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
+            kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
+            reply = {"error": str(exc) or type(exc).__name__, "type": kind}
         try:
             frame = encode(reply, self.limits.max_message)
         except ProtocolError:

@@ -9,8 +9,8 @@ from types import CodeType
 from typing import Any
 
 from sandbox.channel import FdChannel, ProtocolError
-from sandbox.errors import ToolError
-from sandbox.guards import LimitError, make_globals
+from sandbox.errors import TOOL_ERRORS, LimitError, ToolError
+from sandbox.guards import make_globals
 from sandbox.jsonable import TooDeep, to_json
 from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, compile_unrestricted
 
@@ -137,7 +137,7 @@ class Session:
             raise LimitError(f"the arguments of {pack}.{tool} cannot be sent: {exc} (sandbox.max_message)") from None
         reply = self.channel.receive()
         if "error" in reply:
-            raise ToolError(reply["error"])
+            raise TOOL_ERRORS.get(reply.get("type"), ToolError)(reply["error"])
         return reply["value"]
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from onetool.config import Config, ConfigError, find_config, load_config, to_identifier
+from onetool.config import Config, find_config, load_config, to_identifier
+from onetool.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

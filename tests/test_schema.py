@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from onetool.schema import ArgumentError, ToolSchema, py_type
+from onetool.errors import ArgumentError
+from onetool.schema import ToolSchema, py_type
 
 PRODUCT = ToolSchema(
     {

@@ -29,8 +29,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wai
 
 from onetool import __version__
 from onetool.config import ServerConfig, to_identifier
+from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
-from onetool.upstream.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.upstream.http import HttpStatuses, http_client_factory, public_url, sse_transport, upgraded_url
 from onetool.upstream.stdio import StdioChild, open_stdio
 

@@ -14,9 +14,9 @@ import mcp.types as types
 
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
+from onetool.errors import UpstreamError, UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.connection import Connection, Mode, ServerStatus
-from onetool.upstream.errors import UpstreamError, UpstreamUnavailable
 
 __all__ = ["UpstreamPool", "result_text"]
 

@@ -11,7 +11,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
-from onetool.server import ServeError, serve_http
+from onetool.errors import ServeError
+from onetool.server import serve_http
 from tests.server.conftest import running_http
 from tests.server.fake_gateway import INITIALIZE, FakeGateway
 

@@ -10,7 +10,8 @@ import anyio
 import pytest
 from loguru import logger
 
-from onetool.upstream import UpstreamError, UpstreamPool, UpstreamTimeout
+from onetool.errors import UpstreamError, UpstreamTimeout
+from onetool.upstream import UpstreamPool
 from tests.conftest import spans
 from tests.upstream.conftest import fault, open_pool
 

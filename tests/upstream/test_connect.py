@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from onetool.upstream import ServerStatus, UpstreamError, UpstreamUnavailable
+from onetool.errors import UpstreamError, UpstreamUnavailable
+from onetool.upstream import ServerStatus
 from tests.conftest import spans
 from tests.upstream.conftest import fault, open_pool
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from anyio.abc import SocketStream
 
+from onetool.errors import UpstreamUnavailable
 from onetool.hosts import is_loopback
-from onetool.upstream import UpstreamUnavailable
 from onetool.upstream.http import public_url, secure_url
 from tests.conftest import free_port, wait_for_port
 from tests.upstream.conftest import FAULT_SERVER, open_pool, wait_for_status

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from onetool.upstream import UpstreamUnavailable
+from onetool.errors import UpstreamUnavailable
 from tests.conftest import spans
 from tests.upstream.conftest import fault, open_pool
 

@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from onetool.upstream import UpstreamPool, UpstreamUnavailable
+from onetool.errors import UpstreamUnavailable
+from onetool.upstream import UpstreamPool
 from tests.upstream.conftest import fault, open_pool, upstream_groups, wait_for_status
 
 

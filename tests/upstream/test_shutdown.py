@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from onetool.upstream import UpstreamUnavailable
+from onetool.errors import UpstreamUnavailable
 from tests.conftest import spans
 from tests.upstream.conftest import (
     children,

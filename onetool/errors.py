@@ -1,0 +1,91 @@
+"""One error tree for the gateway.
+
+    OneToolError
+    ├── ModelError          the message is meant for the model: it reaches the snippet and the run's result
+    │   ├── UnknownPack, UnknownTool, ArgumentError, ToolFailed
+    │   └── UpstreamError
+    │       ├── UpstreamUnavailable
+    │       └── UpstreamTimeout
+    ├── ConfigError         the configuration cannot be used (the CLI exits with status 2)
+    └── ServeError          the gateway cannot serve (port in use, unsafe bind)
+
+Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
+subclass), so snippet code can catch a timeout or an unavailable server by type.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class OneToolError(Exception):
+    """Every error OneTool raises on purpose."""
+
+
+class ConfigError(OneToolError):
+    """The configuration cannot be used; the message says where and why."""
+
+
+class ServeError(OneToolError):
+    """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
+
+
+class ModelError(OneToolError):
+    """A pack call that cannot be made or failed; the message is meant for the model."""
+
+    snippet_type: ClassVar[str] = "ToolError"
+    """The sandbox exception (sandbox.TOOL_ERRORS) the snippet sees."""
+
+
+class UnknownPack(ModelError):
+    snippet_type = "UnknownTool"
+
+
+class UnknownTool(ModelError):
+    snippet_type = "UnknownTool"
+
+
+class ArgumentError(ModelError):
+    """Arguments that do not fit a tool's schema or signature; the message shows the signature."""
+
+    snippet_type = "ArgumentError"
+
+
+class ToolFailed(ModelError):
+    """The tool ran and reported an error (an `isError` result, or a local pack's exception)."""
+
+
+class UpstreamError(ModelError):
+    """An upstream call failed: the upstream answered with a JSON-RPC error, or the transport broke."""
+
+    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+
+
+class UpstreamUnavailable(UpstreamError):
+    """The server is disabled, failed to connect, or its connection dropped.
+
+    Unless it is disabled, the pool keeps reconnecting in the background, and the message says so:
+    the caller (a model, usually) learns that trying again later is worth it.
+    """
+
+    snippet_type = "ToolUnavailable"
+
+    def __init__(self, server: str, reason: str, *, tool: str | None = None, retrying: bool = True) -> None:
+        advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
+        super().__init__(
+            f"server '{server}' is unavailable: {reason}{advice if retrying else ''}", server=server, tool=tool
+        )
+        self.reason = reason
+
+
+class UpstreamTimeout(UpstreamError):
+    """A tool call took longer than its timeout; the upstream was sent notifications/cancelled."""
+
+    snippet_type = "ToolTimeout"
+
+    def __init__(self, server: str, tool: str, seconds: float) -> None:
+        super().__init__(f"tool '{tool}' on server '{server}' timed out after {seconds} s", server=server, tool=tool)
+        self.seconds = seconds
