@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
@@ -21,7 +20,6 @@ import mcp.types as types
 from loguru import logger
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -32,74 +30,15 @@ from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.http import HttpStatuses, http_client_factory, public_url, sse_transport, upgraded_url
-from onetool.upstream.stdio import StdioChild, open_stdio
+from onetool.upstream.session import Lost, Session, Watched, failure_reason, list_all_tools
+from onetool.upstream.status import ServerState, ServerStatus
+from onetool.upstream.stdio import open_stdio
 
-__all__ = ["Connection", "Mode", "ServerStatus"]
+__all__ = ["Connection", "Mode"]
 
 Mode = Literal["auto", "legacy"]
-Status = Literal["connecting", "connected", "failed", "disconnected", "disabled"]
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
-_PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a connect
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    name: str
-    pack: str
-    type: str
-    enabled: bool
-    status: str
-    error: str | None
-    tool_count: int
-    protocol_version: str | None
-    instructions: str | None
-
-
-class _Lost(Exception):
-    """The session broke under a call; the caller decides whether to retry."""
-
-
-class _Session:
-    """One live MCP session. A new one is made for every (re)connect."""
-
-    def __init__(self) -> None:
-        self.client: Client | None = None
-        self.child: StdioChild | None = None
-        self.lost_reason: str | None = None
-        self.wake = anyio.Event()  # lost, or the pool is stopping
-        self.refresh = anyio.Event()  # tools/list_changed arrived
-        self.calls: set[anyio.CancelScope] = set()
-        self.statuses: HttpStatuses | None = None
-
-    @property
-    def lost(self) -> bool:
-        return self.lost_reason is not None
-
-
-class _Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
-    """A transport's read stream that reports its end: the upstream process or stream is gone."""
-
-    def __init__(
-        self, inner: anyio.abc.ObjectReceiveStream[SessionMessage | Exception], on_end: Callable[[], None]
-    ) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        # The SDK's HTTP streams carry the sender's contextvars; keep passing them through.
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 class Connection:
@@ -121,14 +60,14 @@ class Connection:
         self._backoff_max = backoff_max
         self._probe_interval = probe_interval
         self._on_change = on_change
-        self.status: Status = "connecting" if config.enabled else "disabled"
+        self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.error: str | None = None if config.enabled else "disabled in the config"
         self.tools: list[types.Tool] = []
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.first_attempt = anyio.Event()
-        self._session: _Session | None = None  # the live session calls may use
-        self._latest: _Session | None = None  # the last session that connected, live or not
+        self._session: Session | None = None  # the live session calls may use
+        self._latest: Session | None = None  # the last session that connected, live or not
         self._connected = anyio.Event()
         self._stopping = False
         self._ever_connected = False
@@ -172,13 +111,13 @@ class Connection:
                 self.first_attempt.set()
                 self._session = None
                 if self._stopping:
-                    self._set_status("disconnected", "the pool is closed")
+                    self._set_status(ServerState.DISCONNECTED, "the pool is closed")
 
     def stop(self) -> None:
         """Ask the owner to close its session politely; it is cancelled if that takes too long."""
         self._stopping = True
         self._scope.deadline = min(self._scope.deadline, anyio.current_time() + STOP_GRACE)
-        if self._session is not None and self.status == "connected":
+        if self._session is not None and self.status is ServerState.CONNECTED:
             self._session.wake.set()
         else:
             self._scope.cancel()
@@ -194,27 +133,27 @@ class Connection:
         )
 
     async def _connect_and_serve(self) -> None:
-        session = _Session()
+        session = Session()
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with AsyncExitStack() as stack:
                     with LogSpan("proxy.connect", server=self.name, type=self.config.transport, toolCount=0) as span:
                         try:
                             client = await self._open(stack, session)
-                            tools = await _list_all_tools(client)
+                            tools = await list_all_tools(client)
                         except anyio.get_cancelled_exc_class():
                             if deadline.cancel_called and not self._stopping:
                                 reason = f"connect timed out after {self.config.connect_timeout} s"
                                 raise UpstreamUnavailable(self.name, reason) from None
                             raise
                         except Exception as e:
-                            raise UpstreamUnavailable(self.name, _reason(e, session)) from None
+                            raise UpstreamUnavailable(self.name, failure_reason(e, session)) from None
                         span.add(toolCount=len(tools))
                     deadline.deadline = math.inf
                     await self._serve(session, client, tools)
         except UpstreamUnavailable as e:
             # "failed" until the server was up once; after that a failed reconnect keeps it "disconnected".
-            self._set_status("disconnected" if self._ever_connected else "failed", e.reason)
+            self._set_status(ServerState.DISCONNECTED if self._ever_connected else ServerState.FAILED, e.reason)
             raise
         except Exception as e:
             if session.client is None:
@@ -222,16 +161,17 @@ class Connection:
             # A transport task died under a live session (the SDK raises it when the client exits):
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
-                self._set_status("disconnected", session.lost_reason or f"connection lost: {_reason(e, session)}")
+                reason = session.lost_reason or f"connection lost: {failure_reason(e, session)}"
+                self._set_status(ServerState.DISCONNECTED, reason)
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return
         finally:
             self.first_attempt.set()
         if session.lost and session.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
-            self._set_status("disconnected", f"connection lost: {session.child.exit_reason()}")
+            self._set_status(ServerState.DISCONNECTED, f"connection lost: {session.child.exit_reason()}")
 
-    async def _open(self, stack: AsyncExitStack, session: _Session) -> Client:
+    async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
         """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
         if self.config.transport == "stdio":
             return await stack.enter_async_context(self._client(self._stdio(session), session))
@@ -254,7 +194,7 @@ class Connection:
             self._client(self._watch(sse_transport(url, self.config, statuses), session), session)
         )
 
-    def _client(self, transport: Any, session: _Session) -> Client:
+    def _client(self, transport: Any, session: Session) -> Client:
         async def on_message(message: Any) -> None:
             # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
             if getattr(message, "method", None) == "notifications/tools/list_changed":
@@ -270,20 +210,20 @@ class Connection:
         )
 
     @asynccontextmanager
-    async def _stdio(self, session: _Session) -> AsyncIterator[tuple[Any, Any]]:
+    async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
         async with open_stdio(self.name, self.config) as (read, write, child):
             session.child = child
             yield (
-                _Watched(read, lambda: self._lose(session, f"connection lost: {child.exit_reason()}")),
+                Watched(read, lambda: self._lose(session, f"connection lost: {child.exit_reason()}")),
                 write,
             )
 
     @asynccontextmanager
-    async def _watch(self, transport: Any, session: _Session) -> AsyncIterator[tuple[Any, Any]]:
+    async def _watch(self, transport: Any, session: Session) -> AsyncIterator[tuple[Any, Any]]:
         async with transport as (read, write):
-            yield _Watched(read, lambda: self._lose(session, "connection lost: the stream closed")), write
+            yield Watched(read, lambda: self._lose(session, "connection lost: the stream closed")), write
 
-    async def _serve(self, session: _Session, client: Client, tools: list[types.Tool]) -> None:
+    async def _serve(self, session: Session, client: Client, tools: list[types.Tool]) -> None:
         session.client = client
         try:
             async with anyio.create_task_group() as tg:
@@ -297,7 +237,7 @@ class Connection:
                 self.tools = tools
                 self.protocol_version = client.protocol_version
                 self.instructions = client.instructions
-                self._set_status("connected", None)
+                self._set_status(ServerState.CONNECTED, None)
                 self._connected.set()
                 self._ever_connected = True
                 self.first_attempt.set()
@@ -307,22 +247,22 @@ class Connection:
             self._session = None
             self._reset_connected()
 
-    async def _refresh_on_change(self, session: _Session, client: Client) -> None:
+    async def _refresh_on_change(self, session: Session, client: Client) -> None:
         while True:
             await session.refresh.wait()
             session.refresh = anyio.Event()
             try:
                 with anyio.fail_after(self.config.connect_timeout):
-                    self.tools = await _list_all_tools(client)
+                    self.tools = await list_all_tools(client)
             except Exception as e:
                 logger.bind(server=self.name).warning(
-                    "server '{}': refreshing the tool list failed: {}", self.name, _reason(e, session)
+                    "server '{}': refreshing the tool list failed: {}", self.name, failure_reason(e, session)
                 )
                 continue
             logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
             self._on_change(self.name)
 
-    async def _probe(self, session: _Session, client: Client) -> None:
+    async def _probe(self, session: Session, client: Client) -> None:
         """Ask an HTTP upstream for its tools now and then, so a dead one turns disconnected without a call.
 
         A stdio child's death closes its stdout, which the transport notices at once; an idle HTTP
@@ -333,9 +273,9 @@ class Connection:
             await anyio.sleep(self._probe_interval)
             try:
                 with anyio.fail_after(self.config.connect_timeout):
-                    tools = await _list_all_tools(client)
+                    tools = await list_all_tools(client)
             except Exception as e:
-                self._lose(session, f"health check failed: {_reason(e, session)}")
+                self._lose(session, f"health check failed: {failure_reason(e, session)}")
                 return
             if tools != self.tools:
                 self.tools = tools
@@ -343,7 +283,7 @@ class Connection:
 
     async def _listen(
         self,
-        session: _Session,
+        session: Session,
         client: Client,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -363,7 +303,7 @@ class Connection:
         if not started:
             task_status.started()
 
-    def _lose(self, session: _Session, reason: str) -> None:
+    def _lose(self, session: Session, reason: str) -> None:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
         if session.lost or self._stopping:
             return
@@ -374,17 +314,17 @@ class Connection:
         # The owner may already be unwinding this session (self._session cleared); it is still the latest.
         if self._latest is session:
             self._reset_connected()
-            self._set_status("disconnected", reason)
+            self._set_status(ServerState.DISCONNECTED, reason)
 
     def _reset_connected(self) -> None:
         # Callers waiting to retry hold the current event; replace it only once it has fired.
         if self._connected.is_set():
             self._connected = anyio.Event()
 
-    def _set_status(self, status: Status, error: str | None) -> None:
+    def _set_status(self, status: ServerState, error: str | None) -> None:
         changed = (status, error) != (self.status, self.error)
         self.status, self.error = status, error
-        if status != "connected":
+        if status is not ServerState.CONNECTED:
             self.tools = []
         if changed:
             self._on_change(self.name)
@@ -396,7 +336,7 @@ class Connection:
         retry = self._may_retry(tool)
         try:
             return await self._call_once(tool, arguments, timeout)
-        except _Lost as lost:
+        except Lost as lost:
             if not retry:
                 raise UpstreamUnavailable(self.name, str(lost), tool=tool) from None
             logger.bind(server=self.name, tool=tool).info(
@@ -406,7 +346,7 @@ class Connection:
                 await self._connected.wait()
             try:
                 return await self._call_once(tool, arguments, timeout)
-            except _Lost as again:
+            except Lost as again:
                 raise UpstreamUnavailable(self.name, str(again), tool=tool) from None
 
     def _may_retry(self, tool: str) -> bool:
@@ -419,7 +359,7 @@ class Connection:
     async def _call_once(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
         session = self._session
         if session is None or session.client is None or session.lost:
-            raise UpstreamUnavailable(self.name, self.error or self.status, tool=tool)
+            raise self.snapshot().unavailable(tool)
         scope = anyio.CancelScope()
         session.calls.add(scope)
         try:
@@ -430,50 +370,16 @@ class Connection:
                 raise UpstreamTimeout(self.name, tool, timeout) from None
             if e.code == CONNECTION_CLOSED:
                 self._lose(session, "connection lost: " + e.message)
-                raise _Lost(session.lost_reason) from None
+                raise Lost(session.lost_reason) from None
             message = f"tool '{tool}' on server '{self.name}' failed: {e.message}"
             raise UpstreamError(message, server=self.name, tool=tool) from None
         except httpx2.TransportError as e:
             self._lose(session, f"connection lost: {type(e).__name__}: {e}")
-            raise _Lost(session.lost_reason) from None
+            raise Lost(session.lost_reason) from None
         except ValidationError as e:
             message = f"tool '{tool}' on server '{self.name}' sent an invalid result: {e}"
             raise UpstreamError(message, server=self.name, tool=tool) from None
         finally:
             session.calls.discard(scope)
         # Only reached when _lose cancelled the scope.
-        raise _Lost(session.lost_reason)
-
-
-async def _list_all_tools(client: Client) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_PAGE_CAP):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
-
-
-def _reason(error: BaseException, session: _Session) -> str:
-    """A one-line reason for a failed connect, without secret values."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    if session.child is not None and (
-        session.child.process.returncode is not None
-        or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)
-    ):
-        return session.child.exit_reason()
-    if session.statuses is not None and (http_error := session.statuses.error()):
-        return http_error
-    if isinstance(error, FileNotFoundError | PermissionError):
-        return str(error)
-    if isinstance(error, httpx2.HTTPStatusError):
-        return f"HTTP {error.response.status_code} {error.response.reason_phrase}".rstrip()
-    if isinstance(error, httpx2.TransportError):
-        return f"{type(error).__name__}: {error}"
-    if isinstance(error, MCPError):
-        return error.message
-    return f"{type(error).__name__}: {error}"
+        raise Lost(session.lost_reason)

@@ -14,9 +14,10 @@ import mcp.types as types
 
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
-from onetool.errors import UpstreamError, UpstreamUnavailable
+from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
-from onetool.upstream.connection import Connection, Mode, ServerStatus
+from onetool.upstream.connection import Connection, Mode
+from onetool.upstream.status import ServerState, ServerStatus
 
 __all__ = ["UpstreamPool", "result_text"]
 
@@ -65,7 +66,7 @@ class UpstreamPool:
                     self._tg.start_soon(conn.run, name=f"upstream owner {conn.name}")
                 for conn in enabled:
                     await conn.first_attempt.wait()
-                connected = [c for c in enabled if c.status == "connected"]
+                connected = [c for c in enabled if c.status is ServerState.CONNECTED]
                 span.add(
                     connected=len(connected),
                     failed=len(enabled) - len(connected),
@@ -103,7 +104,7 @@ class UpstreamPool:
             if conn is None:
                 raise UpstreamError(f"unknown server '{server}'", server=server, tool=tool)
             if not conn.config.enabled:
-                raise UpstreamUnavailable(server, "disabled in the config", tool=tool, retrying=False)
+                raise conn.snapshot().unavailable(tool)
             result = await conn.call(tool, arguments, conn.config.timeout if timeout is None else timeout)
             text = result_text(result)
             span.add(resultLength=len(text))
@@ -113,7 +114,7 @@ class UpstreamPool:
 
     def tools(self, server: str) -> list[types.Tool]:
         conn = self._connections[server]
-        return list(conn.tools) if conn.status == "connected" else []
+        return list(conn.tools) if conn.status is ServerState.CONNECTED else []
 
     def status(self) -> list[ServerStatus]:
         return [conn.snapshot() for conn in self._connections.values()]

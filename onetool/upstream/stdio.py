@@ -37,15 +37,11 @@ _STDERR_TAIL: Final = 5
 
 
 class StdioChild:
-    """What the connection may know about a running child: its pid and last stderr lines."""
+    """What the connection may know about a running child: its process and last stderr lines."""
 
     def __init__(self, process: anyio.abc.Process) -> None:
         self.process = process
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def exit_reason(self) -> str:
         code = self.process.returncode
