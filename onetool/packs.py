@@ -33,8 +33,8 @@ from pydantic_core import to_jsonable_python
 from onetool.config import Config, to_identifier
 from onetool.errors import ArgumentError, ConfigError, ToolFailed, UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.logs import logger
+from onetool.registry.schema import ToolSchema
 from onetool.results import error_text, to_value
-from onetool.schema import ToolSchema
 
 if TYPE_CHECKING:
     from mcp import types

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onetool.errors import ArgumentError
-from onetool.schema import ToolSchema, py_type
+from onetool.registry.schema import ToolSchema, py_type
 
 PRODUCT = ToolSchema(
     {
