@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onetool.config import Config
-    from onetool.packs import Registry
+    from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -190,7 +190,7 @@ def _with_pool(config: Config, body: Any) -> Any:
     """Connect every server, build the registry, hand both to ``body``."""
     import anyio
 
-    from onetool.packs import Registry, load_local_packs
+    from onetool.registry import Registry, load_local_packs
     from onetool.upstream import UpstreamPool
 
     async def go() -> Any:
@@ -255,9 +255,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"local packs: {', '.join(local) or 'none'}")
         failed = 0
         for s in pool.status():
-            if s.status == "connected":
+            if s.connected:
                 print(f"  ok      {s.name}: {s.tool_count} tools ({s.type}, protocol {s.protocol_version})")
-            elif s.status == "disabled":
+            elif not s.enabled:
                 print(f"  -       {s.name}: disabled")
             else:
                 failed += 1

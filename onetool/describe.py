@@ -8,18 +8,20 @@ with a pointer to ``proxy.list_tools(server=...)``.
 
 from __future__ import annotations
 
-from onetool.packs import Pack, Registry
+from onetool.registry import Pack, Registry
+from sandbox import ALLOWED_MODULES
 
 BUDGET_CHARS = 12_000
 
-INTRO = """\
+_MODULES = ", ".join(ALLOWED_MODULES)
+
+INTRO = f"""\
 Run a short Python snippet that calls tools as functions of packs, and get back only the final value.
 
 Write plain Python: call tools as `pack.tool(arg=value)` (positional arguments follow the listed order), \
 combine and filter results in code, and end with an expression: its value is the result, together \
 with anything print()ed. Only that value reaches you, so trim large results in the snippet. A failed \
-tool call raises ToolError, which you can catch. Allowed imports: json, re, math, datetime, \
-collections, itertools, statistics, random, textwrap, base64, hashlib. No files, network or processes.
+tool call raises ToolError, which you can catch. Allowed imports: {_MODULES}. No files, network or processes.
 
 Example:
     sites = wix.list_sites()
@@ -47,8 +49,8 @@ def describe_run(registry: Registry, budget: int = BUDGET_CHARS) -> str:
 def _render(packs: list[Pack], detail: dict[str, int], registry: Registry) -> str:
     out = [INTRO, "", "Packs:"]
     for pack in packs:
-        status = registry.server_status(pack.server) if pack.server else None
-        note = f" [server {status.status}: {status.error}]" if status and status.status != "connected" else ""
+        status = registry.pack_status(pack)
+        note = f" [server {status.status}: {status.error}]" if status and not status.connected else ""
         level = detail[pack.name]
         if level == 2:
             out.append(f"{pack.name}:{note}")

@@ -14,14 +14,22 @@ media as real content, ``isError`` on failure, and a size cap with a note.
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 from mcp import types
 
+from sandbox import RunError
+
 MEDIA_TYPES = ("image", "audio", "resource", "resource_link")
+_MAX_MEDIA = 100
+"""Media blocks one result carries; more stay data."""
+_MAX_MEDIA_SCAN = 1_000
+"""Media-like dicts fingerprinted per result (or per tool return value): bounds the work a snippet can cause."""
+_MIN_ERROR_CHARS = 4_096
+_MAX_SOURCE_CHARS = 1_000
 
 
 def to_value(result: types.CallToolResult, output_schema: Mapping[str, Any] | None = None) -> Any:
@@ -83,18 +91,19 @@ def run_result(
     value: Any,
     output: str,
     *,
-    error: Mapping[str, Any] | None = None,
+    error: RunError | None = None,
     max_chars: int = 256 * 1024,
+    media_keys: Set[str] = frozenset(),
 ) -> types.CallToolResult:
     """Shape one run's outcome as ``run``'s MCP result.
 
-    ``error`` is ``{"type", "message", "line"?, "source"?}``; its text is the
-    model-facing message. Printed output comes first, then the value (or the
-    error). Media found in the value become MCP content and are replaced in
-    the text by a short marker.
+    Printed output comes first, then the value (or the error's model-facing message). Media dicts in the
+    value whose :func:`media_key` is in ``media_keys`` (those an upstream or local pack returned during the
+    run) become MCP content and are replaced in the text by a short marker; a snippet cannot forge one.
     """
     media: list[types.ContentBlock] = []
-    value = _extract_media(value, media)
+    if media_keys:
+        value = _Extractor(media_keys, media).walk(value, 0)
     content: list[types.ContentBlock] = []
     structured: dict[str, Any] = {}
     budget = max_chars
@@ -104,8 +113,10 @@ def run_result(
         content.append(types.TextContent(type="text", text=text))
         structured["output"] = text
     if error is not None:
-        content.append(types.TextContent(type="text", text=_cut(error_message(error), max(budget, 4096), "error")))
-        structured["error"] = dict(error)
+        limit = max(budget, _MIN_ERROR_CHARS)
+        message = _cut(error.message, limit, "error message")
+        content.append(types.TextContent(type="text", text=_cut(error_message(error), limit + 200, "error")))
+        structured["error"] = _error_fields(error, message)
         return types.CallToolResult(content=content, structured_content=structured, is_error=True)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     cut = _cut(text, max(budget, 1024), "result")
@@ -118,12 +129,21 @@ def run_result(
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
 
 
-def error_message(error: Mapping[str, Any]) -> str:
+def _error_fields(error: RunError, message: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"type": error.type[:100], "message": message}
+    if error.line is not None:
+        fields["line"] = error.line
+    if error.source:
+        fields["source"] = error.source[:_MAX_SOURCE_CHARS]
+    return fields
+
+
+def error_message(error: RunError) -> str:
     """``ZeroDivisionError: division by zero (line 3: x = 1/0)``."""
-    text = f"{error.get('type', 'Error')}: {error.get('message', '')}"
-    if error.get("line"):
-        source = f": {error['source'].strip()}" if error.get("source") else ""
-        text += f" (line {error['line']}{source})"
+    text = f"{error.type}: {error.message}"
+    if error.line:
+        source = f": {error.source.strip()[:_MAX_SOURCE_CHARS]}" if error.source else ""
+        text += f" (line {error.line}{source})"
     return text
 
 
@@ -136,38 +156,66 @@ def _cut(text: str, limit: int, what: str) -> str:
     )
 
 
-def _extract_media(value: Any, media: list[types.ContentBlock], depth: int = 0) -> Any:
-    """Move image/audio/resource dicts into ``media``; leave a marker naming the content index."""
-    if depth > 4:
-        return value
-    if isinstance(value, list):
-        return [_extract_media(v, media, depth + 1) for v in value]
-    if not isinstance(value, dict):
-        return value
-    block = _media_block(value)
-    if block is None:
-        return {k: _extract_media(v, media, depth + 1) for k, v in value.items()}
-    media.append(block)
-    marker = {"type": value["type"], "content": f"attached as MCP content #{len(media)}"}
-    for key in ("mimeType", "uri", "name"):
-        if key in value:
-            marker[key] = value[key]
-    if value["type"] == "resource" and isinstance(value.get("resource"), dict):
-        marker["uri"] = value["resource"].get("uri")
-    return marker
-
-
-def _media_block(value: dict[str, Any]) -> types.ContentBlock | None:
-    kind = value.get("type")
-    if kind not in MEDIA_TYPES:
+def media_key(value: Any) -> str | None:
+    """A fingerprint of a media dict (image, audio, resource, resource link), or None for anything else."""
+    if not isinstance(value, dict) or value.get("type") not in MEDIA_TYPES:
         return None
     try:
-        if kind in ("image", "audio"):
-            base64.b64decode(value["data"], validate=True)
-            cls = types.ImageContent if kind == "image" else types.AudioContent
-            return cls(type=kind, data=value["data"], mime_type=value["mimeType"])
-        if kind == "resource_link":
-            return types.ResourceLink.model_validate(value)
-        return types.EmbeddedResource.model_validate(value)
-    except (KeyError, TypeError, ValueError):
-        return None  # only looks like media: it stays ordinary data
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
+
+
+def returned_media(value: Any) -> set[str]:
+    """The media keys of a tool's return value: the value itself, or the parts of a content list."""
+    items = value[:_MAX_MEDIA_SCAN] if isinstance(value, list) else [value]
+    return {key for item in items if (key := media_key(item)) is not None}
+
+
+class _Extractor:
+    """Moves known media dicts of a value into ``media``, leaving a marker naming the content index.
+
+    Bounded: a depth of 4, at most _MAX_MEDIA blocks, and at most _MAX_MEDIA_SCAN candidates fingerprinted.
+    """
+
+    def __init__(self, keys: Set[str], media: list[types.ContentBlock]) -> None:
+        self._keys = keys
+        self._media = media
+        self._scanned = 0
+
+    def walk(self, value: Any, depth: int) -> Any:
+        if depth > 4:
+            return value
+        if isinstance(value, list):
+            return [self.walk(v, depth + 1) for v in value]
+        if not isinstance(value, dict):
+            return value
+        block = self._block(value)
+        if block is None:
+            return {k: self.walk(v, depth + 1) for k, v in value.items()}
+        self._media.append(block)
+        marker = {"type": value["type"], "content": f"attached as MCP content #{len(self._media)}"}
+        for key in ("mimeType", "uri", "name"):
+            if key in value:
+                marker[key] = value[key]
+        if value["type"] == "resource" and isinstance(value.get("resource"), dict):
+            marker["uri"] = value["resource"].get("uri")
+        return marker
+
+    def _block(self, value: dict[str, Any]) -> types.ContentBlock | None:
+        if value.get("type") not in MEDIA_TYPES or len(self._media) >= _MAX_MEDIA or self._scanned >= _MAX_MEDIA_SCAN:
+            return None
+        self._scanned += 1
+        if media_key(value) not in self._keys:
+            return None
+        try:
+            kind = value["type"]
+            if kind in ("image", "audio"):
+                cls = types.ImageContent if kind == "image" else types.AudioContent
+                return cls(type=kind, data=value["data"], mime_type=value["mimeType"])
+            if kind == "resource_link":
+                return types.ResourceLink.model_validate(value)
+            return types.EmbeddedResource.model_validate(value)
+        except (KeyError, TypeError, ValueError):
+            return None  # only looks like media: it stays ordinary data

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from onetool.errors import ModelError
-from onetool.packs import PackContext, call_upstream, unavailable
+from onetool.registry import PackContext, UpstreamTool
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
@@ -38,16 +38,16 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
             f"unknown server '{server}'; servers: {', '.join(names) or 'none'}"
             + (f"; local packs: {', '.join(local)}" if local else "")
         )
-    status = registry.server_status(pack.server) if pack.server else None
-    if status is not None and status.status != "connected" and not pack.tools:
-        raise unavailable(status)
+    status = registry.pack_status(pack)
+    if status is not None and not status.connected and not pack.tools:
+        raise status.unavailable()
     tools = [
         {
             "name": t.name,
             "signature": t.signature,
             "description": t.description,
             "source": t.source,
-            **({"upstream_name": t.remote_name} if t.remote_name and t.remote_name != t.name else {}),
+            **({"upstream_name": t.remote_name} if isinstance(t, UpstreamTool) and t.remote_name != t.name else {}),
             **({"shadows_upstream": True} if t.name in pack.shadowed else {}),
         }
         for t in pack.tools.values()
@@ -61,14 +61,13 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
     pack = registry.packs.get(_pack_name(server, ctx))
     if pack is None or pack.server is None:
         raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.pool.status())}")
-    match = next((t for t in pack.tools.values() if t.remote_name == tool and t.source == "upstream"), None)
+    match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
     match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
     if match is None:
         registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
         raise ModelError(f"server '{pack.server}' has no tool '{tool}'")
-    assert match.schema is not None
-    bound = match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
-    return await call_upstream(ctx.pool, pack.server, tool, bound, f"{pack.server}:{tool}", match.output_schema)
+    bound = await match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
+    return await match.send(bound, ctx.pool)
 
 
 def _pack_name(server: str, ctx: PackContext) -> str:

@@ -14,13 +14,14 @@ from sandbox.errors import (
     UnknownTool,
 )
 from sandbox.host import Sandbox
-from sandbox.policy import ALLOWED_MODULES
+from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
 
 __all__ = [
     "ALLOWED_MODULES",
     "SNIPPET_ERRORS",
     "TOOL_ERRORS",
     "ArgumentError",
+    "CompileFailure",
     "LimitError",
     "Limits",
     "OnCall",
@@ -32,4 +33,5 @@ __all__ = [
     "ToolTimeout",
     "ToolUnavailable",
     "UnknownTool",
+    "parse",
 ]

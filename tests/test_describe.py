@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
+
 from onetool.describe import describe_run
-from onetool.packs import Pack, Registry, Tool
+from onetool.registry import LocalTool, Pack, Registry
+
+
+def _tool(x: int) -> int:
+    return x
 
 
 def pack(name: str, n: int) -> Pack:
     tools = {
-        f"tool_{i}": Tool(
+        f"tool_{i}": LocalTool(
             pack=name,
             name=f"tool_{i}",
             description=f"Does thing {i}. More detail here.",
             signature=f"{name}.tool_{i}(x: int)",
-            source="local",
+            func=_tool,
+            parameters=inspect.signature(_tool),
         )
         for i in range(n)
     }

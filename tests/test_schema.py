@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from onetool.errors import ArgumentError
@@ -42,8 +44,12 @@ def test_py_type(schema: dict, text: str) -> None:
     assert py_type(schema) == text
 
 
-def test_positional_arguments_follow_property_order() -> None:
-    assert PRODUCT.bind("f", ["p1", True], {"mode": "a"}) == {"product_id": "p1", "include_variants": True, "mode": "a"}
+async def test_positional_arguments_follow_property_order() -> None:
+    assert await PRODUCT.bind("f", ["p1", True], {"mode": "a"}) == {
+        "product_id": "p1",
+        "include_variants": True,
+        "mode": "a",
+    }
 
 
 @pytest.mark.parametrize(
@@ -57,19 +63,28 @@ def test_positional_arguments_follow_property_order() -> None:
         (["p"], {"mode": "c"}, "argument 'mode': 'c' is not one of ['a', 'b']"),
     ],
 )
-def test_bad_arguments(args: list, kwargs: dict, expected: str) -> None:
+async def test_bad_arguments(args: list, kwargs: dict, expected: str) -> None:
     with pytest.raises(ArgumentError) as info:
-        PRODUCT.bind("wix.get_product(...)", args, kwargs)
+        await PRODUCT.bind("wix.get_product(...)", args, kwargs)
     assert expected in str(info.value)
     assert str(info.value).startswith("wix.get_product(...)")
 
 
-def test_schema_without_properties_accepts_anything_unless_closed() -> None:
-    assert ToolSchema({"type": "object"}).bind("f", [], {"x": 1}) == {"x": 1}
+async def test_schema_without_properties_accepts_anything_unless_closed() -> None:
+    assert await ToolSchema({"type": "object"}).bind("f", [], {"x": 1}) == {"x": 1}
     with pytest.raises(ArgumentError):
-        ToolSchema({"type": "object", "additionalProperties": False}).bind("f", [], {"x": 1})
+        await ToolSchema({"type": "object", "additionalProperties": False}).bind("f", [], {"x": 1})
 
 
-def test_broken_schema_leaves_judgement_to_the_upstream() -> None:
+async def test_broken_schema_leaves_judgement_to_the_upstream() -> None:
     broken = ToolSchema({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
-    assert broken.bind("f", [1], {}) == {"a": 1}
+    assert await broken.bind("f", [1], {}) == {"a": 1}
+
+
+async def test_large_arguments_are_checked_in_full_and_bounded() -> None:
+    schema = ToolSchema({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})
+    assert len((await schema.bind("f", [["x"] * 50_000], {}))["items"]) == 50_000
+    with pytest.raises(ArgumentError, match=re.escape("argument 'items.49999': 1 is not of type 'string'")):
+        await schema.bind("f", [["x"] * 49_999 + [1]], {})
+    with pytest.raises(ArgumentError, match=re.escape("more than 100,000 values; pass less data per call")):
+        await schema.bind("f", [["x"] * 200_000], {})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import anyio.to_thread
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
@@ -53,6 +54,40 @@ def py_type(schema: Any, depth: int = 0) -> str:
     return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
 
 
+_ON_LOOP_NODES = 2_000
+"""Arguments of up to this many JSON values are validated on the event loop: well under a millisecond."""
+MAX_ARGUMENT_NODES = 100_000
+"""jsonschema spends tens of microseconds per value: past this many, a call is refused rather than validated."""
+
+
+def count_nodes(value: Any, limit: int) -> int:
+    """How many JSON values ``value`` holds, counting no further than ``limit + 1``."""
+    count, stack = 0, [value]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _validate(validator: Any, display: str, arguments: dict[str, Any]) -> None:
+    error = js_exceptions.best_match(validator.iter_errors(arguments))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path)
+        raise ArgumentError(f"{display}: argument {where or '(all)'!r}: {error.message[:500]}")
+
+
+def _validate_large(validator: Any, display: str, arguments: dict[str, Any]) -> None:
+    if count_nodes(arguments, MAX_ARGUMENT_NODES) > MAX_ARGUMENT_NODES:
+        raise ArgumentError(
+            f"{display}: the arguments hold more than {MAX_ARGUMENT_NODES:,} values; pass less data per call"
+        )
+    _validate(validator, display, arguments)
+
+
 class ToolSchema:
     """One tool's input schema, prepared once: property order, required names, a compiled validator."""
 
@@ -80,11 +115,13 @@ class ToolSchema:
             params.append(text)
         return f"{name}({', '.join(params)})"
 
-    def bind(self, display: str, args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    async def bind(self, display: str, args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map positional and keyword arguments onto the properties and validate them.
 
         ``display`` is the signature shown in errors (``wix.get_product(...)``).
-        Positional arguments fill the properties in schema order.
+        Positional arguments fill the properties in schema order. Small arguments are validated at once;
+        large ones in a worker thread, so no snippet's argument holds up the event loop, and past
+        MAX_ARGUMENT_NODES they are refused before validation starts.
         """
         props = list(self.properties)
         arguments: dict[str, Any] = dict(zip(props, args, strict=False))
@@ -94,10 +131,11 @@ class ToolSchema:
             arguments[key] = value
         self.check_shape(display, len(args), arguments)
         validator = self._compiled()
-        error = js_exceptions.best_match(validator.iter_errors(arguments)) if validator else None
-        if error is not None:
-            where = ".".join(str(p) for p in error.absolute_path)
-            raise ArgumentError(f"{display}: argument {where or '(all)'!r}: {error.message}")
+        if validator:
+            if count_nodes(arguments, _ON_LOOP_NODES) <= _ON_LOOP_NODES:
+                _validate(validator, display, arguments)
+            else:
+                await anyio.to_thread.run_sync(_validate_large, validator, display, arguments, abandon_on_cancel=True)
         return arguments
 
     def check_shape(self, display: str, positional: int, names: Iterable[str]) -> None:

@@ -1,0 +1,127 @@
+"""The registry: every pack and tool a snippet can call, resolved by the names snippets use.
+
+Every configured server is a pack named ``to_identifier(server)``; so is every local pack. When both
+share a name, the local pack's tools win for the names it defines and the upstream's other tools stay
+reachable (the shadowing is logged and listed). A :class:`Registry` is an immutable snapshot; the
+gateway builds a new one whenever an upstream catalogue or status changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from onetool.config import to_identifier
+from onetool.errors import UnknownPack, UnknownTool
+from onetool.logs import logger
+from onetool.registry.schema import ToolSchema
+from onetool.registry.tools import Tool, UpstreamTool
+
+if TYPE_CHECKING:
+    from mcp import types
+
+    from onetool.upstream import ServerStatus, UpstreamPool
+
+_SUGGEST_MAX_NAME = 64
+"""Closest-name suggestions cost time quadratic in the name; a longer name is no typo of a tool name."""
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    tools: Mapping[str, Tool]
+    server: str | None = None
+    """The configured server behind it, if any."""
+    shadowed: Mapping[str, UpstreamTool] = field(default_factory=dict)
+    """Upstream tools hidden by local tools of the same name."""
+
+
+class Registry:
+    def __init__(self, packs: Mapping[str, Pack], status: Mapping[str, ServerStatus] | None = None) -> None:
+        self.packs = dict(sorted(packs.items()))
+        self.tool_names = {name: sorted(pack.tools) for name, pack in self.packs.items()}
+        """What the sandbox's pack stubs list."""
+        self._status = dict(status or {})
+
+    def server_status(self, server: str) -> ServerStatus | None:
+        return self._status.get(server)
+
+    def pack_status(self, pack: Pack) -> ServerStatus | None:
+        """The status of the server behind ``pack``; None for a purely local pack."""
+        return self._status.get(pack.server) if pack.server else None
+
+    def resolve(self, pack: str, tool: str) -> Tool:
+        """The tool ``pack.tool`` names, or UnknownPack / UnknownTool / UpstreamUnavailable for the model."""
+        found = self.packs.get(pack)
+        if found is None:
+            raise UnknownPack(f"unknown pack '{pack}'; available packs: {', '.join(self.packs) or 'none'}")
+        hit = found.tools.get(tool)
+        if hit is not None:
+            return hit
+        status = self.pack_status(found)
+        if status is not None and not status.connected:
+            raise status.unavailable(tool)
+        names = list(found.tools)
+        close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5) if len(tool) <= _SUGGEST_MAX_NAME else []
+        ordered = close + [n for n in names if n not in close]
+        hint = f"; did you mean {close[0]}?" if close else ""
+        shown = tool if len(tool) <= _SUGGEST_MAX_NAME else tool[:_SUGGEST_MAX_NAME] + "..."
+        raise UnknownTool(
+            f"pack '{pack}' has no tool '{shown}'{hint} Its tools: {', '.join(ordered) or 'none'}"
+            f" (see proxy.list_tools(server='{pack}'))"
+        )
+
+    @classmethod
+    def build(cls, local: Mapping[str, Pack], pool: UpstreamPool) -> Registry:
+        """Merge local packs with the pool's current catalogue (local wins per tool name)."""
+        packs = dict(local)
+        status = {s.name: s for s in pool.status()}
+        for server, st in status.items():
+            upstream = upstream_tools(st.pack, server, pool.tools(server))
+            mine = packs.get(st.pack)
+            if mine is None:
+                packs[st.pack] = Pack(name=st.pack, tools=upstream, server=server)
+                continue
+            shadowed = {n: t for n, t in upstream.items() if n in mine.tools}
+            packs[st.pack] = Pack(name=st.pack, tools={**upstream, **mine.tools}, server=server, shadowed=shadowed)
+        return cls(packs, status)
+
+    def log_shadowing(self) -> None:
+        for pack in self.packs.values():
+            if pack.server is not None and any(t.source == "local" for t in pack.tools.values()):
+                logger.bind(pack=pack.name, server=pack.server, shadowed=sorted(pack.shadowed)).info(
+                    "local pack '{}' shares its name with server '{}': local tools win",
+                    pack.name,
+                    pack.server,
+                )
+
+
+def upstream_tools(pack: str, server: str, tools: Iterable[types.Tool]) -> dict[str, UpstreamTool]:
+    """A server's catalogue as tools of ``pack``, under identifier names."""
+    out: dict[str, UpstreamTool] = {}
+    for t in tools:
+        name = to_identifier(t.name)
+        if name in out:
+            logger.warning(
+                "server '{}': tools '{}' and '{}' both become '{}'; the second is reachable only via proxy.call",
+                server,
+                out[name].remote_name,
+                t.name,
+                name,
+            )
+            continue
+        schema = ToolSchema(t.input_schema)
+        out[name] = UpstreamTool(
+            pack=pack,
+            name=name,
+            description=(t.description or t.title or "").strip(),
+            signature=schema.signature(f"{pack}.{name}"),
+            server=server,
+            remote_name=t.name,
+            schema=schema,
+            output_schema=t.output_schema,
+            annotations=t.annotations.model_dump(exclude_none=True) if t.annotations else None,
+        )
+    return out

@@ -1,0 +1,135 @@
+"""One callable tool as a snippet sees it, ``pack.name(...)``, and how a call to it is made.
+
+A :class:`LocalTool` is a function of a local pack, run in the gateway; an :class:`UpstreamTool` is a tool of a
+proxied MCP server, called through the pool. Both answer ``await tool.call(args, kwargs, ctx)`` with plain
+JSON-able data, or raise a :class:`~onetool.errors.ModelError` whose message is meant for the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import anyio.to_thread
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+from onetool.errors import ArgumentError, ToolFailed
+from onetool.registry.schema import ToolSchema
+from onetool.results import error_text, to_value
+
+if TYPE_CHECKING:
+    from onetool.config import Config
+    from onetool.registry.registry import Registry
+    from onetool.upstream import UpstreamPool
+
+CTX = "ctx"
+"""The parameter through which a local tool receives its :class:`PackContext`; snippets never pass it."""
+
+
+@dataclass(frozen=True)
+class PackContext:
+    """Given to a local pack function that declares a ``ctx`` parameter.
+
+    Local packs are trusted host code: they may reach the config (and its secrets), the upstream pool and
+    the current registry.
+    """
+
+    config: Config
+    pool: UpstreamPool
+    registry: Callable[[], Registry]
+
+
+@dataclass(frozen=True)
+class Tool(ABC):
+    pack: str
+    name: str
+    description: str
+    signature: str
+    """``pack.name(a: str, b: int = 3)``: what the model reads in listings and errors."""
+
+    source: ClassVar[Literal["local", "upstream"]]
+
+    @property
+    def summary(self) -> str:
+        """The description's first sentence or line, for compact listings."""
+        first = self.description.strip().split("\n", 1)[0]
+        head, dot, _ = first.partition(". ")
+        return (head + "." if dot else first)[:160]
+
+    @abstractmethod
+    def check_shape(self, positional: int, names: list[str]) -> None:
+        """Raise ArgumentError for what a call site shows without values: argument count and names."""
+
+    @abstractmethod
+    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
+        """Call with snippet arguments; plain JSON-able data, or a ModelError."""
+
+
+@dataclass(frozen=True)
+class UpstreamTool(Tool):
+    server: str
+    remote_name: str
+    schema: ToolSchema
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+
+    source: ClassVar[Literal["upstream"]] = "upstream"
+
+    def check_shape(self, positional: int, names: list[str]) -> None:
+        self.schema.check_shape(self.signature, positional, names)
+
+    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
+        return await self.send(await self.schema.bind(self.signature, args, kwargs), ctx.pool)
+
+    async def send(self, arguments: dict[str, Any], pool: UpstreamPool) -> Any:
+        """Call with arguments already bound and validated."""
+        result = await pool.call(self.server, self.remote_name, arguments)
+        if result.is_error:
+            raise ToolFailed(f"{self.pack}.{self.name} failed: {error_text(result)}")
+        return to_value(result, self.output_schema)
+
+
+@dataclass(frozen=True)
+class LocalTool(Tool):
+    func: Callable[..., Any] = field(repr=False)
+    parameters: inspect.Signature = field(repr=False)
+    """The function's signature without ``ctx``: what a snippet may pass."""
+    wants_ctx: bool = False
+    arguments: type[BaseModel] | None = field(default=None, repr=False)
+    """Checks (and coerces) argument types against the annotations; None when they cannot be checked."""
+
+    source: ClassVar[Literal["local"]] = "local"
+
+    def check_shape(self, positional: int, names: list[str]) -> None:
+        try:
+            self.parameters.bind(*[None] * positional, **dict.fromkeys(names))
+        except TypeError as e:
+            raise ArgumentError(f"{self.signature}: {e}") from None
+
+    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
+        try:
+            bound = self.parameters.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ArgumentError(f"{self.signature}: {e}") from None
+        if self.arguments is not None:
+            # Arguments come from model-written code: check (and coerce) them against the annotations.
+            try:
+                checked = self.arguments.model_validate(bound.arguments)
+            except ValidationError as e:
+                first = e.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ArgumentError(f"{self.signature}: argument {where!r}: {first['msg']}") from None
+            bound.arguments.update({name: getattr(checked, name) for name in self.arguments.model_fields})
+        extra = {CTX: ctx} if self.wants_ctx else {}
+        if inspect.iscoroutinefunction(self.func):
+            value = await self.func(*bound.args, **bound.kwargs, **extra)
+        else:
+            # A sync pack function may block; keep the event loop (and every other run) responsive.
+            call = partial(self.func, *bound.args, **bound.kwargs, **extra)
+            value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return to_jsonable_python(value, fallback=repr)
