@@ -9,6 +9,7 @@ as ``key=value`` after the message. Values bound with
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from types import TracebackType
@@ -21,10 +22,28 @@ __all__ = ["LogSpan", "logger", "setup_logging"]
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
 
 
+MAX_FIELD_CHARS = 1_000
+"""A logged field or message longer than this is cut: snippet and upstream data can be megabytes."""
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(value: Any) -> str:
+    """``value`` as a capped, single-line, escaped string: data cannot forge a record or a terminal escape."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > MAX_FIELD_CHARS:
+        text = f"{text[:MAX_FIELD_CHARS]}...[{len(text) - MAX_FIELD_CHARS:,} more characters]"
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
 def _with_kv(record: Any) -> None:
     extra = record["extra"]
-    kv = " ".join(f"{k}={v}" for k, v in extra.items() if not k.startswith("_"))
+    kv = " ".join(f"{k}={one_line(v)}" for k, v in extra.items() if not k.startswith("_"))
     extra["_kv"] = f" {kv}" if kv else ""
+    record["message"] = one_line(record["message"])
 
 
 def setup_logging(level: str | None = None, file: str | None = None, sink: TextIO | None = None) -> None:

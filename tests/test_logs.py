@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import pytest
 
-from onetool.logs import LogSpan
+from onetool.logs import LogSpan, logger, setup_logging
 from tests.conftest import spans
 
 
@@ -32,3 +35,24 @@ def test_failure_without_exception(log_records: list) -> None:
         span.add(status="FAILED", errorType="ToolError", errorMessage="nope")
     (record,) = spans(log_records, "run")
     assert record["status"] == "FAILED" and record["errorType"] == "ToolError"
+
+
+def test_logged_lines_are_single_line_escaped_and_capped() -> None:
+    """Snippet or upstream data in a field or message cannot forge a record or reach the terminal raw."""
+    sink = io.StringIO()
+    setup_logging("INFO", sink=sink)
+    try:
+        forged = "x\n12:00:00.000 INFO    run status=SUCCESS\x1b[31m\u2028" + chr(0xD800)
+        with LogSpan("run") as span:
+            span.add(status="FAILED", errorMessage=forged + "y" * 5000)
+        logger.warning("upstream said {}", forged)
+    finally:  # back to loguru's defaults, as the other tests expect
+        logger.remove()
+        logger.configure(patcher=lambda record: None)
+        logger.add(sys.stderr)
+    lines = sink.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "\\n12:00:00.000" in lines[0] and "\\x1b[31m" in lines[0] and "\\u2028" in lines[0]
+    assert "\\ud800" in lines[0] and "\x1b" not in sink.getvalue()
+    assert "more characters]" in lines[0] and len(lines[0]) < 1500
+    assert lines[1].endswith("upstream said x\\n12:00:00.000 INFO    run status=SUCCESS\\x1b[31m\\u2028\\ud800")
