@@ -48,14 +48,6 @@ class Gateway:
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read describe_run(): bursts coalesce
         self._stack = AsyncExitStack()
 
-    @property
-    def registry(self) -> Registry:
-        return self._registry
-
-    @property
-    def pool(self) -> UpstreamPool:
-        return self._pool
-
     async def __aenter__(self) -> Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.
         self._local = load_local_packs(self.config.packs.dirs)
