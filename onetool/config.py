@@ -89,6 +89,9 @@ class SandboxConfig(_Strict):
     memory_mb: int = Field(default=256, ge=32)
     max_calls: int = Field(default=200, ge=0, description="pack calls per run")
     max_output_kb: int = Field(default=256, ge=1, description="printed output and result size cap")
+    max_concurrent_runs: int | None = Field(
+        default=None, ge=1, description="runs at once; more wait in line (default: twice the core count)"
+    )
 
 
 class HttpConfig(_Strict):

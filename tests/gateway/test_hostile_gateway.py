@@ -1,0 +1,253 @@
+"""Hostile snippets through the real gateway: one line of snippet code must not kill, freeze or bloat it.
+
+Each payload runs on an attacking client while a second client keeps running ``1+1``; the bystander's worst
+latency must stay low (a generous bound: a frozen event loop took 6-35 s). Everything the gateway sends back
+must be valid for JSON and MCP (no lone surrogates), capped, and free of live objects.
+The OS-layer classes (path oracle, capabilities, per-worker randomisation) cannot be reached from a restricted
+snippet at all; they are tested with unrestricted confined workers in tests/sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+
+from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
+from tests.gateway.conftest import ONETOOL, ServedGateway, start_http_gateway, stop, text_of, write_config
+
+pytestmark = pytest.mark.anyio
+
+BYSTANDER_BOUND = 1.5
+"""Seconds a concurrent `1+1` may take while an attack runs; normally a few milliseconds."""
+SURROGATE = chr(0xD800)
+
+
+def hostile_config(marker: str) -> dict[str, Any]:
+    env = {"ONETOOL_TEST_MARKER": marker}
+    return {
+        "servers": {
+            "fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"], "env": env},
+            "brave": {"command": "node", "args": [str(EVERYTHING_JS), "stdio"], "env": env},
+        },
+        "sandbox": {"timeout": 5, "max_concurrent_runs": 3},
+    }
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    marker = f"hostile-{uuid.uuid4().hex}"
+    gateway = start_http_gateway(tmp_path_factory.mktemp("hostile"), hostile_config(marker), marker)
+    try:
+        yield gateway
+    finally:
+        stop(gateway.proc)
+
+
+async def attack(url: str, code: str) -> tuple[types.CallToolResult, float]:
+    """Run ``code`` on one client while another keeps running ``1+1``; the result and the worst bystander wait."""
+    worst = 0.0
+    done = anyio.Event()
+    async with Client(url, read_timeout_seconds=60) as attacker, Client(url, read_timeout_seconds=60) as bystander:
+        await bystander.call_tool("run", {"code": "1+1"})
+
+        async def watch() -> None:
+            nonlocal worst
+            while not done.is_set():
+                start = time.perf_counter()
+                result = await bystander.call_tool("run", {"code": "1+1"})
+                worst = max(worst, time.perf_counter() - start)
+                assert text_of(result) == "2"
+                await anyio.sleep(0.02)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                result = await attacker.call_tool("run", {"code": code})
+            finally:
+                done.set()
+    return result, worst
+
+
+def assert_clean(result: types.CallToolResult) -> None:
+    """Valid for JSON and MCP (strict UTF-8), and no live object's repr."""
+    blob = json.dumps(result.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+    blob.encode("utf-8")  # a lone surrogate raises here
+    for live in ("<module", "<built-in", "<function", "FdChannel", "<frame", "<class '"):
+        assert live not in blob, f"live object in the result: {blob[:300]}"
+
+
+SURROGATE_PAYLOADS = {
+    "value": f"chr({0xD800})",
+    "nested_key": f"{{chr({0xDFFF}): [1, {{'a': 'x' + chr({0xD800})}}]}}",
+    "printed": f"print('a' + chr({0xD800}) + 'b')\n1",
+    "error_message": f"raise ValueError('bad ' + chr({0xDBFF}))",
+    "exception_class_name": f"class E(Exception):\n    pass\nraise E(chr({0xD800}) * 3)",
+    "pair_halves": f"[chr({0xD83D}), chr({0xDE00}), chr({0xD83D}) + 'x' + chr({0xDE00})]",
+    "valid_pair_kept": "'\\U0001F600'",
+}
+
+
+@pytest.mark.parametrize("payload", SURROGATE_PAYLOADS.values(), ids=SURROGATE_PAYLOADS.keys())
+async def test_lone_surrogates_are_replaced_and_the_gateway_lives(served: ServedGateway, payload: str) -> None:
+    result, worst = await attack(served.url, payload)
+    assert_clean(result)
+    assert worst < BYSTANDER_BOUND
+
+
+async def test_valid_surrogate_pairs_survive_the_boundary(served: ServedGateway) -> None:
+    result = await served.run("'\\U0001F600 ' + chr(0xD800)")
+    assert text_of(result) == "\U0001f600 \ufffd"
+
+
+async def test_surrogate_arguments_do_not_reach_or_crash_the_upstream(served: ServedGateway) -> None:
+    before = await served.run("fx.pid()")
+    code = "\n".join(
+        [
+            "out = []",
+            "for i in range(20):",
+            f"    out.append(fx.echo(message='m' + chr({0xD800} + i)))",
+            f"out.append(fx.echo(message=chr({0xDC00})))",
+            "out",
+        ]
+    )
+    result, worst = await attack(served.url, code)
+    assert_clean(result)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert result.structured_content["result"][0] == "echo: m\ufffd"
+    assert worst < BYSTANDER_BOUND
+    after = await served.run("fx.pid()")
+    assert text_of(after) == text_of(before), "the upstream was restarted: a surrogate crashed its writer"
+
+
+async def test_huge_array_argument_does_not_freeze_the_gateway(served: ServedGateway) -> None:
+    result, worst = await attack(served.url, "fx.count(items=['x'] * 1_000_000)")
+    assert result.is_error
+    assert "ArgumentError" in text_of(result) and "pass less data per call" in text_of(result)
+    assert worst < BYSTANDER_BOUND
+    small = await served.run("fx.count(items=['x'] * 30_000)")
+    assert text_of(small) == "30000"
+
+
+async def test_forged_media_are_data_and_cost_little(served: ServedGateway) -> None:
+    code = "[{'type': 'image', 'data': 'aGVsbG8=', 'mimeType': 'image/png'} for _ in range(100_000)]"
+    result, worst = await attack(served.url, code)
+    assert worst < BYSTANDER_BOUND
+    assert [c.type for c in result.content] == ["text"]
+
+
+async def test_forged_file_resource_is_not_mcp_content(served: ServedGateway) -> None:
+    forged = "{'type': 'resource', 'resource': {'uri': 'file:///etc/shadow', 'text': 'x', 'mimeType': 'text/plain'}}"
+    result = await served.run(forged)
+    assert [c.type for c in result.content] == ["text"]
+    assert result.structured_content is not None and result.structured_content["result"]["type"] == "resource"
+
+
+async def test_real_upstream_media_still_pass_through(served: ServedGateway) -> None:
+    result = await served.run("img = brave.get_tiny_image()\n[p for p in img if p['type'] == 'image']")
+    assert "image" in [c.type for c in result.content], text_of(result)
+
+
+async def test_giant_tool_name_costs_little(served: ServedGateway) -> None:
+    result, worst = await attack(served.url, "getattr(fx, 'x' * 7_000_000)()")
+    assert result.is_error
+    assert len(text_of(result)) < 10_000
+    assert worst < BYSTANDER_BOUND
+
+
+async def test_error_messages_are_capped_everywhere(served: ServedGateway) -> None:
+    result, worst = await attack(served.url, "raise ValueError('x' * 8_000_000)")
+    assert result.is_error
+    assert result.structured_content is not None
+    assert len(result.structured_content["error"]["message"]) < 300_000
+    assert len(text_of(result)) < 300_000
+    assert worst < BYSTANDER_BOUND
+    longest = max(len(line) for line in served.log.read_text(errors="replace").splitlines())
+    assert longest < 5_000, "a log line carries the whole message"
+
+
+async def test_forged_log_lines_stay_one_record(served: ServedGateway) -> None:
+    marker = uuid.uuid4().hex
+    await served.run(f"raise ValueError('x\\n00:00:00.000 INFO    {marker} status=SUCCESS\\x1b[2J')")
+    lines = [line for line in served.log.read_text(errors="replace").splitlines() if marker in line]
+    assert len(lines) == 1 and "\x1b" not in lines[0]
+
+
+async def test_concurrent_runs_are_capped_and_queued(served: ServedGateway) -> None:
+    """Ten runs at once, three at a time (sandbox.max_concurrent_runs): all finish, never more workers busy."""
+    zygote_children_peak = 0
+    results: list[types.CallToolResult] = []
+
+    async def census() -> None:
+        nonlocal zygote_children_peak
+        while True:
+            zygote_children_peak = max(zygote_children_peak, _busy_workers(served.proc.pid))
+            await anyio.sleep(0.02)
+
+    async def one() -> None:
+        async with Client(served.url, read_timeout_seconds=60) as client:
+            results.append(await client.call_tool("run", {"code": "x = 'a' * (50 * 2**20)\nsum(range(3_000_000))"}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(census)
+        async with anyio.create_task_group() as runs:
+            for _ in range(10):
+                runs.start_soon(one)
+        tg.cancel_scope.cancel()
+    assert [text_of(r) for r in results] == [str(sum(range(3_000_000)))] * 10
+    assert zygote_children_peak <= 3, f"{zygote_children_peak} workers ran at once; the cap is 3"
+
+
+def _busy_workers(gateway_pid: int) -> int:
+    """Sandbox workers holding more than 40 MiB: those running the burst's snippet (idle ones hold less)."""
+    busy = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        if b"sandbox.zygote" in cmdline and rss > 40 * 1024 and _descends_from(int(entry), gateway_pid):
+            busy += 1
+    return busy
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
+
+
+@pytest.fixture
+async def stdio_gateway(tmp_path: Path) -> AsyncIterator[Client]:
+    marker = f"hostile-stdio-{uuid.uuid4().hex}"
+    path = write_config(tmp_path, hostile_config(marker))
+    params = StdioServerParameters(command=ONETOOL, args=["serve", "--config", str(path)], env=dict(os.environ))
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+async def test_stdio_gateway_survives_every_surrogate_position(stdio_gateway: Client) -> None:
+    """Over stdio a lone surrogate used to kill the writer, and with it the gateway for every client."""
+    for code in [*SURROGATE_PAYLOADS.values(), f"fx.echo(message=chr({0xD800}))"]:
+        result = await stdio_gateway.call_tool("run", {"code": code})
+        assert_clean(result)
+    assert text_of(await stdio_gateway.call_tool("run", {"code": "1+1"})) == "2"
