@@ -215,8 +215,7 @@ def cmd_servers(args: argparse.Namespace) -> int:
         else:
             table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "PROTOCOL", "ERROR")]
             table += [
-                (r.name, r.pack, r.type, r.status, str(r.tool_count), r.protocol_version or "-", r.error or "")
-                for r in rows
+                (r.name, r.pack, r.type, r.status, str(r.tool_count), r.protocol_version or "-", r.report) for r in rows
             ]
             _print_table(table)
         return EXIT_OK
@@ -261,7 +260,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"  -       {s.name}: disabled")
             else:
                 failed += 1
-                print(f"  FAILED  {s.name}: {s.error or s.status}")
+                print(f"  FAILED  {s.name}: {s.report or s.status}")
         return EXIT_FAILED if failed else EXIT_OK
 
     return int(_with_pool(config, show))

@@ -73,11 +73,16 @@ class UpstreamUnavailable(UpstreamError):
 
     snippet_type = "ToolUnavailable"
 
-    def __init__(self, server: str, reason: str, *, tool: str | None = None, retrying: bool = True) -> None:
-        advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
-        super().__init__(
-            f"server '{server}' is unavailable: {reason}{advice if retrying else ''}", server=server, tool=tool
-        )
+    def __init__(
+        self, server: str, reason: str, *, tool: str | None = None, fix: str | None = None, retrying: bool = True
+    ) -> None:
+        if fix:
+            advice = f"; {fix}"
+        elif retrying:
+            advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
+        else:
+            advice = ""
+        super().__init__(f"server '{server}' is unavailable: {reason}{advice}", server=server, tool=tool)
         self.reason = reason
 
 

@@ -9,7 +9,8 @@ from onetool.registry import PackContext, UpstreamTool
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
-    """Every configured MCP server with its live status: name, pack, type, enabled, status, error, tools."""
+    """Every configured MCP server with its live status: name, pack, type, enabled, status, error (and
+    what to fix, when waiting will not help), tools."""
     return [
         {
             "name": s.name,
@@ -18,6 +19,7 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
             "enabled": s.enabled,
             "status": s.status,
             "error": s.error,
+            **({"fix": s.fix} if s.fix else {}),
             "tools": s.tool_count,
         }
         for s in ctx.pool.status()

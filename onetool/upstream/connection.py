@@ -29,9 +29,16 @@ from onetool import __version__
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
-from onetool.upstream.http import HttpStatuses, http_client_factory, public_url, sse_transport, upgraded_url
-from onetool.upstream.session import Lost, Session, Watched, failure_reason, list_all_tools
-from onetool.upstream.status import ServerState, ServerStatus
+from onetool.upstream.http import (
+    HttpStatuses,
+    http_client_factory,
+    http_reason,
+    public_url,
+    sse_transport,
+    upgraded_url,
+)
+from onetool.upstream.session import Lost, Session, Watched, describe_failure, list_all_tools
+from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
 
 __all__ = ["Connection", "Mode"]
@@ -61,7 +68,7 @@ class Connection:
         self._probe_interval = probe_interval
         self._on_change = on_change
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
-        self.error: str | None = None if config.enabled else "disabled in the config"
+        self.failure: Failure | None = None if config.enabled else Failure("disabled in the config")
         self.tools: list[types.Tool] = []
         self.protocol_version: str | None = None
         self.instructions: str | None = None
@@ -80,10 +87,12 @@ class Connection:
             type=self.config.transport,
             enabled=self.config.enabled,
             status=self.status,
-            error=self.error,
+            error=self.failure and self.failure.reason,
             tool_count=len(self.tools),
             protocol_version=self.protocol_version,
             instructions=self.instructions,
+            detail=self.failure and self.failure.detail,
+            fix=self.failure and self.failure.fix,
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -111,7 +120,7 @@ class Connection:
                 self.first_attempt.set()
                 self._session = None
                 if self._stopping:
-                    self._set_status(ServerState.DISCONNECTED, "the pool is closed")
+                    self._set_status(ServerState.DISCONNECTED, Failure("the pool is closed"))
 
     def stop(self) -> None:
         """Ask the owner to close its session politely; it is cancelled if that takes too long."""
@@ -128,7 +137,7 @@ class Connection:
             "server '{}': reconnect attempt {} failed ({}); next in {:.1f} s",
             self.name,
             state.attempt_number,
-            self.error,
+            self.failure and self.failure.for_operators(),
             delay,
         )
 
@@ -142,18 +151,23 @@ class Connection:
                             client = await self._open(stack, session)
                             tools = await list_all_tools(client)
                         except anyio.get_cancelled_exc_class():
-                            if deadline.cancel_called and not self._stopping:
-                                reason = f"connect timed out after {self.config.connect_timeout} s"
-                                raise UpstreamUnavailable(self.name, reason) from None
-                            raise
+                            if not deadline.cancel_called or self._stopping:
+                                raise
+                            failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
                         except Exception as e:
-                            raise UpstreamUnavailable(self.name, failure_reason(e, session)) from None
+                            failure = describe_failure(e, session, self.name, self.config)
+                        else:
+                            failure = None
+                        if failure is not None:
+                            span.add(detail=failure.detail)
+                            # "failed" until the server was up once; after that a failed reconnect stays "disconnected".
+                            state = ServerState.DISCONNECTED if self._ever_connected else ServerState.FAILED
+                            self._set_status(state, failure)
+                            raise UpstreamUnavailable(self.name, failure.reason, fix=failure.fix)
                         span.add(toolCount=len(tools))
                     deadline.deadline = math.inf
                     await self._serve(session, client, tools)
-        except UpstreamUnavailable as e:
-            # "failed" until the server was up once; after that a failed reconnect keeps it "disconnected".
-            self._set_status(ServerState.DISCONNECTED if self._ever_connected else ServerState.FAILED, e.reason)
+        except UpstreamUnavailable:
             raise
         except Exception as e:
             if session.client is None:
@@ -161,15 +175,15 @@ class Connection:
             # A transport task died under a live session (the SDK raises it when the client exits):
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
-                reason = session.lost_reason or f"connection lost: {failure_reason(e, session)}"
-                self._set_status(ServerState.DISCONNECTED, reason)
+                failure = session.lost or describe_failure(e, session, self.name, self.config)
+                self._set_status(ServerState.DISCONNECTED, _lost(failure))
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return
         finally:
             self.first_attempt.set()
         if session.lost and session.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
-            self._set_status(ServerState.DISCONNECTED, f"connection lost: {session.child.exit_reason()}")
+            self._set_status(ServerState.DISCONNECTED, _lost(_exit_failure(session)))
 
     async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
         """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
@@ -177,6 +191,7 @@ class Connection:
             return await stack.enter_async_context(self._client(self._stdio(session), session))
         url = upgraded_url(self.name, self.config)
         statuses = session.statuses = HttpStatuses()
+        session.url = url
         if self.config.transport == "http":
             factory = http_client_factory(self.config, statuses)
             http = await stack.enter_async_context(factory())
@@ -187,7 +202,7 @@ class Connection:
                 if not statuses.refused():
                     raise
             logger.bind(server=self.name, url=public_url(url)).info(
-                "server '{}' refused streamable HTTP ({}); trying SSE", self.name, statuses.error()
+                "server '{}' refused streamable HTTP ({}); trying SSE", self.name, http_reason(statuses.failed() or 0)
             )
             statuses.codes.clear()
         return await stack.enter_async_context(
@@ -214,14 +229,14 @@ class Connection:
         async with open_stdio(self.name, self.config) as (read, write, child):
             session.child = child
             yield (
-                Watched(read, lambda: self._lose(session, f"connection lost: {child.exit_reason()}")),
+                Watched(read, lambda: self._lose(session, _exit_failure(session))),
                 write,
             )
 
     @asynccontextmanager
     async def _watch(self, transport: Any, session: Session) -> AsyncIterator[tuple[Any, Any]]:
         async with transport as (read, write):
-            yield Watched(read, lambda: self._lose(session, "connection lost: the stream closed")), write
+            yield Watched(read, lambda: self._lose(session, Failure("the stream closed"))), write
 
     async def _serve(self, session: Session, client: Client, tools: list[types.Tool]) -> None:
         session.client = client
@@ -256,7 +271,9 @@ class Connection:
                     self.tools = await list_all_tools(client)
             except Exception as e:
                 logger.bind(server=self.name).warning(
-                    "server '{}': refreshing the tool list failed: {}", self.name, failure_reason(e, session)
+                    "server '{}': refreshing the tool list failed: {}",
+                    self.name,
+                    describe_failure(e, session, self.name, self.config).for_operators(),
                 )
                 continue
             logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
@@ -275,7 +292,8 @@ class Connection:
                 with anyio.fail_after(self.config.connect_timeout):
                     tools = await list_all_tools(client)
             except Exception as e:
-                self._lose(session, f"health check failed: {failure_reason(e, session)}")
+                failure = describe_failure(e, session, self.name, self.config)
+                self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
                 return
             if tools != self.tools:
                 self.tools = tools
@@ -303,27 +321,27 @@ class Connection:
         if not started:
             task_status.started()
 
-    def _lose(self, session: Session, reason: str) -> None:
+    def _lose(self, session: Session, failure: Failure) -> None:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
         if session.lost or self._stopping:
             return
-        session.lost_reason = reason
+        session.lost = failure
         for scope in session.calls:
             scope.cancel()
         session.wake.set()
         # The owner may already be unwinding this session (self._session cleared); it is still the latest.
         if self._latest is session:
             self._reset_connected()
-            self._set_status(ServerState.DISCONNECTED, reason)
+            self._set_status(ServerState.DISCONNECTED, _lost(failure))
 
     def _reset_connected(self) -> None:
         # Callers waiting to retry hold the current event; replace it only once it has fired.
         if self._connected.is_set():
             self._connected = anyio.Event()
 
-    def _set_status(self, status: ServerState, error: str | None) -> None:
-        changed = (status, error) != (self.status, self.error)
-        self.status, self.error = status, error
+    def _set_status(self, status: ServerState, failure: Failure | None) -> None:
+        changed = (status, failure) != (self.status, self.failure)
+        self.status, self.failure = status, failure
         if status is not ServerState.CONNECTED:
             self.tools = []
         if changed:
@@ -338,7 +356,7 @@ class Connection:
             return await self._call_once(tool, arguments, timeout)
         except Lost as lost:
             if not retry:
-                raise UpstreamUnavailable(self.name, str(lost), tool=tool) from None
+                raise UpstreamUnavailable(self.name, _lost(lost.failure).reason, tool=tool) from None
             logger.bind(server=self.name, tool=tool).info(
                 "server '{}': retrying read-only/idempotent tool '{}' after reconnect", self.name, tool
             )
@@ -347,7 +365,7 @@ class Connection:
             try:
                 return await self._call_once(tool, arguments, timeout)
             except Lost as again:
-                raise UpstreamUnavailable(self.name, str(again), tool=tool) from None
+                raise UpstreamUnavailable(self.name, _lost(again.failure).reason, tool=tool) from None
 
     def _may_retry(self, tool: str) -> bool:
         """Only a tool that promises no side effects may run twice."""
@@ -369,17 +387,26 @@ class Connection:
             if e.code == REQUEST_TIMEOUT:
                 raise UpstreamTimeout(self.name, tool, timeout) from None
             if e.code == CONNECTION_CLOSED:
-                self._lose(session, "connection lost: " + e.message)
-                raise Lost(session.lost_reason) from None
+                self._lose(session, Failure(e.message))
+                raise Lost(session.lost) from None
             message = f"tool '{tool}' on server '{self.name}' failed: {e.message}"
             raise UpstreamError(message, server=self.name, tool=tool) from None
         except httpx2.TransportError as e:
-            self._lose(session, f"connection lost: {type(e).__name__}: {e}")
-            raise Lost(session.lost_reason) from None
+            self._lose(session, Failure(type(e).__name__, str(e) or None))
+            raise Lost(session.lost) from None
         except ValidationError as e:
             message = f"tool '{tool}' on server '{self.name}' sent an invalid result: {e}"
             raise UpstreamError(message, server=self.name, tool=tool) from None
         finally:
             session.calls.discard(scope)
         # Only reached when _lose cancelled the scope.
-        raise Lost(session.lost_reason)
+        raise Lost(session.lost)
+
+
+def _lost(failure: Failure) -> Failure:
+    return Failure(f"connection lost: {failure.reason}", failure.detail, failure.fix)
+
+
+def _exit_failure(session: Session) -> Failure:
+    assert session.child is not None
+    return Failure(session.child.exit_reason(), session.child.stderr_hint())

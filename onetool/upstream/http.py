@@ -17,6 +17,7 @@ from onetool.hosts import is_loopback
 __all__ = [
     "HttpStatuses",
     "http_client_factory",
+    "http_reason",
     "public_url",
     "secure_url",
     "sse_transport",
@@ -68,11 +69,13 @@ class HttpStatuses:
         """The endpoint does not speak streamable HTTP (try SSE)."""
         return any(code in (404, 405) for code in self.codes)
 
-    def error(self) -> str | None:
-        bad = [code for code in self.codes if code >= 400]
-        if not bad:
-            return None
-        return f"HTTP {bad[-1]} {httpx2.codes.get_reason_phrase(bad[-1])}".rstrip()
+    def failed(self) -> int | None:
+        """The last error status (400 and up), if any."""
+        return next((code for code in reversed(self.codes) if code >= 400), None)
+
+
+def http_reason(code: int) -> str:
+    return f"HTTP {code} {httpx2.codes.get_reason_phrase(code)}".rstrip()
 
 
 def http_client_factory(config: ServerConfig, statuses: HttpStatuses) -> Callable[..., httpx2.AsyncClient]:

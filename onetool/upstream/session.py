@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -13,7 +15,9 @@ from mcp import Client, MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED
 
-from onetool.upstream.http import HttpStatuses
+from onetool.config import ServerConfig
+from onetool.upstream.http import HttpStatuses, http_reason, public_url
+from onetool.upstream.status import Failure
 from onetool.upstream.stdio import StdioChild
 
 _PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a connect
@@ -22,6 +26,10 @@ _PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a c
 class Lost(Exception):
     """The session broke under a call; the caller decides whether to retry."""
 
+    def __init__(self, failure: Failure | None) -> None:
+        super().__init__(failure.reason if failure else "connection lost")
+        self.failure = failure or Failure("connection lost")
+
 
 class Session:
     """One live MCP session. A new one is made for every (re)connect."""
@@ -29,15 +37,12 @@ class Session:
     def __init__(self) -> None:
         self.client: Client | None = None
         self.child: StdioChild | None = None
-        self.lost_reason: str | None = None
+        self.lost: Failure | None = None
         self.wake = anyio.Event()  # lost, or the pool is stopping
         self.refresh = anyio.Event()  # tools/list_changed arrived
         self.calls: set[anyio.CancelScope] = set()
         self.statuses: HttpStatuses | None = None
-
-    @property
-    def lost(self) -> bool:
-        return self.lost_reason is not None
+        self.url: str | None = None  # of an HTTP upstream, as connected to
 
 
 class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
@@ -77,23 +82,39 @@ async def list_all_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
-def failure_reason(error: BaseException, session: Session) -> str:
-    """A one-line reason for a failed connect, without secret values."""
+def describe_failure(error: BaseException, session: Session, name: str, config: ServerConfig) -> Failure:
+    """Why connecting (or a session) failed: a short reason for the model, the details for the log."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
-    if session.child is not None and (
-        session.child.process.returncode is not None
-        or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)
+    child = session.child
+    if child is not None and (
+        child.process.returncode is not None or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)
     ):
-        return session.child.exit_reason()
-    if session.statuses is not None and (http_error := session.statuses.error()):
-        return http_error
-    if isinstance(error, FileNotFoundError | PermissionError):
-        return str(error)
-    if isinstance(error, httpx2.HTTPStatusError):
-        return f"HTTP {error.response.status_code} {error.response.reason_phrase}".rstrip()
+        fix = None
+        if child.process.returncode is not None and session.client is None:
+            fix = f"its process exits at start: see its stderr in OneTool's log; check servers.{name}.command/args/env"
+        return Failure(child.exit_reason(), child.stderr_hint(), fix)
+    if session.statuses is not None and (code := session.statuses.failed()) is not None:
+        return Failure(http_reason(code), fix=_HTTP_FIX.get(code, "").format(name=name) or None)
+    if isinstance(error, FileNotFoundError) and config.command is not None:
+        program = os.path.basename(config.command)
+        return Failure(
+            f"command not found: {program}",
+            f"searched PATH and {os.path.dirname(sys.executable)}",
+            f"install {program}, or set servers.{name}.command to its full path",
+        )
+    if isinstance(error, PermissionError) and config.command is not None:
+        program = os.path.basename(config.command)
+        return Failure(f"permission denied starting {program}", str(error), f"check servers.{name}.command")
     if isinstance(error, httpx2.TransportError):
-        return f"{type(error).__name__}: {error}"
+        return Failure(f"cannot reach {public_url(session.url or '')} ({type(error).__name__})", str(error) or None)
     if isinstance(error, MCPError):
-        return error.message
-    return f"{type(error).__name__}: {error}"
+        return Failure(f"the server answered: {error.message[:200]}")
+    return Failure(type(error).__name__, str(error) or None)
+
+
+_HTTP_FIX = {
+    401: "the server refused the credentials: check servers.{name}.headers",
+    403: "the server refused the credentials: check servers.{name}.headers",
+    404: "nothing serves MCP at that address: check servers.{name}.url",
+}

@@ -19,6 +19,21 @@ class ServerState(StrEnum):
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Why a server is not connected, told apart by audience."""
+
+    reason: str
+    """For the model (snippets, the run description): short, with no stderr, host path or secret."""
+    detail: str | None = None
+    """For operators (the log, the CLI): e.g. the meaningful line of the child's stderr."""
+    fix: str | None = None
+    """What to change when waiting will not help (a missing command, a refused credential)."""
+
+    def for_operators(self) -> str:
+        return f"{self.reason} ({self.detail})" if self.detail else self.reason
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     name: str
     pack: str
@@ -29,6 +44,19 @@ class ServerStatus:
     tool_count: int
     protocol_version: str | None
     instructions: str | None
+    detail: str | None = None
+    """The operator's view of the error (see Failure.detail); never shown to a snippet."""
+    fix: str | None = None
+
+    @property
+    def report(self) -> str:
+        """The error as an operator reads it: with the detail and what to fix; empty when connected."""
+        parts = [self.error or ""]
+        if self.detail:
+            parts.append(f"({self.detail})")
+        if self.fix:
+            parts.append(f"- {self.fix}")
+        return " ".join(parts).strip()
 
     @property
     def connected(self) -> bool:
@@ -37,5 +65,9 @@ class ServerStatus:
     def unavailable(self, tool: str | None = None) -> UpstreamUnavailable:
         """The error for a call to this server while it is not connected."""
         return UpstreamUnavailable(
-            self.name, self.error or self.status, tool=tool, retrying=self.status is not ServerState.DISABLED
+            self.name,
+            self.error or self.status,
+            tool=tool,
+            fix=self.fix,
+            retrying=self.status is not ServerState.DISABLED,
         )

@@ -9,7 +9,9 @@ SIGTERM, 2 s for the kill to land) overruns the gateway's 5 s shutdown budget. T
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -33,7 +35,10 @@ __all__ = ["StdioChild", "open_stdio"]
 STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
 TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
 _POLL: Final = 0.01
-_STDERR_TAIL: Final = 5
+_STDERR_TAIL: Final = 20
+_ERROR_LINE: Final = re.compile(
+    r"error|exception|cannot|can't|not found|no such|denied|refused|failed|fatal|invalid|missing", re.IGNORECASE
+)
 
 
 class StdioChild:
@@ -44,9 +49,20 @@ class StdioChild:
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
 
     def exit_reason(self) -> str:
+        """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
         code = self.process.returncode
-        what = "closed its stdout" if code is None else _describe_exit(code)
-        return f"{what}: {self.stderr_tail[-1]}" if self.stderr_tail else what
+        return "closed its stdout" if code is None else _describe_exit(code)
+
+    def stderr_hint(self) -> str | None:
+        """The stderr line that most likely says what went wrong, for operators only.
+
+        A crashing server's last lines are usually a stack trace or a runtime banner ("Node.js v20");
+        the first line that reads like an error ("Error: Cannot find module ...") says more.
+        """
+        for line in self.stderr_tail:
+            if _ERROR_LINE.search(line):
+                return line
+        return self.stderr_tail[-1] if self.stderr_tail else None
 
 
 def _describe_exit(code: int) -> str:
@@ -66,7 +82,7 @@ def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
     own_bin = os.path.dirname(sys.executable)
     found = shutil.which(config.command, path=env.get("PATH")) or shutil.which(config.command, path=own_bin)
     if found is None:
-        raise FileNotFoundError(f"command not found: {config.command} (searched PATH and {own_bin})")
+        raise FileNotFoundError(errno.ENOENT, "command not found", config.command)
     return found
 
 

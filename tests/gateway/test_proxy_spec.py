@@ -29,8 +29,12 @@ async def test_startup_connects_enabled_servers_and_survives_a_failing_one(gatew
 
 
 async def test_failed_server_reports_why(gateway: ServedGateway) -> None:
-    result = await gateway.run("[s['error'] for s in proxy.list_servers() if s['name'] == 'broken-server'][0]")
-    assert "/nonexistent/mcp-server" in text_of(result)
+    result = await gateway.run("[s for s in proxy.list_servers() if s['name'] == 'broken-server'][0]")
+    server = result.structured_content["result"]
+    # What failed and what to change, without host paths (the search PATH, the venv) or stderr.
+    assert server["error"] == "command not found: mcp-server"
+    assert server["fix"] == "install mcp-server, or set servers.broken-server.command to its full path"
+    assert "/nonexistent" not in text_of(result) and ".venv" not in text_of(result)
 
 
 # ---- Pack Tool Access -------------------------------------------------------------------------
@@ -204,12 +208,38 @@ async def test_local_pack_bug_becomes_a_tool_error(gateway: ServedGateway) -> No
 
 
 async def test_unavailable_servers_fail_at_once(gateway: ServedGateway) -> None:
-    for code, name, retrying in (("broken_server.anything()", "broken-server", True), ("off.anything()", "off", False)):
+    for code, name, advice in (
+        ("broken_server.anything()", "broken-server", "set servers.broken-server.command to its full path"),
+        ("off.anything()", "off", None),
+    ):
         result = await gateway.run(code)
         assert result.is_error
+        assert result.structured_content["error"]["type"] == "ToolUnavailable"
         assert f"server '{name}' is unavailable" in text_of(result)
-        # Retry advice (gateway-server-spec, "Network error"), but not for a server disabled in the config.
-        assert ("retry later" in text_of(result)) is retrying
+        # Retry advice is for transient failures (tests/upstream); a missing command says what to fix instead,
+        # and a server disabled in the config gets neither.
+        assert "retry later" not in text_of(result)
+        assert advice is None or advice in text_of(result)
+
+
+async def test_a_failed_server_is_a_catchable_error_at_the_call(gateway: ServedGateway) -> None:
+    """The pre-check never rejects a call to a failed server: only running the call fails, catchably."""
+    code = "\n".join(
+        [
+            "if False:",
+            "    broken_server.never_called()",
+            "try:",
+            "    broken_server.get_current_time(timezone='UTC')",
+            "except ToolUnavailable as e:",
+            "    caught = ['ToolUnavailable', isinstance(e, ToolError), str(e)]",
+            "caught",
+        ]
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    kind, is_tool_error, message = result.structured_content["result"]
+    assert (kind, is_tool_error) == ("ToolUnavailable", True)
+    assert message.startswith("server 'broken-server' is unavailable: command not found")
 
 
 # ---- Results ----------------------------------------------------------------------------------

@@ -71,17 +71,23 @@ async def test_status_of_every_configured_server(time_stdio: dict[str, Any]) -> 
         )
         assert by_name["off"].status == "disabled" and not by_name["off"].enabled
         assert by_name["broken"].status == "failed"
-        assert by_name["broken"].error == (
-            f"command not found: no-such-command-onetool (searched PATH and {Path(sys.executable).parent})"
-        )
+        broken = by_name["broken"]
+        # The model reads `error` and `fix`; the searched folders (host paths) are for operators only.
+        assert broken.error == "command not found: no-such-command-onetool"
+        assert broken.fix == "install no-such-command-onetool, or set servers.broken.command to its full path"
+        assert broken.detail == f"searched PATH and {Path(sys.executable).parent}"
         assert pool.tools("off") == [] and pool.tools("broken") == []
         with pytest.raises(KeyError):
             pool.server_status("nope")
 
         with pytest.raises(UpstreamUnavailable, match=r"^server 'off' is unavailable: disabled"):
             await pool.call("off", "get_current_time", {"timezone": "UTC"})
-        with pytest.raises(UpstreamUnavailable, match=r"^server 'broken' is unavailable: command not found"):
+        with pytest.raises(UpstreamUnavailable) as unavailable:
             await pool.call("broken", "x", {})
+        assert str(unavailable.value) == (
+            "server 'broken' is unavailable: command not found: no-such-command-onetool; "
+            "install no-such-command-onetool, or set servers.broken.command to its full path"
+        )
         with pytest.raises(UpstreamError, match="unknown server 'nope'"):
             await pool.call("nope", "x", {})
 
@@ -92,18 +98,25 @@ async def test_failures_at_startup_leave_the_others_available(log_records: list[
         "exits": fault("exit"),
         "hangs": fault("hang", connect_timeout=2),
         "missing": {"command": "no-such-command-onetool"},
+        "no-module": {"command": "node", "args": ["/nonexistent/onetool-test/server.js"]},
     }
     async with open_pool(servers) as pool:
         st = {s.name: s for s in pool.status()}
         assert st["good"].status == "connected"
         assert st["exits"].status == "failed"
-        assert st["exits"].error == "process exited with status 3: fault server: refusing to start (mode exit)"
+        # Its stderr may hold secrets: operators see it, snippets only the exit status and what to check.
+        assert st["exits"].error == "process exited with status 3"
+        assert st["exits"].detail == "fault server: refusing to start (mode exit)"
+        assert st["exits"].fix is not None and "servers.exits.command/args/env" in st["exits"].fix
+        # Node's last stderr line is its version banner; the meaningful one is the error near the top.
+        assert st["no-module"].error == "process exited with status 1"
+        assert st["no-module"].detail is not None and st["no-module"].detail.startswith("Error: Cannot find module")
         assert st["hangs"].status == "failed" and st["hangs"].error == "connect timed out after 2.0 s"
         assert st["missing"].status == "failed"
         assert (await pool.call("good", "echo", {"message": "x"})).content[0].text == "echo: x"
 
     init = spans(log_records, "proxy.init")[0]
-    assert init["serverCount"] == 4 and init["connected"] == 1 and init["failed"] == 3
+    assert init["serverCount"] == 5 and init["connected"] == 1 and init["failed"] == 4
     # Parallel: the hanging server's 2 s connect timeout overlaps the others' start-up.
     assert init["duration"] < 8
     warnings = [r for r in log_records if r["level"] == "WARNING" and r["extra"].get("span") == "proxy.connect"]

@@ -162,8 +162,23 @@ async def test_http_401_fails_with_the_status(unauthorized_url: str) -> None:
     async with open_pool(servers) as pool:
         st = pool.server_status("locked")
         assert st.status == "failed" and st.error == "HTTP 401 Unauthorized"
-        with pytest.raises(UpstreamUnavailable, match="HTTP 401"):
+        with pytest.raises(UpstreamUnavailable) as unavailable:
             await pool.call("locked", "x", {})
+        # Retrying will not help: the message says what to fix instead.
+        assert str(unavailable.value) == (
+            "server 'locked' is unavailable: HTTP 401 Unauthorized; "
+            "the server refused the credentials: check servers.locked.headers"
+        )
+
+
+async def test_unreachable_http_server_is_named_without_credentials() -> None:
+    port = free_port()  # nothing listens
+    url = f"http://user:pw-secret@127.0.0.1:{port}/mcp?token=query-secret"
+    async with open_pool({"down": {"url": url, "connect_timeout": 3}}) as pool:
+        st = pool.server_status("down")
+        assert st.status == "failed"
+        assert st.error == f"cannot reach http://127.0.0.1:{port}/mcp (ConnectError)"
+        assert "OneTool keeps reconnecting" in str(st.unavailable())
 
 
 async def test_http_server_death_disconnects_and_reconnects(http_server: FaultHttpServer) -> None:
