@@ -151,7 +151,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _read_code(args: argparse.Namespace) -> str | None:
-    if (args.code is None) == (args.file is None):
+    if args.code is not None and args.file is not None:
+        print("onetool run: give the code with -c CODE or as a FILE, not both", file=sys.stderr)
+        return None
+    if args.code is None and args.file is None:
         print("onetool run: give the code with -c CODE, or a FILE, or - for standard input", file=sys.stderr)
         return None
     if args.code is not None:

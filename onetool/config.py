@@ -219,10 +219,14 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 
 
 def _resolve_paths(config: Config, path: Path) -> Config:
-    """Relative folders in the config are relative to the config file, not the cwd."""
+    """Relative paths in the config are relative to the config file, not to the current directory.
+
+    A stdio server runs in the config file's folder unless ``cwd`` says otherwise, so relative
+    arguments (``args: [server/index.js]``) mean the same from wherever OneTool is started.
+    """
     base = path.resolve().parent
     servers = {
-        name: s.model_copy(update={"cwd": base / s.cwd}) if s.cwd and not s.cwd.is_absolute() else s
+        name: s.model_copy(update={"cwd": base / s.cwd if s.cwd else base}) if s.command else s
         for name, s in config.servers.items()
     }
     packs = config.packs.model_copy(update={"dirs": [base / d for d in config.packs.dirs]})

@@ -120,8 +120,12 @@ def test_pack_name_clash_is_an_error(tmp_path: Path) -> None:
 
 def test_relative_paths_are_relative_to_the_config(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    config = load_config(write(tmp_path, "servers:\n  a: {command: x, cwd: sub}\npacks: {dirs: [mine]}\n"), environ={})
+    text = "servers:\n  a: {command: x, cwd: sub}\n  b: {command: y}\n  c: {url: 'http://127.0.0.1:1/mcp'}\n"
+    config = load_config(write(tmp_path, text + "packs: {dirs: [mine]}\n"), environ={})
     assert config.servers["a"].cwd == tmp_path / "sub"
+    # A stdio server runs in the config file's folder, so its relative arguments resolve there.
+    assert config.servers["b"].cwd == tmp_path
+    assert config.servers["c"].cwd is None
     assert config.packs.dirs == [tmp_path / "mine"]
 
 

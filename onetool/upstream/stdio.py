@@ -19,7 +19,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Final
+from typing import Final, NoReturn
 
 import anyio
 import anyio.abc
@@ -79,11 +79,16 @@ def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
     ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do.
     """
     assert config.command is not None
+    if os.sep in config.command and config.cwd is not None:
+        # A relative path (`./server.sh`) is relative to where the server runs, not to our own directory.
+        return shutil.which(str(config.cwd / config.command)) or _not_found(config.command)
     own_bin = os.path.dirname(sys.executable)
     found = shutil.which(config.command, path=env.get("PATH")) or shutil.which(config.command, path=own_bin)
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, "command not found", config.command)
-    return found
+    return found or _not_found(config.command)
+
+
+def _not_found(command: str) -> NoReturn:
+    raise FileNotFoundError(errno.ENOENT, "command not found", command)
 
 
 @asynccontextmanager

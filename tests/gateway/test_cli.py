@@ -49,7 +49,8 @@ def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert onetool("run", cwd=tmp_path).returncode == 2
-    assert onetool("run", "-c", "1", "file.py", cwd=tmp_path).returncode == 2
+    both = onetool("run", "-c", "1", "file.py", cwd=tmp_path)
+    assert both.returncode == 2 and "not both" in both.stderr
     assert onetool("run", "missing.py", cwd=tmp_path).returncode == 2
     assert onetool("frobnicate").returncode == 2
 
@@ -132,3 +133,19 @@ def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
     missing = write_config(tmp_path, {"packs": {"dirs": ["nope"]}})
     proc = onetool("serve", "--config", str(missing))
     assert proc.returncode == 2 and "is not a folder" in proc.stderr
+
+
+def test_shipped_config_works_from_any_folder(tmp_path: Path) -> None:
+    """Its relative server arguments resolve in the config file's folder, not the current one."""
+    shipped = Path(__file__).resolve().parents[2] / "onetool.yaml"
+    proc = onetool("run", "--config", str(shipped), "-c", "everything.echo(message='hi')", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Echo: hi\n"
+
+
+def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"servers": {"time": {"command": "no-such-mcp-server-onetool"}}})
+    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("ToolUnavailable: server 'time' is unavailable: command not found")
