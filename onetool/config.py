@@ -85,10 +85,19 @@ class PacksConfig(_Strict):
 
 
 class SandboxConfig(_Strict):
+    """Limits of one run; the sandbox's error messages name these keys."""
+
     timeout: float = Field(default=30.0, gt=0, description="wall clock per run, seconds")
+    cpu_seconds: float | None = Field(default=None, gt=0, description="CPU time per run (default: the timeout)")
     memory_mb: int = Field(default=256, ge=32)
     max_calls: int = Field(default=200, ge=0, description="pack calls per run")
-    max_output_kb: int = Field(default=256, ge=1, description="printed output and result size cap")
+    max_output: int = Field(
+        default=40_000, ge=1_000, description="characters of result text and of printed output; the rest is cut"
+    )
+    max_message: int = Field(
+        default=8 * 1024 * 1024, ge=64 * 1024, description="bytes of one call's arguments or result inside a run"
+    )
+    max_recursion: int = Field(default=500, ge=50, description="nested Python calls a snippet may make")
     max_concurrent_runs: int | None = Field(
         default=None, ge=1, description="runs at once; more wait in line (default: twice the core count)"
     )

@@ -38,10 +38,7 @@ class Gateway:
     def __init__(self, config: Config, *, warm_workers: int = 2) -> None:
         self.config = config
         self._warm = warm_workers
-        sb = config.sandbox
-        self.limits = Limits(
-            timeout=sb.timeout, memory_mb=sb.memory_mb, max_calls=sb.max_calls, max_output=sb.max_output_kb * 1024
-        )
+        self.limits = Limits(**config.sandbox.model_dump(exclude={"max_concurrent_runs"}))
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
         self._description = ""

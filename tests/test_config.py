@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from onetool.config import Config, find_config, load_config, to_identifier
+from onetool.config import Config, SandboxConfig, ServerConfig, find_config, load_config, to_identifier
 from onetool.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,3 +139,14 @@ def test_find_config_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("ONETOOL_CONFIG", "/elsewhere.yaml")
     assert find_config(None) == Path("/elsewhere.yaml")
     assert find_config("given.yaml") == Path("given.yaml")
+
+
+def test_every_key_an_error_message_names_exists() -> None:
+    """Messages tell the user which key to raise: `(sandbox.max_calls)`, `servers.{name}.timeout`."""
+    root = Path(__file__).resolve().parents[1]
+    source = "".join(p.read_text() for folder in ("sandbox", "onetool", "packs") for p in (root / folder).rglob("*.py"))
+    named = set(re.findall(r"sandbox\.([a-z_]+)\)", source))
+    assert named, "the scan found no key names"
+    assert named <= set(SandboxConfig.model_fields), named - set(SandboxConfig.model_fields)
+    for key in re.findall(r"servers\.\{name\}\.([a-z_]+)", source):
+        assert key in ServerConfig.model_fields, key

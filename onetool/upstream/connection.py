@@ -385,7 +385,8 @@ class Connection:
                 return await session.client.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
-                raise UpstreamTimeout(self.name, tool, timeout) from None
+                call = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
+                raise UpstreamTimeout(self.name, tool, timeout, call=call) from None
             if e.code == CONNECTION_CLOSED:
                 self._lose(session, Failure(e.message))
                 raise Lost(session.lost) from None
