@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sandbox import Sandbox
-from sandbox.guards import make_globals
+from sandbox.guards import make_globals, make_guards
 from sandbox.policy import RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, assert_no_leak, make_on_call
 
@@ -123,17 +123,17 @@ OS_CORPUS: list[tuple[str, str]] = [
 
 def _blocked_or_harmless(code: str) -> Any:
     """The language layer alone, in this process: compile must refuse, or the run must fail harmlessly."""
-    try:
-        compiled = compile_restricted(code)
-    except CompileFailure as failure:
-        return failure
     printed: list[str] = []
 
     class Collector:
         def _call_print(self, *objects: Any, **kwargs: Any) -> None:
             printed.append(" ".join(map(str, objects)))
 
-    namespace = make_globals(lambda _getattr=None: Collector(), {"demo": object()})
+    try:
+        compiled = compile_restricted(code, make_guards(lambda _getattr=None: Collector()))
+    except CompileFailure as failure:
+        return failure
+    namespace = make_globals({"demo": object()})
     try:
         exec(compiled, namespace)
     except Exception as exc:
