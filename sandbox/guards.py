@@ -21,6 +21,7 @@ import collections
 import importlib
 import operator
 import string
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from types import BuiltinMethodType, CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
@@ -31,7 +32,14 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from sandbox.errors import SNIPPET_ERRORS, PolicyError
 from sandbox.exports import EXPORTS
-from sandbox.policy import ALLOWED_DUNDER_METHODS, FILENAME, import_message, internals_message, private_name_message
+from sandbox.policy import (
+    ALLOWED_DUNDER_METHODS,
+    FILENAME,
+    import_message,
+    internals_message,
+    missing_name_message,
+    private_name_message,
+)
 
 # Non-underscore names that still open frames, code or generator internals.
 BLOCKED_ATTRIBUTES = INSPECT_ATTRIBUTES | {
@@ -171,7 +179,7 @@ def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
         if default is _MISSING:
             raise
         return default
-    if isinstance(obj, BaseException) and not isinstance(type(obj), SnippetClass):
+    if isinstance(obj, BaseException):
         return _carried(obj, value)
     return _defuse_format(value)
 
@@ -295,8 +303,7 @@ class ModuleNamespace:
         raise PolicyError(f"module '{self._name}' is read-only")
 
     def __getattr__(self, name: str) -> Any:
-        available = ", ".join(sorted(key for key in self.__dict__ if not key.startswith("_")))
-        raise AttributeError(f"module '{self._name}' has no '{name}' in the sandbox; it has: {available}")
+        raise AttributeError(missing_name_message(self._name, name))
 
 
 def _namespace(name: str) -> ModuleNamespace:
@@ -315,9 +322,14 @@ for _lazy in ("heapq", "_strptime", "copy", "bisect", "fractions", "decimal", "e
 
 
 def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-    if level != 0 or name not in NAMESPACES:
-        raise PolicyError(import_message(name))
-    return NAMESPACES[name]
+    if level == 0 and name in NAMESPACES:
+        return NAMESPACES[name]
+    if type(fromlist) is list and name in sys.modules:
+        # C's PyImport_Import (datetime.strptime loading _strptime) calls the running frame's __import__ with
+        # a list, then reads sys.modules itself: nothing returned here reaches the snippet, which cannot make
+        # this call (its import statements pass None or a tuple, and it cannot name __import__).
+        return None
+    raise PolicyError(import_message(name))
 
 
 class _TypeMeta(type):

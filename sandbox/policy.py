@@ -122,6 +122,10 @@ def internals_message(name: str) -> str:
     return f"'{name}' is not allowed: {INTERNALS_HINT}"
 
 
+def missing_name_message(module: str, name: str) -> str:
+    return f"module '{module}' has no '{name}' in the sandbox; it has: {', '.join(sorted(EXPORTS[module]))}"
+
+
 def import_message(name: str) -> str:
     return f"import of '{name}' is not allowed; allowed modules: {', '.join(ALLOWED_MODULES)}"
 
@@ -190,7 +194,11 @@ class SnippetPolicy(RestrictingNodeTransformer):
         return super().visit_Import(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
-        self._check_module(node, "." * node.level + (node.module or ""))
+        module = "." * node.level + (node.module or "")
+        self._check_module(node, module)
+        for alias in node.names if module in EXPORTS else ():
+            if alias.name != "*" and alias.name not in EXPORTS[module]:
+                self.error(node, missing_name_message(module, alias.name))
         return super().visit_ImportFrom(node)
 
     def _check_module(self, node: ast.AST, name: str) -> None:
