@@ -1,6 +1,8 @@
 """A corpus of hostile snippets, run through each layer on its own and through both together.
 
-Each must end without a secret (host env canary, host closure canary), file content or a dead host.
+Each must end without a secret (host env canary, host closure canary), file content or a dead host; under the
+language layer alone the value must also hold no foothold (tests/sandbox/strict.py): no class it could not name,
+module, foreign function, frame, traceback or namespace dict.
 """
 
 from __future__ import annotations
