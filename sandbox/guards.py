@@ -1,40 +1,43 @@
 """Language layer, run time: the guards and the builtins a restricted snippet executes with.
 
-Nothing here is the security boundary (that is the worker's OS confinement); it keeps the obvious
-object-graph walks closed and explains what to do instead.
+Nothing here is the security boundary (that is the worker's OS confinement); it keeps the object graph
+closed and says what to do instead. What holds it together:
+
+- every attribute read goes through `guarded_getattr`, the ones a format string's `{0.attr}` fields make
+  included, and its *result* is vetted whatever route led to it: the real `str.format`/`format_map` (from
+  a str, a str subclass, `super()`, the class) is swapped for one whose fields come back here, and what a
+  built-in exception carries (`obj`, `name`, `args`, `value`, ...) reaches the snippet only as data or the
+  snippet's own objects;
+- the guards are bound into the compiled code as constants (sandbox.policy.compile_restricted), never looked
+  up by name, so a snippet holding its own globals dict could not rebind them;
+- `type()` hands out only types the snippet can name anyway, and a snippet class's `__exit__` never sees
+  a traceback.
 """
 
 from __future__ import annotations
 
-import base64
 import builtins
 import collections
-import datetime
-import hashlib
 import importlib
-import itertools
-import json
-import math
 import operator
-import random
-import re
-import statistics
 import string
-import textwrap
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from types import CodeType, FrameType, ModuleType, TracebackType
+from types import BuiltinMethodType, CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
 from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from sandbox.errors import SNIPPET_ERRORS, PolicyError
+from sandbox.exports import EXPORTS
 from sandbox.policy import (
     ALLOWED_DUNDER_METHODS,
-    ALLOWED_MODULES,
+    FILENAME,
     import_message,
     internals_message,
+    missing_name_message,
     private_name_message,
 )
 
@@ -96,12 +99,73 @@ def _format_map_method(template: str) -> Callable[[Mapping[str, Any]], str]:
     return format_map
 
 
-def _unbound_format(template: str, *args: Any, **kwargs: Any) -> str:
+def _unbound_format(template: str, /, *args: Any, **kwargs: Any) -> str:
     return _FORMATTER.vformat(template, args, kwargs)
 
 
-def _unbound_format_map(template: str, mapping: Mapping[str, Any]) -> str:
+def _unbound_format_map(template: str, mapping: Mapping[str, Any], /) -> str:
     return _FORMATTER.vformat(template, (), mapping)
+
+
+_BOUND_FORMATS = {"format": _format_method, "format_map": _format_map_method}
+_UNBOUND_FORMATS: dict[Any, Callable[..., str]] = {str.format: _unbound_format, str.format_map: _unbound_format_map}
+
+
+def _defuse_format(value: Any) -> Any:
+    """The real str.format reads '{0.attr}' fields with no guard; hand out ours instead, however reached."""
+    if type(value) is BuiltinMethodType:
+        # Bound to a str (or str subclass) instance: ''.format, S('').format, super(S, s).format.
+        if value.__name__ in _BOUND_FORMATS and isinstance(value.__self__, str):
+            return _BOUND_FORMATS[value.__name__](value.__self__)
+    elif type(value) is type(str.format):
+        # The method descriptor, from str, type(''), a str subclass or super(S, S).
+        return _UNBOUND_FORMATS.get(value, value)
+    return value
+
+
+def snippet_made(value: Any) -> bool:
+    """A class, instance, function or method the snippet's own code defined."""
+    kind = type(value)
+    if isinstance(value, SnippetClass) or isinstance(kind, SnippetClass):
+        return True
+    if kind is FunctionType:
+        return value.__code__.co_filename == FILENAME
+    return kind is MethodType and snippet_made(value.__func__) and snippet_made(value.__self__)
+
+
+_SCALARS = (bool, int, float, complex, str, bytes, bytearray, BaseException)
+_CARRIED_DEPTH = 8
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Data, exceptions, objects of the allowed modules' classes, or the snippet's own objects."""
+    if value is None or isinstance(value, _SCALARS) or snippet_made(value):
+        return True
+    kind = type(value)
+    if kind in _EXPORTED_CLASSES:
+        return True
+    if depth >= _CARRIED_DEPTH:
+        return False
+    if kind in (tuple, list, set, frozenset):
+        return all(_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(_plain(key, depth + 1) and _plain(item, depth + 1) for key, item in value.items())
+    return False
+
+
+def _hidden(value: Any) -> str:
+    """Stands in for an object an exception carried that the snippet must not get hold of."""
+    return f"<{type(value).__name__} object>"
+
+
+def _carried(exc: BaseException, value: Any) -> Any:
+    """An attribute of a built-in exception as the snippet may see it: `AttributeError.obj`, `NameError.name`,
+    `ImportError.path`, `StopIteration.value`, `args` can hold whatever the raiser had at hand."""
+    if type(value) in (BuiltinMethodType, MethodType) and value.__self__ is exc:
+        return value  # its own methods: with_traceback, add_note, split, derive
+    if type(value) is tuple:
+        return tuple(item if _plain(item) else _hidden(item) for item in value)
+    return value if _plain(value) else _hidden(value)
 
 
 _MISSING = object()
@@ -109,14 +173,15 @@ _MISSING = object()
 
 def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
     check_attribute(obj, name)
-    if name in ("format", "format_map"):
-        if isinstance(obj, str):
-            return _format_method(obj) if name == "format" else _format_map_method(obj)
-        if isinstance(obj, type) and issubclass(obj, str):
-            return _unbound_format if name == "format" else _unbound_format_map
-    if default is _MISSING:
-        return getattr(obj, name)
-    return getattr(obj, name, default)
+    try:
+        value = getattr(obj, name)
+    except AttributeError:
+        if default is _MISSING:
+            raise
+        return default
+    if isinstance(obj, BaseException):
+        return _carried(obj, value)
+    return _defuse_format(value)
 
 
 def guarded_hasattr(obj: Any, name: Any) -> bool:
@@ -129,6 +194,40 @@ def guarded_hasattr(obj: Any, name: Any) -> bool:
 
 class SnippetClass(type):
     """Metaclass of every class a snippet defines, so writes to its own objects can be told apart."""
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> SnippetClass:
+        if "__exit__" in namespace:
+            namespace["__exit__"] = _without_traceback(namespace["__exit__"])
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+def _without_traceback(exit_method: Any) -> Callable[..., Any]:
+    """A `with` block hands `__exit__` the live traceback, whose frames lead everywhere: pass None instead."""
+
+    def __exit__(self: Any, kind: Any, value: Any, traceback: Any) -> Any:
+        bind = getattr(type(exit_method), "__get__", None)
+        method = exit_method if bind is None else bind(exit_method, self, type(self))
+        return method(kind, value, None)
+
+    return __exit__
+
+
+_SNIPPET_METACLASSES: dict[type, type] = {}
+
+
+def snippet_class(name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
+    """What `class X(...)` calls (RestrictedPython's `__metaclass__`): SnippetClass, or with a base such as
+    `collections.UserDict` whose metaclass is ABCMeta, a SnippetClass subclass of that metaclass."""
+    meta: type = SnippetClass
+    for base in bases:
+        kind = type(base)
+        if issubclass(meta, kind):
+            continue
+        if not issubclass(kind, meta):
+            meta = _SNIPPET_METACLASSES.get(kind) or _SNIPPET_METACLASSES.setdefault(
+                kind, type(f"Snippet{kind.__name__}", (SnippetClass, kind), {})
+            )
+    return meta(name, bases, namespace, **kwargs)
 
 
 _WRITABLE = (dict, list, bytearray, set, collections.deque)
@@ -191,7 +290,7 @@ def apply(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 class ModuleNamespace:
-    """The public functions, classes and constants of an allowed module, never the module itself."""
+    """The allowed names of an allowed module, never the module itself (`json.codecs` leads to `os`)."""
 
     def __init__(self, name: str, attributes: Mapping[str, Any]) -> None:
         self.__dict__.update(attributes)
@@ -203,33 +302,18 @@ class ModuleNamespace:
     def __setattr__(self, name: str, value: Any) -> None:
         raise PolicyError(f"module '{self._name}' is read-only")
 
-
-def _namespace(module: ModuleType) -> ModuleNamespace:
-    public = {
-        name: value
-        for name, value in vars(module).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
-    }
-    return ModuleNamespace(module.__name__, public)
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(missing_name_message(self._name, name))
 
 
-NAMESPACES: dict[str, ModuleNamespace] = {
-    module.__name__: _namespace(module)
-    for module in (
-        base64,
-        collections,
-        datetime,
-        hashlib,
-        itertools,
-        json,
-        math,
-        random,
-        re,
-        statistics,
-        textwrap,
-    )
-}
-assert tuple(sorted(NAMESPACES)) == ALLOWED_MODULES
+def _namespace(name: str) -> ModuleNamespace:
+    module = importlib.import_module(name)
+    attributes = {attribute: getattr(module, attribute) for attribute in EXPORTS[name]}
+    assert not any(isinstance(value, ModuleType) for value in attributes.values()), name
+    return ModuleNamespace(name, attributes)
+
+
+NAMESPACES: dict[str, ModuleNamespace] = {name: _namespace(name) for name in EXPORTS}
 
 # Modules the allowed ones import lazily inside functions; after confinement no file can be opened, so
 # they are loaded now (Counter.most_common -> heapq, datetime.strptime -> _strptime, copy for deepcopy).
@@ -237,12 +321,47 @@ for _lazy in ("heapq", "_strptime", "copy", "bisect", "fractions", "decimal", "e
     importlib.import_module(_lazy)
 
 
-def guarded_import(
-    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-) -> ModuleNamespace:
-    if level != 0 or name not in NAMESPACES:
-        raise PolicyError(import_message(name))
-    return NAMESPACES[name]
+def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    if level == 0 and name in NAMESPACES:
+        return NAMESPACES[name]
+    if type(fromlist) is list and name in sys.modules:
+        # C's PyImport_Import (datetime.strptime loading _strptime) calls the running frame's __import__ with
+        # a list, then reads sys.modules itself: nothing returned here reaches the snippet, which cannot make
+        # this call (its import statements pass None or a tuple, and it cannot name __import__).
+        return None
+    raise PolicyError(import_message(name))
+
+
+class _TypeMeta(type):
+    """Lets the snippet's `type` stand where the real one does: isinstance(x, type), repr."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(cls, subclass: Any) -> bool:
+        return isinstance(subclass, type) and issubclass(subclass, type)
+
+    def __call__(cls, *args: Any) -> type:
+        return type_of(*args)
+
+    def __repr__(cls) -> str:
+        return "<class 'type'>"
+
+
+class SnippetType(metaclass=_TypeMeta):
+    """The snippet's `type`: `type(x)` as usual, but only for types it could name anyway."""
+
+
+def type_of(*args: Any) -> type:
+    if len(args) != 1:
+        raise PolicyError("type() takes one argument here: define classes with a class statement")
+    kind = type(args[0])
+    if kind in _NAMEABLE or isinstance(kind, SnippetClass) or issubclass(kind, BaseException):
+        return kind
+    raise PolicyError(
+        f"type() of a {kind.__name__!r} object is not available: compare with isinstance(x, T) "
+        "using a type you can name (a builtin, a class of an allowed module, or your own class)"
+    )
 
 
 _EXTRA_BUILTINS = [
@@ -272,7 +391,6 @@ _EXTRA_BUILTINS = [
     "sum",
     "super",
     "tuple",
-    "type",
     "zip",
     "NotImplemented",
     "StopAsyncIteration",
@@ -290,6 +408,7 @@ def _builtins() -> dict[str, Any]:
     names.update(
         {
             "__import__": guarded_import,
+            "type": SnippetType,
             "getattr": guarded_getattr,
             "hasattr": guarded_hasattr,
             "setattr": guarded_setattr,
@@ -304,17 +423,26 @@ def _builtins() -> dict[str, Any]:
 _BUILTINS = _builtins()
 """Built once at import (in the zygote, before any fork); each run gets its own copy."""
 
+_EXPORTED_CLASSES = frozenset(
+    value for namespace in NAMESPACES.values() for value in vars(namespace).values() if isinstance(value, type)
+)
+_NAMEABLE = _EXPORTED_CLASSES | {
+    *(value for value in _BUILTINS.values() if isinstance(value, type)),
+    type(None),
+    type(...),
+    type(NotImplemented),
+}
+"""The types a snippet can reach by name; type() of anything else would be a way in (function, generator)."""
+
 
 def make_builtins() -> dict[str, Any]:
     return dict(_BUILTINS)
 
 
-def make_globals(print_factory: Callable[..., Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """Globals for one restricted run: the guard names RestrictedPython's rewrite calls, plus `extra`."""
+def make_guards(print_factory: Callable[..., Any]) -> dict[str, Any]:
+    """The functions RestrictedPython's rewrite calls, for compile_restricted to bind into the code."""
     return {
-        "__builtins__": make_builtins(),
-        "__name__": "snippet",
-        "__metaclass__": SnippetClass,
+        "__metaclass__": snippet_class,
         "_getattr_": guarded_getattr,
         "_getitem_": operator.getitem,
         "_getiter_": iter,
@@ -326,5 +454,9 @@ def make_globals(print_factory: Callable[..., Any], extra: Mapping[str, Any]) ->
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
         "_print_": print_factory,
-        **extra,
     }
+
+
+def make_globals(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Globals for one restricted run: builtins and `extra`; no guard lives here, so none can be rebound."""
+    return {"__builtins__": make_builtins(), "__name__": "snippet", **extra}

@@ -8,28 +8,41 @@ from __future__ import annotations
 
 import ast
 import re
+import secrets
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import CodeType
+from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
+
+from sandbox.exports import EXPORTS
 
 FILENAME = "<snippet>"
 RESULT_NAME = "_snippet_value_"
 """Where the last expression's value lands; snippet code cannot name it (it starts with '_')."""
 
-ALLOWED_MODULES = (
-    "base64",
-    "collections",
-    "datetime",
-    "hashlib",
-    "itertools",
-    "json",
-    "math",
-    "random",
-    "re",
-    "statistics",
-    "textwrap",
+ALLOWED_MODULES = tuple(sorted(EXPORTS))
+
+GUARD_NAMES = frozenset(
+    {
+        "__metaclass__",
+        "_getattr_",
+        "_getitem_",
+        "_getiter_",
+        "_write_",
+        "_inplacevar_",
+        "_augitem_",
+        "_augattr_",
+        "_apply_",
+        "_iter_unpack_sequence_",
+        "_unpack_sequence_",
+        "_print_",
+    }
 )
+"""The names the rewritten code calls. compile_restricted binds them as constants of the code object: were
+they looked up at run time, a snippet that reached its globals dict could rebind `_getattr_` to anything."""
 
 # Dunder methods a snippet may define in its own classes; their bodies are restricted code like any other.
 ALLOWED_DUNDER_METHODS = frozenset(
@@ -109,6 +122,10 @@ def internals_message(name: str) -> str:
     return f"'{name}' is not allowed: {INTERNALS_HINT}"
 
 
+def missing_name_message(module: str, name: str) -> str:
+    return f"module '{module}' has no '{name}' in the sandbox; it has: {', '.join(sorted(EXPORTS[module]))}"
+
+
 def import_message(name: str) -> str:
     return f"import of '{name}' is not allowed; allowed modules: {', '.join(ALLOWED_MODULES)}"
 
@@ -177,7 +194,11 @@ class SnippetPolicy(RestrictingNodeTransformer):
         return super().visit_Import(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
-        self._check_module(node, "." * node.level + (node.module or ""))
+        module = "." * node.level + (node.module or "")
+        self._check_module(node, module)
+        for alias in node.names if module in EXPORTS else ():
+            if alias.name != "*" and alias.name not in EXPORTS[module]:
+                self.error(node, missing_name_message(module, alias.name))
         return super().visit_ImportFrom(node)
 
     def _check_module(self, node: ast.AST, name: str) -> None:
@@ -262,17 +283,49 @@ def parse(code: str) -> ast.Module:
         raise CompileFailure("SyntaxError", f"the code cannot be parsed: {exc}", None, None) from None
 
 
-def compile_restricted(code: str) -> CodeType:
-    """Compile under the policy; raises CompileFailure (SyntaxError or PolicyError) with the first problem."""
+def compile_restricted(code: str, guards: Mapping[str, Any]) -> CodeType:
+    """Compile under the policy, with `guards` (one per GUARD_NAMES) bound into the code as constants.
+
+    Raises CompileFailure (SyntaxError or PolicyError) with the first problem."""
     tree = parse(code)
     policy = SnippetPolicy()
     tree = policy.visit(tree)
     if policy.failures:
         raise policy.failures[0]
+    # Each guard reference becomes a string constant no snippet can spell (a fresh token per compile), and
+    # after compiling, that constant is swapped for the guard itself: LOAD_CONST, no name to rebind.
+    tokens = {name: f"\0guard-{secrets.token_hex(16)}:{name}" for name in GUARD_NAMES}
+    tree = _GuardConstants(tokens).visit(tree)
     try:
-        return compile(tree, FILENAME, "exec")
+        with warnings.catch_warnings():
+            # "'str' object is not callable": true until the constants are swapped.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compiled = compile(tree, FILENAME, "exec")
     except (SyntaxError, ValueError, RecursionError) as exc:
         raise CompileFailure("SyntaxError", str(exc), getattr(exc, "lineno", None), None) from None
+    return _bind(compiled, {token: guards[name] for name, token in tokens.items()})
+
+
+class _GuardConstants(ast.NodeTransformer):
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self.tokens = tokens
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.tokens:
+            return ast.copy_location(ast.Constant(self.tokens[node.id]), node)
+        return node
+
+
+def _bind(code: CodeType, values: Mapping[str, Any]) -> CodeType:
+    consts = tuple(
+        _bind(const, values)
+        if isinstance(const, CodeType)
+        else values.get(const, const)
+        if type(const) is str
+        else const
+        for const in code.co_consts
+    )
+    return code.replace(co_consts=consts)
 
 
 def compile_unrestricted(code: str) -> CodeType:

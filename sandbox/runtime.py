@@ -9,9 +9,9 @@ from types import CodeType
 from typing import Any
 
 from sandbox.channel import FdChannel, ProtocolError
-from sandbox.errors import TOOL_ERRORS, LimitError, ToolError
-from sandbox.guards import make_globals
-from sandbox.jsonable import TooDeep, to_json
+from sandbox.errors import TOOL_ERRORS, LimitError, PolicyError, ToolError
+from sandbox.guards import make_globals, make_guards
+from sandbox.jsonable import TooDeep, text_of, to_json
 from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, compile_unrestricted
 
 OUTPUT_FLOOD_FACTOR = 4
@@ -29,6 +29,8 @@ class Output:
         self.limit_error: LimitError | None = None
 
     def write(self, text: str) -> int:
+        # print() passes `sep`, `end` and str() results, which may be str subclasses with the snippet's methods.
+        text = text_of(text)
         size = len(text.encode("utf-8", "surrogatepass"))
         room = self.limit - self.size
         if size <= room:
@@ -64,9 +66,9 @@ class PrintCollector:
         self._output = output
 
     def _call_print(self, *objects: Any, **kwargs: Any) -> None:
-        if kwargs.get("file") is None:
-            kwargs["file"] = self._output
-        builtins.print(*objects, **kwargs)
+        if kwargs.get("file") is not None:
+            raise PolicyError("print(file=...) is not supported: print to the output, or return data as the value")
+        builtins.print(*objects, **kwargs, file=self._output)
 
     def __call__(self) -> str:
         return "".join(self._output.parts)
@@ -156,11 +158,8 @@ def describe(exc: BaseException, lines: list[str], limits: Mapping[str, Any]) ->
         if tb.tb_frame.f_code.co_filename == FILENAME:
             line = tb.tb_lineno
         tb = tb.tb_next
-    kind = type(exc).__name__
-    try:
-        message = str(exc)
-    except Exception:
-        message = ""
+    kind = text_of(type(exc).__name__)
+    message = _message(exc)
     if isinstance(exc, MemoryError):
         message = f"out of memory: the run exceeded the {limits['memory_mb']} MB memory limit (sandbox.memory_mb)"
     elif isinstance(exc, RecursionError):
@@ -168,6 +167,15 @@ def describe(exc: BaseException, lines: list[str], limits: Mapping[str, Any]) ->
     elif isinstance(exc, KeyError):
         message = f"key {message} not found"
     return _error(kind, message, line, None, lines)
+
+
+def _message(exc: BaseException) -> str:
+    """str(exc) runs the snippet's __str__, which may raise anything (SystemExit too), recurse, or return a
+    str subclass: whatever it does, it is the snippet's error, reported, never the worker's crash."""
+    try:
+        return text_of(str(exc))
+    except BaseException as failure:
+        return f"(the message could not be read: its __str__ raised {text_of(type(failure).__name__)})"
 
 
 def _error(kind: str, message: str, line: int | None, column: int | None, lines: list[str]) -> dict[str, Any]:
@@ -187,8 +195,14 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
     def done(value: Any, error: dict[str, Any] | None) -> dict[str, Any]:
         return {"op": "done", "value": value, "output": output.text(), "error": error}
 
+    def print_factory(_getattr: Any = None) -> PrintCollector:
+        return PrintCollector(output)
+
     try:
-        code: CodeType = (compile_unrestricted if job["unrestricted"] else compile_restricted)(code_text)
+        if job["unrestricted"]:
+            code: CodeType = compile_unrestricted(code_text)
+        else:
+            code = compile_restricted(code_text, make_guards(print_factory))
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
 
@@ -196,7 +210,7 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__", **packs}
         sys.stdout = sys.stderr = output
     else:
-        namespace = make_globals(lambda _getattr=None: PrintCollector(output), packs)
+        namespace = make_globals(packs)
 
     sys.setrecursionlimit(_call_depth() + limits["max_recursion"] + 10)
     error = None
