@@ -12,7 +12,7 @@ from sandbox.channel import FdChannel, ProtocolError
 from sandbox.errors import TOOL_ERRORS, LimitError, ToolError
 from sandbox.guards import make_globals
 from sandbox.jsonable import TooDeep, to_json
-from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, compile_unrestricted
+from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted
 
 OUTPUT_FLOOD_FACTOR = 4
 """Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""
@@ -188,15 +188,11 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         return {"op": "done", "value": value, "output": output.text(), "error": error}
 
     try:
-        code: CodeType = (compile_unrestricted if job["unrestricted"] else compile_restricted)(code_text)
+        code: CodeType = compile_restricted(code_text)
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
 
-    if job["unrestricted"]:
-        namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__", **packs}
-        sys.stdout = sys.stderr = output
-    else:
-        namespace = make_globals(lambda _getattr=None: PrintCollector(output), packs)
+    namespace = make_globals(lambda _getattr=None: PrintCollector(output), packs)
 
     sys.setrecursionlimit(_call_depth() + limits["max_recursion"] + 10)
     error = None
