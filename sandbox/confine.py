@@ -225,7 +225,9 @@ def restrict_with_landlock(abi: int) -> None:
         os.close(fd)
 
 
-def confine(program: bytes, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], landlock: int) -> None:
+def confine(
+    program: bytes, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], parent_pid: int, landlock: int
+) -> None:
     """Irreversibly shut the worker in; nothing after this can look up a path, connect, exec or fork.
 
     `landlock` is the kernel's Landlock ABI, probed once by the zygote."""
@@ -239,4 +241,6 @@ def confine(program: bytes, memory_mb: int, cpu_seconds: float, keep_fds: tuple[
     restrict_with_landlock(landlock)
     set_limits(memory_mb, cpu_seconds, max(keep_fds))
     drop_privileges()
+    # Only now: a change of user clears the parent-death signal.
+    set_parent_death_signal(parent_pid)
     load_filter(program)

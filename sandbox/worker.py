@@ -12,7 +12,7 @@ import random
 from typing import NoReturn
 
 from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
-from sandbox.confine import confine, set_parent_death_signal
+from sandbox.confine import confine
 from sandbox.runtime import oversized, run_job
 
 _PREFAULT_JOB = {
@@ -26,12 +26,11 @@ def prepare(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, parent_
     """Turn a child freshly forked by the zygote into a confined worker whose only way out is `fd`.
 
     The one place this is done: the tests' confined runner (tests/sandbox/confined.py) calls it too."""
-    # Die with the zygote, which dies with the host.
-    set_parent_death_signal(parent_pid)
     os.setsid()
     # The forked random state is the zygote's: without a reseed every run would draw the same numbers.
     random.seed()
-    confine(program, memory_mb, cpu_seconds, (fd,), landlock)
+    # It dies with the zygote (parent_pid), which dies with the host.
+    confine(program, memory_mb, cpu_seconds, (fd,), parent_pid, landlock)
 
 
 def serve(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, parent_pid: int, landlock: int) -> NoReturn:
