@@ -25,6 +25,7 @@ import os
 import resource
 import signal
 import tempfile
+from typing import NamedTuple
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_READ = 23
@@ -161,13 +162,20 @@ def close_other_fds(keep: tuple[int, ...]) -> None:
     os.closerange(highest + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def enter_empty_root() -> None:
-    """Make a fresh directory, enter it, delete it and make it `/`: every path then names nothing (ENOENT,
-    whether or not it exists outside), nothing can be created in it and nothing is left behind. Without the
-    right to chroot the worker still sits in the deleted directory; seccomp denies path lookups anyway."""
+def make_empty_root() -> int:
+    """A descriptor of a fresh directory that is already deleted: nothing can ever be created in it, nothing is
+    left behind, and every path looked up from it names nothing (ENOENT, whether or not it exists outside)."""
     directory = tempfile.mkdtemp(prefix="onetool-sandbox-")
-    os.chdir(directory)
-    os.rmdir(directory)
+    try:
+        return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.rmdir(directory)
+
+
+def enter_empty_root(directory: int) -> None:
+    """Make the empty directory our working directory and `/`. Without the right to chroot (no user
+    namespace for an unprivileged gateway) only the former; seccomp denies path lookups anyway."""
+    os.fchdir(directory)
     _libc.chroot(b".")
 
 
@@ -225,22 +233,35 @@ def restrict_with_landlock(abi: int) -> None:
         os.close(fd)
 
 
-def confine(
-    program: bytes, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], parent_pid: int, landlock: int
-) -> None:
-    """Irreversibly shut the worker in; nothing after this can look up a path, connect, exec or fork.
+class Confinement(NamedTuple):
+    """What the zygote prepares once and every worker it forks confines itself with."""
 
-    `landlock` is the kernel's Landlock ABI, probed once by the zygote."""
+    program: bytes
+    """The seccomp BPF program, compiled by the host."""
+    landlock: int
+    """The kernel's Landlock ABI; 0 without Landlock."""
+    empty_root: int
+    """A descriptor of the deleted directory workers take as their root."""
+
+    @classmethod
+    def make(cls, program: bytes) -> Confinement:
+        return cls(program, landlock_abi(), make_empty_root())
+
+
+def confine(
+    confinement: Confinement, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], parent_pid: int
+) -> None:
+    """Irreversibly shut the worker in; nothing after this can look up a path, connect, exec or fork."""
+    enter_empty_root(confinement.empty_root)
     close_other_fds(keep_fds)
-    enter_empty_root()
     # A write past RLIMIT_FSIZE should fail with EFBIG, not kill the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     # No exec could gain privileges again; it also lets an unprivileged process use Landlock and seccomp.
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     # Before the rlimits: the ruleset needs a descriptor above the channel's.
-    restrict_with_landlock(landlock)
+    restrict_with_landlock(confinement.landlock)
     set_limits(memory_mb, cpu_seconds, max(keep_fds))
     drop_privileges()
     # Only now: a change of user clears the parent-death signal.
     set_parent_death_signal(parent_pid)
-    load_filter(program)
+    load_filter(confinement.program)

@@ -12,7 +12,7 @@ import random
 from typing import NoReturn
 
 from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
-from sandbox.confine import confine
+from sandbox.confine import Confinement, confine
 from sandbox.runtime import oversized, run_job
 
 _PREFAULT_JOB = {
@@ -22,7 +22,7 @@ _PREFAULT_JOB = {
 }
 
 
-def prepare(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, parent_pid: int, landlock: int) -> None:
+def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
     """Turn a child freshly forked by the zygote into a confined worker whose only way out is `fd`.
 
     The one place this is done: the tests' confined runner (tests/sandbox/confined.py) calls it too."""
@@ -30,12 +30,12 @@ def prepare(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, parent_
     # The forked random state is the zygote's: without a reseed every run would draw the same numbers.
     random.seed()
     # It dies with the zygote (parent_pid), which dies with the host.
-    confine(program, memory_mb, cpu_seconds, (fd,), parent_pid, landlock)
+    confine(confinement, memory_mb, cpu_seconds, (fd,), parent_pid)
 
 
-def serve(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, parent_pid: int, landlock: int) -> NoReturn:
+def serve(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> NoReturn:
     """Run in the forked child; never returns. `fd` is this worker's end of its channel to the host."""
-    prepare(fd, program, memory_mb, cpu_seconds, parent_pid, landlock)
+    prepare(fd, confinement, memory_mb, cpu_seconds, parent_pid)
     channel = FdChannel(fd, fd, JOB_CAP)
     # A forked child shares the zygote's pages copy-on-write, and running Python writes to every object it
     # touches (reference counts): done by the first run, those page copies cost milliseconds. A constant,

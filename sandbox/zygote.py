@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox.confine import landlock_abi, set_parent_death_signal
+from sandbox.confine import Confinement, set_parent_death_signal
 from sandbox.worker import serve
 
 _CLONE_NEWUTS = 0x04000000
@@ -73,10 +73,9 @@ def host_pid(pidfd: int, pid: int) -> int:
 
 
 class _Zygote:
-    def __init__(self, control: socket.socket, program: bytes, landlock: int) -> None:
+    def __init__(self, control: socket.socket, confinement: Confinement) -> None:
         self.control = control
-        self.program = program
-        self.landlock = landlock
+        self.confinement = confinement
         self.children: dict[int, tuple[int, int]] = {}
         """pidfd -> (pid here, pid for the host) of every forked worker not yet reaped."""
         self.poller = select.poll()
@@ -112,7 +111,7 @@ class _Zygote:
             return
         if pid == 0:
             try:
-                serve(worker_end.fileno(), self.program, memory_mb, cpu_seconds, os.getppid(), self.landlock)
+                serve(worker_end.fileno(), self.confinement, memory_mb, cpu_seconds, os.getppid())
             finally:
                 os._exit(1)
         worker_end.close()
@@ -148,10 +147,10 @@ def main() -> None:
     # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
     time.localtime()
     isolate()
-    landlock = landlock_abi()
+    confinement = Confinement.make(bytes.fromhex(sys.argv[2]))
     # Everything imported so far is shared copy-on-write with every worker; keep the collector off it.
     gc.freeze()
-    zygote = _Zygote(control, bytes.fromhex(sys.argv[2]), landlock)
+    zygote = _Zygote(control, confinement)
     zygote.send({"op": "ready"})
     try:
         zygote.loop()

@@ -77,18 +77,18 @@ def main() -> None:
     import socket  # noqa: F401
     import threading  # noqa: F401
 
-    from sandbox.confine import landlock_abi
+    from sandbox.confine import Confinement
     from sandbox.worker import prepare
     from sandbox.zygote import isolate
 
     program, code = bytes.fromhex(sys.argv[1]), sys.argv[2]
     isolate()
-    landlock = landlock_abi()
+    confinement = Confinement.make(program)
     report = os.dup(0)
     pid = os.fork()
     if pid == 0:
         try:
-            prepare(report, program, 256, 10.0, os.getppid(), landlock)
+            prepare(report, confinement, 256, 10.0, os.getppid())
             os.write(report, json.dumps(_evaluate(code), default=repr).encode())
             os._exit(0)
         finally:
