@@ -1,11 +1,19 @@
 """OS layer: the security boundary around one worker process.
 
-The seccomp filter is an allow-list. Everything a finished, fully imported interpreter needs to compute
-and to talk over its two pipe ends is allowed; every other system call fails with EPERM, so Python code
-sees a clean PermissionError (or OSError) rather than a dead process. That denies, among others, every
-way to open a file or directory, sockets, exec, fork/clone (no threads or processes), ptrace,
-process_vm_*, mount, setrlimit (root could raise its own limits back) and every signal (kill, tgkill):
-the worker's own process never needs to send one.
+Layers, each applied where the kernel and our privileges allow, every one of them on its own enough to stop
+what it covers, so a bug in one is not a way out:
+
+- an empty root: the worker is chrooted into a directory it has already deleted, so no path names anything;
+- no privileges: every capability dropped (bounding, ambient, effective, permitted, inheritable) and, when it
+  ran as root, uid and gid 65534 (nobody) with no supplementary groups;
+- Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside;
+- rlimits: memory, CPU time, no file size, no new process, no core dump;
+- a seccomp allow-list: everything a finished, fully imported interpreter needs to compute and to talk over
+  its channel; every other system call fails with EPERM, so Python code sees a clean PermissionError rather
+  than a dead process. That denies, among others, every path lookup (open, stat, access, readlink, statx),
+  sockets, exec, fork/clone, ptrace, process_vm_*, mount, unshare, setuid, setrlimit and every signal.
+
+The namespaces (pid, net, ipc, uts, and user when not root) are the zygote's, made once for all its workers.
 """
 
 from __future__ import annotations
@@ -16,16 +24,27 @@ import math
 import os
 import resource
 import signal
+import tempfile
+from typing import NamedTuple
 
 _PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_READ = 23
+_PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
 _SECCOMP_MODE_FILTER = 2
 _BPF_INSTRUCTION_SIZE = 8
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_NOBODY = 65534
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
 _libc = ctypes.CDLL(None, use_errno=True)
-_AT_EMPTY_PATH = 0x1000
 
-# System calls a running interpreter needs; anything else is EPERM.
+# System calls a running interpreter needs; anything else is EPERM. Not newfstatat: glibc's fstat uses it,
+# but with a path too it resolves that path, and a confined worker never calls it (checked with strace).
 _ALLOWED = (
     "read",
     "write",
@@ -50,6 +69,11 @@ _ALLOWED = (
     "clock_nanosleep",
     "nanosleep",
     "getpid",
+    # The worker's own ids: a snippet may see that it is nobody.
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
     "gettid",
     "getrandom",
     "getrusage",
@@ -60,11 +84,17 @@ _ALLOWED = (
 )
 
 
-def set_parent_death_signal(host_pid: int) -> None:
-    """Die with the host: the kernel sends SIGKILL when the parent goes, and a parent already gone is caught."""
-    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != host_pid:
+def _check(result: int, what: str) -> None:
+    if result < 0:
+        raise OSError(ctypes.get_errno(), f"{what} failed: {os.strerror(ctypes.get_errno())}")
+
+
+def set_parent_death_signal(parent_pid: int) -> None:
+    """Die with the parent: the kernel sends SIGKILL when it goes, and a parent already gone is caught.
+
+    A parent outside our pid namespace shows as pid 0; its going is then seen on the control socket."""
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() not in (parent_pid, 0):
         os._exit(1)
 
 
@@ -76,8 +106,6 @@ def compile_filter() -> bytes:
     flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
     for name in _ALLOWED:
         flt.add_rule(seccomp.ALLOW, name)
-    # fstat on an open descriptor, never a path lookup.
-    flt.add_rule(seccomp.ALLOW, "newfstatat", seccomp.Arg(3, seccomp.MASKED_EQ, _AT_EMPTY_PATH, _AT_EMPTY_PATH))
     # Reading limits is harmless; setting them is how root would undo them.
     flt.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
     read_fd, write_fd = os.pipe()
@@ -103,10 +131,7 @@ class _SockFprog(ctypes.Structure):
 def load_filter(program: bytes) -> None:
     instructions = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // _BPF_INSTRUCTION_SIZE, ctypes.addressof(instructions))
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
 
 
 def set_limits(memory_mb: int, cpu_seconds: float, max_fd: int) -> None:
@@ -137,10 +162,106 @@ def close_other_fds(keep: tuple[int, ...]) -> None:
     os.closerange(highest + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def confine(program: bytes, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...]) -> None:
-    """Irreversibly shut the worker in; nothing after this can open, connect, exec or fork."""
+def make_empty_root() -> int:
+    """A descriptor of a fresh directory that is already deleted: nothing can ever be created in it, nothing is
+    left behind, and every path looked up from it names nothing (ENOENT, whether or not it exists outside)."""
+    directory = tempfile.mkdtemp(prefix="onetool-sandbox-")
+    try:
+        return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.rmdir(directory)
+
+
+def enter_empty_root(directory: int) -> None:
+    """Make the empty directory our working directory and `/`. Without the right to chroot (no user
+    namespace for an unprivileged gateway) only the former; seccomp denies path lookups anyway."""
+    os.fchdir(directory)
+    _libc.chroot(b".")
+
+
+def drop_privileges() -> None:
+    """Give up every capability for good and, as root, become nobody; each step the platform refuses is skipped
+    (an unprivileged worker has nothing to drop)."""
+    cap = 0
+    while _libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0) >= 0:  # EINVAL past the last capability this kernel knows
+        _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        cap += 1
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if os.geteuid() == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+            # Leaving uid 0 for good clears the effective and permitted sets.
+            os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+        except OSError:
+            pass  # a user namespace that does not map nobody: stay its root, without capabilities
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    _libc.capset(header, (ctypes.c_uint32 * 6)())
+
+
+class _LandlockRuleset(ctypes.Structure):
+    _fields_ = (("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64))
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers; 0 without Landlock."""
+    return max(0, _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION))
+
+
+def _landlock_ruleset(abi: int) -> tuple[_LandlockRuleset, int]:
+    """Every access right the ABI can restrict, and the size of the attribute struct it reads."""
+    fs_rights = {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)  # REFER (2), TRUNCATE (3), IOCTL_DEV (5) added
+    ruleset = _LandlockRuleset(fs=(1 << fs_rights) - 1)
+    size = 8
+    if abi >= 4:
+        ruleset.net, size = 0b11, 16  # BIND_TCP, CONNECT_TCP
+    if abi >= 6:
+        ruleset.scoped, size = 0b11, 24  # ABSTRACT_UNIX_SOCKET, SIGNAL
+    return ruleset, size
+
+
+def restrict_with_landlock(abi: int) -> None:
+    """A ruleset that handles every right and grants none: no file, no TCP, no signal or abstract socket out."""
+    if abi < 1:
+        return
+    ruleset, size = _landlock_ruleset(abi)
+    fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(ruleset), size, 0)
+    _check(fd, "landlock_create_ruleset")
+    try:
+        _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0), "landlock_restrict_self")
+    finally:
+        os.close(fd)
+
+
+class Confinement(NamedTuple):
+    """What the zygote prepares once and every worker it forks confines itself with."""
+
+    program: bytes
+    """The seccomp BPF program, compiled by the host."""
+    landlock: int
+    """The kernel's Landlock ABI; 0 without Landlock."""
+    empty_root: int
+    """A descriptor of the deleted directory workers take as their root."""
+
+    @classmethod
+    def make(cls, program: bytes) -> Confinement:
+        return cls(program, landlock_abi(), make_empty_root())
+
+
+def confine(
+    confinement: Confinement, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], parent_pid: int
+) -> None:
+    """Irreversibly shut the worker in; nothing after this can look up a path, connect, exec or fork."""
+    enter_empty_root(confinement.empty_root)
     close_other_fds(keep_fds)
     # A write past RLIMIT_FSIZE should fail with EFBIG, not kill the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # No exec could gain privileges again; it also lets an unprivileged process use Landlock and seccomp.
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    # Before the rlimits: the ruleset needs a descriptor above the channel's.
+    restrict_with_landlock(confinement.landlock)
     set_limits(memory_mb, cpu_seconds, max(keep_fds))
-    load_filter(program)
+    drop_privileges()
+    # Only now: a change of user clears the parent-death signal.
+    set_parent_death_signal(parent_pid)
+    load_filter(confinement.program)

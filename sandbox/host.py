@@ -15,7 +15,6 @@ import math
 import os
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -24,12 +23,13 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ObjectSendStream, Process, TaskGroup
+from anyio.abc import ObjectSendStream, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
 from sandbox.channel import HEADER, JOB_CAP, ProtocolError, check_size, decode, encode
 from sandbox.confine import compile_filter
 from sandbox.errors import TOOL_ERRORS
+from sandbox.launch import ZygoteProcess
 
 _START_TIMEOUT = 30.0
 """Seconds the zygote has to import everything and say ready, and a forked worker to confine itself."""
@@ -175,7 +175,7 @@ class _ForkServer:
         self._failure: str | None = None
         self._stopping = anyio.Event()
         self._send_lock = anyio.Lock(fast_acquire=True)
-        self.process: Process | None = None
+        self.process: ZygoteProcess | None = None
 
     async def fork(self, memory_mb: int, cpu_seconds: float) -> _Worker | _SpawnFailure:
         if self._stopping.is_set():
@@ -237,15 +237,8 @@ class _ForkServer:
         started = False
         try:
             try:
-                process = await anyio.open_process(
-                    [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, str(os.getpid()), self._program],
-                    stdin=zygote_end.fileno(),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    cwd="/",
-                    env={},
-                    start_new_session=True,
-                )
+                argv = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, str(os.getpid()), self._program]
+                process = ZygoteProcess(argv, zygote_end.fileno())
             except OSError as exc:
                 self._failure = f"could not start the sandbox fork-server: {exc}"
                 return False
@@ -474,20 +467,14 @@ class Sandbox:
         packs: Mapping[str, Collection[str]],
         on_call: OnCall,
         limits: Limits | None = None,
-        _unrestricted: bool = False,
     ) -> RunResult:
-        """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error.
-
-        `_unrestricted` (tests only) runs plain Python with real builtins in the same confined worker, to
-        show that the OS layer holds on its own.
-        """
+        """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error."""
         limits = limits or self.limits
         job = {
             "op": "run",
             "code": code,
             "packs": {name: sorted(tools) for name, tools in packs.items()},
             "limits": {**vars(limits), "cpu_seconds": limits.cpu_seconds or limits.timeout},
-            "unrestricted": _unrestricted,
         }
         frame = encode(job, JOB_CAP)
         # A worker lost with the zygote before the snippet made any pack call had no effect outside

@@ -326,8 +326,3 @@ def _bind(code: CodeType, values: Mapping[str, Any]) -> CodeType:
         for const in code.co_consts
     )
     return code.replace(co_consts=consts)
-
-
-def compile_unrestricted(code: str) -> CodeType:
-    """Plain Python with the same last-expression rule: only the OS layer stands in the way."""
-    return compile(capture_last_value(parse(code)), FILENAME, "exec")

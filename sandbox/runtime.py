@@ -12,7 +12,7 @@ from sandbox.channel import FdChannel, ProtocolError
 from sandbox.errors import TOOL_ERRORS, LimitError, PolicyError, ToolError
 from sandbox.guards import make_globals, make_guards
 from sandbox.jsonable import TooDeep, text_of, to_json
-from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, compile_unrestricted
+from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted
 
 OUTPUT_FLOOD_FACTOR = 4
 """Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""
@@ -199,18 +199,11 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         return PrintCollector(output)
 
     try:
-        if job["unrestricted"]:
-            code: CodeType = compile_unrestricted(code_text)
-        else:
-            code = compile_restricted(code_text, make_guards(print_factory))
+        code: CodeType = compile_restricted(code_text, make_guards(print_factory))
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
 
-    if job["unrestricted"]:
-        namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__main__", **packs}
-        sys.stdout = sys.stderr = output
-    else:
-        namespace = make_globals(packs)
+    namespace = make_globals(packs)
 
     sys.setrecursionlimit(_call_depth() + limits["max_recursion"] + 10)
     error = None

@@ -9,33 +9,33 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from typing import NoReturn
 
 from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
-from sandbox.confine import confine, set_parent_death_signal
+from sandbox.confine import Confinement, confine
 from sandbox.runtime import oversized, run_job
 
 _PREFAULT_JOB = {
     "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\nf(1)",
     "packs": {},
-    "unrestricted": False,
     "limits": {"max_output": 1000, "max_calls": 0, "max_recursion": 100, "memory_mb": 0},
 }
 
 
-def serve(fd: int, program: bytes, memory_mb: int, cpu_seconds: float, zygote_pid: int) -> NoReturn:
-    """Run in the forked child; never returns. `fd` is this worker's end of its channel to the host."""
-    # Die with the zygote, which dies with the host.
-    set_parent_death_signal(zygote_pid)
+def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
+    """Turn a child freshly forked by the zygote into a confined worker whose only way out is `fd`.
+
+    The one place this is done: the tests' confined runner (tests/sandbox/confined.py) calls it too."""
     os.setsid()
     # The forked random state is the zygote's: without a reseed every run would draw the same numbers.
     random.seed()
-    # A fresh empty working directory, removed at once: nothing can be created in it, nothing is left behind.
-    directory = tempfile.mkdtemp(prefix="onetool-sandbox-")
-    os.chdir(directory)
-    os.rmdir(directory)
-    confine(program, memory_mb, cpu_seconds, (fd,))
+    # It dies with the zygote (parent_pid), which dies with the host.
+    confine(confinement, memory_mb, cpu_seconds, (fd,), parent_pid)
+
+
+def serve(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> NoReturn:
+    """Run in the forked child; never returns. `fd` is this worker's end of its channel to the host."""
+    prepare(fd, confinement, memory_mb, cpu_seconds, parent_pid)
     channel = FdChannel(fd, fd, JOB_CAP)
     # A forked child shares the zygote's pages copy-on-write, and running Python writes to every object it
     # touches (reference counts): done by the first run, those page copies cost milliseconds. A constant,

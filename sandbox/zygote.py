@@ -1,19 +1,22 @@
 """The fork-server: imports everything a worker needs once, then forks a fresh worker per host request.
 
-Started by the host as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>` with an empty
-environment, its own session and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
+Started by the host (sandbox/launch.py) as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>`
+with an empty environment, its own session, as the init of a pid namespace of its own where the kernel
+allows, and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
 record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
 runs snippet code; it is single-threaded, so a fork copies a consistent interpreter.
 
 Host -> zygote: {"id", "memory_mb", "cpu_seconds"}: fork a worker confined with these limits.
-Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} carrying two descriptors, the host's
-end of the worker's channel and a pidfd (so the host can kill it without racing pid reuse);
+Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} (the pid as the host sees it) carrying
+two descriptors, the host's end of the worker's channel and a pidfd (so the host can kill it without racing
+pid reuse);
 {"op": "failed", "id", "reason"}; {"op": "exit", "pid", "returncode"} once the zygote has reaped a worker.
 End of file on the control socket means shut down: kill and reap every worker, then exit.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import os
@@ -24,16 +27,57 @@ import sys
 import time
 from typing import Any
 
-from sandbox.confine import set_parent_death_signal
+from sandbox.confine import Confinement, set_parent_death_signal
 from sandbox.worker import serve
+
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _enter_user_namespace() -> None:
+    """Become root of a user namespace of our own, mapped to the user we are: workers can then chroot and
+    drop capabilities that only ever counted inside it. Only possible while single-threaded, as we are."""
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(_CLONE_NEWUSER) != 0:
+        return
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as file:
+            file.write(text)
+
+
+def isolate() -> None:
+    """Namespaces made once, shared by every worker the zygote forks: a network namespace with no device up,
+    System V IPC and POSIX queues, a hostname of their own. Each one the kernel refuses is skipped."""
+    if os.geteuid() != 0:
+        _enter_user_namespace()
+    for flag in (_CLONE_NEWNET, _CLONE_NEWIPC):
+        _libc.unshare(flag)
+    if _libc.unshare(_CLONE_NEWUTS) == 0:
+        socket.sethostname("sandbox")
+
+
+def host_pid(pidfd: int, pid: int) -> int:
+    """The pid the host knows the child by: /proc is the host's, so its fdinfo names it in the host's pid
+    namespace (a zygote in a pid namespace of its own sees its children as 2, 3, ...)."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return pid
 
 
 class _Zygote:
-    def __init__(self, control: socket.socket, program: bytes) -> None:
+    def __init__(self, control: socket.socket, confinement: Confinement) -> None:
         self.control = control
-        self.program = program
-        self.children: dict[int, int] = {}
-        """pidfd -> pid of every forked worker not yet reaped."""
+        self.confinement = confinement
+        self.children: dict[int, tuple[int, int]] = {}
+        """pidfd -> (pid here, pid for the host) of every forked worker not yet reaped."""
         self.poller = select.poll()
         self.poller.register(control, select.POLLIN)
 
@@ -67,27 +111,27 @@ class _Zygote:
             return
         if pid == 0:
             try:
-                serve(worker_end.fileno(), self.program, memory_mb, cpu_seconds, os.getppid())
+                serve(worker_end.fileno(), self.confinement, memory_mb, cpu_seconds, os.getppid())
             finally:
                 os._exit(1)
         worker_end.close()
         pidfd = os.pidfd_open(pid)
-        self.children[pidfd] = pid
+        self.children[pidfd] = (pid, host_pid(pidfd, pid))
         self.poller.register(pidfd, select.POLLIN)
-        self.send({"op": "forked", "id": request_id, "pid": pid}, [host_end.fileno(), pidfd])
+        self.send({"op": "forked", "id": request_id, "pid": self.children[pidfd][1]}, [host_end.fileno(), pidfd])
         host_end.close()
 
     def reap(self, pidfd: int) -> None:
-        pid = self.children.pop(pidfd)
+        pid, known_as = self.children.pop(pidfd)
         self.poller.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        self.send({"op": "exit", "pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        self.send({"op": "exit", "pid": known_as, "returncode": os.waitstatus_to_exitcode(status)})
 
     def shutdown(self) -> None:
         for pidfd in self.children:
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        for pid in self.children.values():
+        for pid, _ in self.children.values():
             os.waitpid(pid, 0)
         os._exit(0)
 
@@ -102,9 +146,11 @@ def main() -> None:
     os.close(devnull)
     # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
     time.localtime()
+    isolate()
+    confinement = Confinement.make(bytes.fromhex(sys.argv[2]))
     # Everything imported so far is shared copy-on-write with every worker; keep the collector off it.
     gc.freeze()
-    zygote = _Zygote(control, bytes.fromhex(sys.argv[2]))
+    zygote = _Zygote(control, confinement)
     zygote.send({"op": "ready"})
     try:
         zygote.loop()

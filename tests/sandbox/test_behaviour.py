@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import signal
 import time
 from typing import Any
 
@@ -215,9 +216,13 @@ async def test_runs_are_isolated_and_concurrent() -> None:
 
 
 async def test_worker_segfault_is_worker_crashed(sandbox: Sandbox) -> None:
-    result = await sandbox.run(
-        "import ctypes\nctypes.string_at(0)", packs={}, on_call=make_on_call(), _unrestricted=True
-    )
+    async def segfault_worker(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        # Restricted code cannot crash its worker: the pack call is our moment to do it from outside.
+        (worker,) = (w for w in sandbox._live if w.taken)
+        os.kill(worker.pid, signal.SIGSEGV)
+        await anyio.sleep(5)
+
+    result = await sandbox.run("demo.echo(1)", packs={"demo": ["echo"]}, on_call=segfault_worker)
     assert result.error is not None and result.error.type == "WorkerCrashed"
     assert "SIGSEGV" in result.error.message
 

@@ -1,4 +1,5 @@
-"""A corpus of hostile snippets, run through each layer on its own and through both together.
+"""A corpus of hostile snippets, run through the language layer on its own and through both layers together
+(the OS layer on its own: tests/sandbox/test_os_layer.py).
 
 Each must end without a secret (host env canary, host closure canary), file content or a dead host; under the
 language layer alone the value must also hold no foothold (tests/sandbox/strict.py): no class it could not name,
@@ -307,30 +308,6 @@ CORPUS: list[tuple[str, str, bool]] = [
     ("self_ref", "x = []\nx.append(x)\nx", False),
 ]
 
-# What unrestricted Python would do to get out; the OS layer alone must stop all of it.
-OS_CORPUS: list[tuple[str, str]] = [
-    ("read_hostname", "open('/etc/hostname').read()"),
-    ("read_passwd", "open('/etc/passwd').read()"),
-    ("os_open", "import os\nos.read(os.open('/etc/passwd', os.O_RDONLY), 100)"),
-    ("listdir", "import os\nos.listdir('/')"),
-    ("socket", "import socket\nsocket.socket().connect(('127.0.0.1', 1))"),
-    ("subprocess", "import subprocess\nsubprocess.run(['id'], capture_output=True).stdout"),
-    ("os_system", "import os\nos.system('id > /tmp/pwned') != 0"),
-    ("execv", "import os\nos.execv('/usr/bin/id', ['id'])"),
-    ("fork", "import os\nos.fork()"),
-    ("thread", "import threading\nt = threading.Thread(target=print)\nt.start()"),
-    ("environ", "import os\nsorted(set(os.environ) - {'LC_CTYPE'})"),
-    ("proc_environ", "open('/proc/self/environ').read()"),
-    ("parent_environ", "import os\nopen(f'/proc/{os.getppid()}/environ').read()"),
-    ("kill_parent", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
-    ("raise_rlimit", "import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))"),
-    ("write_file", "open('x', 'w').write('x')"),
-    ("uname", "import os\nos.uname().nodename"),
-    ("new_import", "import sqlite3"),
-    ("ctypes_fork_syscall", "import ctypes\nctypes.CDLL(None).syscall(57) == -1"),
-    ("gc_walk_host", "import gc\n[o for o in gc.get_objects() if isinstance(o, str) and 'canary' in o]"),
-]
-
 
 def _blocked_or_harmless(code: str) -> tuple[Any, dict[str, Any]]:
     """The language layer alone, in this process: compile must refuse, or the run must fail harmlessly."""
@@ -376,13 +353,4 @@ async def test_both_layers(sandbox: Sandbox, code: str) -> None:
     result = await sandbox.run(code, packs=PACKS, on_call=make_on_call(), limits=Limits(timeout=2.0, memory_mb=128))
     assert_no_leak(result.value, result.output, str(result.error))
     assert not result.ok or result.value is None or "canary" not in repr(result.value)
-    assert (await sandbox.run("1 + 1", packs={}, on_call=make_on_call())).value == 2
-
-
-@pytest.mark.parametrize("code", [c for _, c in OS_CORPUS], ids=[i for i, _ in OS_CORPUS])
-async def test_os_layer_alone(sandbox: Sandbox, code: str) -> None:
-    result = await sandbox.run(code, packs=PACKS, on_call=make_on_call(), _unrestricted=True)
-    assert_no_leak(result.value, result.output, str(result.error))
-    # Stopped means an error, or a value the snippet computes to show the attempt failed.
-    assert result.error is not None or result.value in ([], True), f"not stopped: {result}"
     assert (await sandbox.run("1 + 1", packs={}, on_call=make_on_call())).value == 2
