@@ -10,7 +10,7 @@ import ast
 import re
 import secrets
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -145,9 +145,12 @@ _INSPECT = re.compile(r'"(?P<name>[^"]+)" is a restricted name')
 class SnippetPolicy(RestrictingNodeTransformer):
     """RestrictedPython's transformer, friendlier where usability costs no safety."""
 
-    def __init__(self) -> None:
+    def __init__(self, packs: Collection[str] = ()) -> None:
         super().__init__()
         self.failures: list[CompileFailure] = []
+        # A registered pack name is never private, even when sanitising made it start with '_' (`123x` ->
+        # `_123x`); dunder and guard names stay refused, so a pack can never stand in for a guard.
+        self.packs = frozenset(p for p in packs if not p.startswith("__") and p not in GUARD_NAMES)
 
     def error(self, node: ast.AST, info: str) -> None:
         if match := _UNDERSCORE.search(info):
@@ -165,6 +168,8 @@ class SnippetPolicy(RestrictingNodeTransformer):
         super().check_name(node, name)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.packs:
+            return node
         if isinstance(node.ctx, ast.Load) and node.id in FORBIDDEN_NAMES:
             self.error(node, f"'{node.id}' is not allowed: {FORBIDDEN_NAMES[node.id]}.")
         return super().visit_Name(node)
@@ -283,12 +288,13 @@ def parse(code: str) -> ast.Module:
         raise CompileFailure("SyntaxError", f"the code cannot be parsed: {exc}", None, None) from None
 
 
-def compile_restricted(code: str, guards: Mapping[str, Any]) -> CodeType:
+def compile_restricted(code: str, guards: Mapping[str, Any], packs: Collection[str] = ()) -> CodeType:
     """Compile under the policy, with `guards` (one per GUARD_NAMES) bound into the code as constants.
 
+    `packs` are the names of the run's packs, which the snippet may use even when they start with '_'.
     Raises CompileFailure (SyntaxError or PolicyError) with the first problem."""
     tree = parse(code)
-    policy = SnippetPolicy()
+    policy = SnippetPolicy(packs)
     tree = policy.visit(tree)
     if policy.failures:
         raise policy.failures[0]

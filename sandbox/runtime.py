@@ -199,7 +199,7 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         return PrintCollector(output)
 
     try:
-        code: CodeType = compile_restricted(code_text, make_guards(print_factory))
+        code: CodeType = compile_restricted(code_text, make_guards(print_factory), packs)
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
 

@@ -9,7 +9,7 @@ import pytest
 
 from onetool.config import Config
 from onetool.gateway import Gateway
-from tests.conftest import spans
+from tests.conftest import FIXTURES, PYTHON, spans
 from tests.gateway.conftest import gateway_config, text_of
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +68,17 @@ async def test_description_lists_every_pack() -> None:
     ):
         assert line in text
     assert "off: [server disabled" in text
+
+
+async def test_a_pack_whose_name_starts_with_a_digit_is_callable() -> None:
+    """`123server` becomes pack `_123server` (gateway-server-spec); registered pack names are never private."""
+    config = Config.model_validate(
+        {"servers": {"123server": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}}}
+    )
+    async with Gateway(config) as gw:
+        result = await gw.run("_123server.echo(message='hi')")
+        assert not result.is_error, text_of(result)
+        assert text_of(result) == "echo: hi"
+        # Only the registered name is let through: other private names stay private.
+        refused = await gw.run("[_124server]")
+        assert refused.is_error and "private" in text_of(refused)

@@ -238,3 +238,12 @@ async def test_no_worker_left_after_exit() -> None:
 
 async def test_tool_error_class_is_exported() -> None:
     assert issubclass(ToolError, Exception)
+
+
+async def test_registered_pack_names_starting_with_underscore_are_usable(sandbox: Sandbox) -> None:
+    packs = {"_123x": ["echo"], "__dunder": ["echo"], "_getattr_": ["echo"]}
+    ok = await sandbox.run("_123x.echo(1)", packs=packs, on_call=make_on_call())
+    assert ok.error is None and ok.value == {"args": [1], "kwargs": {}}
+    for name in ("__dunder", "_getattr_"):  # never a dunder, never a guard's name
+        refused = await sandbox.run(f"{name}.echo(1)", packs=packs, on_call=make_on_call())
+        assert refused.error is not None and refused.error.type == "PolicyError", name
