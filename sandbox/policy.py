@@ -110,6 +110,7 @@ FORBIDDEN_NAMES = {
     "memoryview": "raw memory access is off limits",
 }
 
+SYNC_HINT = "pack calls are synchronous, so call `pack.tool(...)` directly and use its result"
 PRIVATE_HINT = "names starting with '_' are private. Use the value's public methods instead."
 INTERNALS_HINT = "frame, code and generator internals are off limits."
 
@@ -234,7 +235,25 @@ class SnippetPolicy(RestrictingNodeTransformer):
         return new_node
 
     def visit_Module(self, node: ast.Module) -> ast.AST:
-        return capture_last_value(super().visit_Module(node))
+        tree = super().visit_Module(node)
+        # A refused node may have been dropped from the tree; with failures it is never compiled anyway.
+        return tree if self.failures else capture_last_value(tree)
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        self.error(node, f"'await' is not needed: {SYNC_HINT}")
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        self.error(node, f"'async def' is not needed: {SYNC_HINT}")
+        return node
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> ast.AST:
+        self.error(node, f"'async for' is not needed: {SYNC_HINT}")
+        return node
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
+        self.error(node, f"'async with' is not needed: {SYNC_HINT}")
+        return node
 
 
 _OPERATORS: dict[type[ast.operator], str] = {

@@ -202,6 +202,10 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         code: CodeType = compile_restricted(code_text, make_guards(print_factory), packs)
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
+    except Exception as exc:  # a policy bug must cost this run, never the worker
+        return done(
+            None, _error("SyntaxError", f"the code cannot be compiled ({type(exc).__name__})", None, None, lines)
+        )
 
     namespace = make_globals(packs)
 

@@ -247,3 +247,20 @@ async def test_registered_pack_names_starting_with_underscore_are_usable(sandbox
     for name in ("__dunder", "_getattr_"):  # never a dunder, never a guard's name
         refused = await sandbox.run(f"{name}.echo(1)", packs=packs, on_call=make_on_call())
         assert refused.error is not None and refused.error.type == "PolicyError", name
+
+
+@pytest.mark.parametrize(
+    ("code", "construct"),
+    [
+        ("await demo.echo(1)", "'await'"),
+        ("x = [await demo.echo(i) for i in range(2)]", "'await'"),
+        ("async def f():\n    return await demo.echo(1)\nf()", "'async def'"),
+        ("async def f():\n    async for x in y:\n        pass", "'async def'"),
+    ],
+)
+async def test_async_code_is_told_that_calls_are_synchronous(sandbox: Sandbox, code: str, construct: str) -> None:
+    """A model used to async tools writes `await`: it gets a hint, and the worker never crashes on it."""
+    result = await sandbox.run(code, packs=PACKS, on_call=make_on_call())
+    assert result.error is not None and result.error.type == "PolicyError", result
+    assert result.error.message.startswith(f"{construct} is not needed: pack calls are synchronous")
+    assert result.error.line == 1
