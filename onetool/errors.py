@@ -91,11 +91,11 @@ class UpstreamTimeout(UpstreamError):
 
     snippet_type = "ToolTimeout"
 
-    def __init__(self, server: str, tool: str, seconds: float, *, call: str) -> None:
-        """``call`` is the tool as the caller wrote it (``everything.trigger_long_running_operation``)."""
+    def __init__(self, server: str, call: str, seconds: float) -> None:
+        """``call`` names the request as the caller wrote it (``everything.trigger_long_running_operation``)."""
         super().__init__(
             f"{call} timed out after {seconds} s and was cancelled; if it needs longer, raise servers.{server}.timeout",
             server=server,
-            tool=tool,
+            tool=call,
         )
         self.seconds = seconds

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from onetool.errors import ModelError
 from onetool.registry import PackContext, UpstreamTool
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
     """Every configured MCP server with its live status: name, pack, type, enabled, status, error (and
-    what to fix, when waiting will not help), tools."""
+    what to fix, when waiting will not help), tools, and the server's own instructions."""
     return [
         {
             "name": s.name,
@@ -21,6 +23,7 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
             "error": s.error,
             **({"fix": s.fix} if s.fix else {}),
             "tools": s.tool_count,
+            "instructions": s.instructions,
         }
         for s in ctx.pool.status()
     ]
@@ -70,6 +73,42 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
         raise ModelError(f"server '{pack.server}' has no tool '{tool}'")
     bound = await match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
     return await match.send(bound, ctx.pool)
+
+
+async def list_resources(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
+    """The resources a server offers: uri, name, mimeType, description. Read one with proxy.read_resource."""
+    return [_plain(r) for r in await ctx.pool.list_resources(_server(server, ctx))]
+
+
+async def read_resource(server: str, uri: str, *, ctx: PackContext) -> list[dict[str, Any]]:
+    """The contents of a resource (e.g. a resource_link a tool returned): [{uri, mimeType, text or blob}]."""
+    result = await ctx.pool.read_resource(_server(server, ctx), uri)
+    return [_plain(c) for c in result.contents]
+
+
+async def list_prompts(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
+    """The prompts a server offers: name, description, arguments. Fetch one with proxy.get_prompt."""
+    return [_plain(p) for p in await ctx.pool.list_prompts(_server(server, ctx))]
+
+
+async def get_prompt(
+    server: str, name: str, arguments: dict[str, str] | None = None, *, ctx: PackContext
+) -> dict[str, Any]:
+    """A prompt filled in with ``arguments``: {description, messages: [{role, content}]}."""
+    return _plain(await ctx.pool.get_prompt(_server(server, ctx), name, arguments or {}))
+
+
+def _plain(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _server(server: str, ctx: PackContext) -> str:
+    """The configured name of ``server``, given as configured (``github-api``) or as its pack (``github_api``)."""
+    statuses = ctx.pool.status()
+    for s in statuses:
+        if server in (s.name, s.pack):
+            return s.name
+    raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in statuses) or 'none'}")
 
 
 def _pack_name(server: str, ctx: PackContext) -> str:

@@ -9,9 +9,9 @@ in their own task.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -44,6 +44,7 @@ from onetool.upstream.stdio import open_stdio
 __all__ = ["Connection", "Mode"]
 
 Mode = Literal["auto", "legacy"]
+T = TypeVar("T")
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 
@@ -352,20 +353,30 @@ class Connection:
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
         # Decided before the call: a lost session empties the catalogue.
         retry = self._may_retry(tool)
+        display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
+        return await self.request(
+            display, lambda client: client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout, retry
+        )
+
+    async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
+        """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
+
+        After a lost session it is sent again on the next one only if ``retry`` (it has no side effects).
+        """
         try:
-            return await self._call_once(tool, arguments, timeout)
+            return await self._once(display, send, timeout)
         except Lost as lost:
             if not retry:
-                raise UpstreamUnavailable(self.name, _lost(lost.failure).reason, tool=tool) from None
-            logger.bind(server=self.name, tool=tool).info(
-                "server '{}': retrying read-only/idempotent tool '{}' after reconnect", self.name, tool
+                raise UpstreamUnavailable(self.name, _lost(lost.failure).reason, tool=display) from None
+            logger.bind(server=self.name, request=display).info(
+                "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
             )
             with anyio.move_on_after(self.config.connect_timeout + self._backoff_base * 2):
                 await self._connected.wait()
             try:
-                return await self._call_once(tool, arguments, timeout)
+                return await self._once(display, send, timeout)
             except Lost as again:
-                raise UpstreamUnavailable(self.name, _lost(again.failure).reason, tool=tool) from None
+                raise UpstreamUnavailable(self.name, _lost(again.failure).reason, tool=display) from None
 
     def _may_retry(self, tool: str) -> bool:
         """Only a tool that promises no side effects may run twice."""
@@ -374,30 +385,28 @@ class Connection:
                 return bool(t.annotations.read_only_hint or t.annotations.idempotent_hint)
         return False
 
-    async def _call_once(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+    async def _once(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float) -> T:
         session = self._session
         if session is None or session.client is None or session.lost:
-            raise self.snapshot().unavailable(tool)
+            raise self.snapshot().unavailable(display)
         scope = anyio.CancelScope()
         session.calls.add(scope)
         try:
             with scope:
-                return await session.client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+                return await send(session.client)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
-                call = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
-                raise UpstreamTimeout(self.name, tool, timeout, call=call) from None
+                raise UpstreamTimeout(self.name, display, timeout) from None
             if e.code == CONNECTION_CLOSED:
                 self._lose(session, Failure(e.message))
                 raise Lost(session.lost) from None
-            message = f"tool '{tool}' on server '{self.name}' failed: {e.message}"
-            raise UpstreamError(message, server=self.name, tool=tool) from None
+            raise UpstreamError(f"{display} failed: {e.message}", server=self.name, tool=display) from None
         except httpx2.TransportError as e:
             self._lose(session, Failure(type(e).__name__, str(e) or None))
             raise Lost(session.lost) from None
         except ValidationError as e:
-            message = f"tool '{tool}' on server '{self.name}' sent an invalid result: {e}"
-            raise UpstreamError(message, server=self.name, tool=tool) from None
+            message = f"{display}: server '{self.name}' sent an invalid result: {e}"
+            raise UpstreamError(message, server=self.name, tool=display) from None
         finally:
             session.calls.discard(scope)
         # Only reached when _lose cancelled the scope.

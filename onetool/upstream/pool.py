@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import mcp.types as types
+from mcp import Client
 
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
 from onetool.upstream.connection import Connection, Mode
+from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
 __all__ = ["UpstreamPool", "result_text"]
+
+T = TypeVar("T")
 
 
 class UpstreamPool:
@@ -99,18 +103,50 @@ class UpstreamPool:
         Awaited in the caller's task, so the caller's contextvars are on the log record.
         An ``is_error`` result is returned, and logged as FAILED.
         """
-        conn = self._connections.get(server)
         with LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0) as span:
-            if conn is None:
-                raise UpstreamError(f"unknown server '{server}'", server=server, tool=tool)
-            if not conn.config.enabled:
-                raise conn.snapshot().unavailable(tool)
+            conn = self._connection(server, tool)
             result = await conn.call(tool, arguments, conn.config.timeout if timeout is None else timeout)
             text = result_text(result)
             span.add(resultLength=len(text))
             if result.is_error:
                 span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
             return result
+
+    async def list_resources(self, server: str) -> list[types.Resource]:
+        return await self._request(
+            server,
+            f"proxy.list_resources('{server}')",
+            lambda c: collect_pages(lambda cursor: c.list_resources(cursor=cursor), lambda page: page.resources),
+        )
+
+    async def read_resource(self, server: str, uri: str) -> types.ReadResourceResult:
+        return await self._request(server, f"proxy.read_resource('{server}', ...)", lambda c: c.read_resource(uri))
+
+    async def list_prompts(self, server: str) -> list[types.Prompt]:
+        return await self._request(
+            server,
+            f"proxy.list_prompts('{server}')",
+            lambda c: collect_pages(lambda cursor: c.list_prompts(cursor=cursor), lambda page: page.prompts),
+        )
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        return await self._request(
+            server, f"proxy.get_prompt('{server}', '{name}')", lambda c: c.get_prompt(name, arguments)
+        )
+
+    async def _request(self, server: str, display: str, send: Callable[[Client], Awaitable[T]]) -> T:
+        """A request other than a tool call: reads only, so it may be sent again after a reconnect."""
+        conn = self._connection(server, display)
+        with LogSpan("proxy.request", server=server, request=display):
+            return await conn.request(display, send, conn.config.timeout, retry=True)
+
+    def _connection(self, server: str, display: str) -> Connection:
+        conn = self._connections.get(server)
+        if conn is None:
+            raise UpstreamError(f"unknown server '{server}'", server=server, tool=display)
+        if not conn.config.enabled:
+            raise conn.snapshot().unavailable(display)
+        return conn
 
     def tools(self, server: str) -> list[types.Tool]:
         conn = self._connections[server]

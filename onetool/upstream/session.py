@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.abc
@@ -20,6 +20,8 @@ from onetool.upstream.http import HttpStatuses, http_reason, public_url
 from onetool.upstream.status import Failure
 from onetool.upstream.stdio import StdioChild
 
+PageT = TypeVar("PageT")
+ItemT = TypeVar("ItemT")
 _PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a connect
 
 
@@ -71,15 +73,22 @@ class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
 
 
 async def list_all_tools(client: Client) -> list[types.Tool]:
-    tools: list[types.Tool] = []
+    return await collect_pages(lambda cursor: client.list_tools(cursor=cursor), lambda page: page.tools)
+
+
+async def collect_pages(
+    fetch: Callable[[str | None], Awaitable[PageT]], items: Callable[[PageT], Sequence[ItemT]]
+) -> list[ItemT]:
+    """Every item of a paginated list (tools, resources, prompts), up to _PAGE_CAP pages."""
+    collected: list[ItemT] = []
     cursor: str | None = None
     for _ in range(_PAGE_CAP):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
+        page = await fetch(cursor)
+        collected.extend(items(page))
+        cursor = page.next_cursor  # type: ignore[attr-defined]
         if cursor is None:
             break
-    return tools
+    return collected
 
 
 def describe_failure(error: BaseException, session: Session, name: str, config: ServerConfig) -> Failure:

@@ -293,3 +293,62 @@ async def test_syntax_error_has_line_and_column(gateway: ServedGateway) -> None:
     result = await gateway.run("x = 1\ny = (2,\n")
     assert result.is_error
     assert "SyntaxError" in text_of(result) and "line 2" in text_of(result)
+
+
+# ---- Resources, prompts, instructions (beyond tools) ---------------------------------------------
+
+
+async def test_resource_links_a_tool_returns_can_be_read(gateway: ServedGateway) -> None:
+    code = "\n".join(
+        [
+            "links = [p for p in brave.get_resource_links(count=2) if isinstance(p, dict) and 'uri' in p]",
+            "contents = proxy.read_resource('brave', links[0]['uri'])",
+            "[len(links), links[0]['uri'] == contents[0]['uri'], 'text' in contents[0] or 'blob' in contents[0]]",
+        ]
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == [2, True, True]
+
+
+async def test_resources_and_prompts_are_listed_and_fetched(gateway: ServedGateway) -> None:
+    code = "\n".join(
+        [
+            "resources = proxy.list_resources('brave')",
+            "doc = [r for r in resources if r['name'] == 'architecture.md'][0]",
+            "text = proxy.read_resource('brave', doc['uri'])[0]['text']",
+            "prompts = [p['name'] for p in proxy.list_prompts('brave')]",
+            "filled = proxy.get_prompt('brave', 'args-prompt', {'city': 'Paris', 'state': 'IDF'})",
+            "[doc['mimeType'], text.startswith('# Everything Server'), 'simple-prompt' in prompts,",
+            " filled['messages'][0]['role'], 'Paris' in filled['messages'][0]['content']['text']]",
+        ]
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == ["text/markdown", True, True, "user", True]
+
+
+async def test_resource_and_prompt_errors_are_catchable(gateway: ServedGateway) -> None:
+    code = "\n".join(
+        [
+            "out = []",
+            "for call in (lambda: proxy.list_prompts('nope'), lambda: proxy.get_prompt('brave', 'no-such-prompt')):",
+            "    try:",
+            "        call()",
+            "    except ToolError as e:",
+            "        out.append(str(e))",
+            "out",
+        ]
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    unknown, missing = result.structured_content["result"]
+    assert unknown == "unknown server 'nope'; servers: brave, broken-server, fx, off, time"
+    assert missing.startswith("proxy.get_prompt('brave', 'no-such-prompt') failed:")
+
+
+async def test_servers_show_their_instructions(gateway: ServedGateway) -> None:
+    result = await gateway.run("{s['name']: s['instructions'] for s in proxy.list_servers()}")
+    instructions = result.structured_content["result"]
+    assert instructions["fx"] == "fault fixture server, mode ok"
+    assert instructions["brave"].startswith("# Everything Server")
