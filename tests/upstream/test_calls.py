@@ -41,7 +41,7 @@ async def test_timeout_names_server_tool_seconds_and_cancels_upstream(
     assert str(info.value) == (
         "slow.sleep timed out after 0.5 s and was cancelled; if it needs longer, raise servers.slow.timeout"
     )
-    assert (info.value.server, info.value.tool, info.value.seconds) == ("slow", "sleep", 0.5)
+    assert (info.value.server, info.value.tool, info.value.seconds) == ("slow", "slow.sleep", 0.5)
     assert "cancelled timeout" in await _cancellations(log, "cancelled timeout")
     # The connection is still usable.
     assert (await pool.call("slow", "echo", {"message": "after"})).content[0].text == "echo: after"
