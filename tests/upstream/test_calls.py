@@ -79,7 +79,7 @@ async def test_jsonrpc_error_raises_upstream_error_with_message() -> None:
         with pytest.raises(UpstreamError) as info:
             await pool.call("fx", "fail", {"message": "the upstream says no"})
         assert type(info.value) is UpstreamError
-        assert "the upstream says no" in str(info.value) and "'fx'" in str(info.value)
+        assert str(info.value) == "fx.fail failed: the upstream says no"
         assert info.value.server == "fx" and info.value.tool == "fail"
 
 
