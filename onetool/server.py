@@ -43,7 +43,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from onetool import __version__
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
-from onetool.http import (
+from onetool.serve.http import (
     UvicornServer,
     bind_socket,
     build_app,

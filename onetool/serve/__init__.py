@@ -1,0 +1,1 @@
+"""The gateway's faces and the transports that carry them: one module per face, route or transport."""
