@@ -2,11 +2,7 @@
 
 A gateway object supplies the behaviour (``describe_run``, ``run``,
 ``subscribe``); this module only speaks MCP. Both protocol eras are served on
-both transports: handshake-era clients (2025-11-25) and 2026-07-28 clients.
-They learn about catalogue changes differently, so :class:`_ListChangedFanout`
-pushes each change both ways: ``send_tool_list_changed`` on every live
-handshake-era connection, and a ``ToolsListChanged`` event on the subscription
-bus that 2026-era ``subscriptions/listen`` streams read.
+both transports; serve.fanout tells each era about catalogue changes.
 """
 
 from __future__ import annotations
@@ -23,13 +19,9 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.context import CallNext, HandlerResult
-from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
+from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -38,11 +30,11 @@ from mcp.types import (
     TextContent,
     Tool,
 )
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from onetool import __version__
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
+from onetool.logs import logger
+from onetool.serve.fanout import face_server
 from onetool.serve.http import (
     UvicornServer,
     bind_socket,
@@ -50,7 +42,6 @@ from onetool.serve.http import (
     loopback_security,
     url_of,
 )
-from onetool.logs import logger
 
 __all__ = ["RUN_INPUT_SCHEMA", "ServeError", "build_server", "serve_http", "serve_stdio"]
 
@@ -65,9 +56,6 @@ RUN_INPUT_SCHEMA: dict[str, Any] = {
     "required": ["code"],
 }
 
-# A client that stops reading must not stall the change fan-out for everyone else.
-_PUSH_TIMEOUT = 5.0
-
 
 class GatewayLike(Protocol):
     def describe_run(self) -> str: ...
@@ -81,73 +69,8 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-class _ListChangedFanout:
-    """Tells every connected client, in its own era's way, that the tool list changed."""
-
-    def __init__(self, gateway: GatewayLike) -> None:
-        self._gateway = gateway
-        self.bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self.bus)
-        # Handshake-era connections, keyed by connection identity. Pushing outside a request needs a
-        # session from an earlier request; each one reaches the connection's standalone channel.
-        self._sessions: dict[int, ServerSession] = {}
-
-    async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: record each handshake-era connection on its first message."""
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            # The SDK gives lowlevel handlers no public handle on the connection; its exit stack is
-            # the one hook that tells us when the connection ends (EOF, DELETE, idle timeout).
-            connection = ctx.session._connection
-            key = id(connection)
-            if key not in self._sessions:
-                self._sessions[key] = ctx.session
-                connection.exit_stack.callback(self._sessions.pop, key, None)
-        return await call_next(ctx)
-
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self._gateway.subscribe() as changes:
-            task_status.started()
-            async for _ in changes:
-                await self.push()
-
-    async def push(self) -> None:
-        logger.debug("tools/list_changed", handshakeSessions=len(self._sessions))
-        await self.bus.publish(ToolsListChanged())
-        async with anyio.create_task_group() as tg:
-            for key, session in list(self._sessions.items()):
-                tg.start_soon(self._push_one, key, session)
-
-    async def _push_one(self, key: int, session: ServerSession) -> None:
-        with anyio.move_on_after(_PUSH_TIMEOUT) as scope:
-            await session.send_tool_list_changed()
-        if scope.cancelled_caught:
-            logger.warning("dropping an MCP client that stopped reading notifications")
-            self._sessions.pop(key, None)
-
-
-class _RunServer(Server[dict[str, Any]]):
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        # The default NotificationOptions advertise tools.listChanged=false to handshake-era clients,
-        # and the HTTP session manager calls this with no arguments, so the default is fixed here.
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
-        )
-
-
 def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
-    """The MCP server with one tool, ``run``, backed by ``gateway``.
-
-    Its lifespan watches ``gateway.subscribe()`` and fans each change out to
-    connected clients, so it works the same under stdio, HTTP or in-process.
-    """
-    fanout = _ListChangedFanout(gateway)
+    """The MCP server with one tool, ``run``, backed by ``gateway``."""
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         # Computed per request: the description names the current upstream catalogue.
@@ -170,30 +93,13 @@ def build_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
             logger.opt(exception=exc).error("gateway.run raised")
             return _error(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        async with anyio.create_task_group() as tg:
-            # start() so the subscription exists before the first client can connect.
-            await tg.start(fanout.run)
-            try:
-                yield {}
-            finally:
-                # Ends 2026-era listen streams gracefully; they live in HTTP request tasks, not in ours.
-                fanout.listen.close()
-                tg.cancel_scope.cancel()
-
-    server = _RunServer(
-        "onetool",
-        version=__version__,
-        lifespan=lifespan,
+    return face_server(
+        gateway.subscribe,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        on_subscriptions_listen=fanout.listen,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
         get_tool_input_schema=lambda name: RUN_INPUT_SCHEMA if name == "run" else None,
     )
-    server.middleware.append(fanout.remember)
-    return server
 
 
 def _pump_lines(wire: TextIO, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
