@@ -112,6 +112,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     from onetool import server
     from onetool.gateway import Gateway
     from onetool.logs import logger
+    from onetool.serve.stdio import serve_stdio
 
     token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
 
@@ -132,7 +133,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
         if args.http:
             await server.serve_http(gateway, host=args.host, port=args.port, token=token, on_ready=ready)
         else:
-            await server.serve_stdio(gateway)  # returns on stdin EOF
+            await serve_stdio(server.build_server(gateway))  # returns on stdin EOF
         tg.cancel_scope.cancel()
 
 

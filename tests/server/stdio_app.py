@@ -12,7 +12,8 @@ import anyio
 from mcp.types import CallToolResult
 
 from onetool.logs import setup_logging
-from onetool.server import serve_stdio
+from onetool.serve.stdio import serve_stdio
+from onetool.server import build_server
 from tests.server.fake_gateway import FakeGateway
 
 
@@ -31,7 +32,7 @@ async def main() -> None:
                     tg.cancel_scope.cancel()
 
         tg.start_soon(cancel_on_sigterm)
-        await serve_stdio(NoisyGateway())
+        await serve_stdio(build_server(NoisyGateway()))
         tg.cancel_scope.cancel()
 
 
