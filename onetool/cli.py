@@ -109,16 +109,11 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
 
     import anyio
 
-    from onetool import server
+    from onetool import serve
     from onetool.gateway import Gateway
     from onetool.logs import logger
-    from onetool.serve.stdio import serve_stdio
 
     token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
-
-    def ready(url: str) -> None:
-        print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
-        logger.info("serving MCP at {}", url)
 
     async with Gateway(config) as gateway, anyio.create_task_group() as tg:
 
@@ -130,10 +125,19 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
                     return
 
         tg.start_soon(stop_on_signal)
+        run_face = serve.build_run_server(gateway)
         if args.http:
-            await server.serve_http(gateway, host=args.host, port=args.port, token=token, on_ready=ready)
+            with serve.listen(args.host, args.port, token) as listener:
+                url = listener.url("/mcp")
+
+                def ready() -> None:
+                    print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
+                    logger.info("serving MCP at {}", url)
+
+                routes = [serve.mcp_routes("/mcp", run_face, listener), serve.ops_routes()]
+                await serve.serve_http(listener, routes, on_ready=ready)
         else:
-            await serve_stdio(server.build_server(gateway))  # returns on stdin EOF
+            await serve.serve_stdio(run_face)  # returns on stdin EOF
         tg.cancel_scope.cancel()
 
 

@@ -1,7 +1,10 @@
-"""HTTP plumbing for the MCP endpoint: socket binding, the Starlette app, bearer auth, uvicorn.
+"""The HTTP front: a bound socket, the Starlette app built from routes that faces contribute, uvicorn.
 
-``onetool.server.serve_http`` puts these together; nothing here knows about MCP
-tools.
+A face or route module contributes a :class:`Routes` (its Starlette routes and the MCP
+session managers behind them); :func:`serve_http` mounts them all on one app and runs
+their session managers while it serves. :func:`mcp_routes` turns a face's MCP server
+into such a contribution behind the bearer token and Host checks. Nothing here knows
+about particular tools.
 """
 
 from __future__ import annotations
@@ -11,21 +14,26 @@ import errno
 import hmac
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onetool.errors import ServeError
+from onetool.hosts import is_loopback
 from onetool.logs import logger
+
+__all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 
 # Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
 GRACEFUL_SHUTDOWN_SECONDS = 3
@@ -54,10 +62,38 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket, path: str) -> str:
-    ip, port = sock.getsockname()[:2]
-    netloc = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-    return f"http://{netloc}{path}"
+@dataclass(frozen=True)
+class Listener:
+    """A listening socket, and the token that guards it (None: token-free, loopback only).
+
+    Made before the gateway connects anything, so a port or token problem shows at once.
+    """
+
+    sock: socket.socket
+    token: str | None
+    loopback: bool
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def url(self, path: str) -> str:
+        ip = self.sock.getsockname()[0]
+        netloc = f"[{ip}]:{self.port}" if ":" in ip else f"{ip}:{self.port}"
+        return f"http://{netloc}{path}"
+
+    def __enter__(self) -> Listener:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.sock.close()
+
+
+def listen(host: str, port: int, token: str | None) -> Listener:
+    """Bind and listen on host:port, refusing a token-free bind that is reachable from other machines."""
+    if not token and not is_loopback(host):
+        raise ServeError(f"refusing to serve on {host} without a token: set ONETOOL_TOKEN or http.token")
+    return Listener(bind_socket(host, port), token, loopback=is_loopback(host))
 
 
 def loopback_security(port: int) -> TransportSecuritySettings:
@@ -90,20 +126,33 @@ class BearerGuard:
         await response(scope, receive, send)
 
 
-async def _health(_request: Request) -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+@dataclass(frozen=True)
+class Routes:
+    """What one face or route module adds to the HTTP front.
 
-
-def build_app(manager: StreamableHTTPSessionManager, token: str | None) -> Starlette:
-    """/mcp (behind the bearer guard when a token is set) and /health.
-
-    No lifespan: the caller runs ``manager.run()`` itself, so it can close MCP
-    sessions before uvicorn waits for their connections to end.
+    ``sessions`` are the MCP session managers behind ``routes``: serve_http runs them
+    while it serves, and closes their sessions before uvicorn waits for connections to end.
     """
-    mcp_app: ASGIApp = StreamableHTTPASGIApp(manager)
-    if token:
-        mcp_app = BearerGuard(mcp_app, token)
-    return Starlette(routes=[Route("/mcp", endpoint=mcp_app), Route("/health", _health, methods=["GET"])])
+
+    routes: Sequence[BaseRoute]
+    sessions: Sequence[StreamableHTTPSessionManager] = ()
+
+
+def mcp_routes(path: str, server: Server[Any], listener: Listener) -> Routes:
+    """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes.
+
+    Behind the bearer guard when the listener has a token; on a loopback bind, only loopback
+    Host and Origin headers for this port are accepted (DNS-rebinding protection).
+    """
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        # A non-loopback bind is reached under names we cannot list; the token guards it instead.
+        security_settings=loopback_security(listener.port) if listener.loopback else None,
+    )
+    app: ASGIApp = StreamableHTTPASGIApp(manager)
+    if listener.token:
+        app = BearerGuard(app, listener.token)
+    return Routes([Route(path, endpoint=app)], [manager])
 
 
 class _ToLoguru(logging.Handler):
@@ -147,3 +196,46 @@ class UvicornServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         self.ready.set()
+
+
+async def serve_http(
+    listener: Listener,
+    routes: Sequence[Routes],
+    *,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve the contributed routes on ``listener`` until cancelled; ``on_ready()`` once listening."""
+    web = UvicornServer(Starlette(routes=[route for contribution in routes for route in contribution.routes]))
+    stopped = anyio.Event()
+    failure: list[Exception] = []
+
+    async def run_uvicorn() -> None:
+        # Shielded: on cancellation we stop uvicorn through should_exit, after MCP sessions are closed,
+        # so it can finish open responses instead of being torn down mid-write.
+        with anyio.CancelScope(shield=True):
+            try:
+                await web.serve(sockets=[listener.sock])
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                stopped.set()
+                web.ready.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_uvicorn)
+        try:
+            async with contextlib.AsyncExitStack() as sessions:
+                for contribution in routes:
+                    for manager in contribution.sessions:
+                        await sessions.enter_async_context(manager.run())
+                await web.ready.wait()
+                if not stopped.is_set():
+                    logger.info("serving HTTP", url=listener.url(""), auth="bearer" if listener.token else "none")
+                    if on_ready is not None:
+                        on_ready()
+                    await stopped.wait()
+        finally:
+            web.should_exit = True
+    # Only reached when uvicorn ended by itself: cancellation propagates out of the task group above.
+    reason = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+    raise ServeError(f"the HTTP server on {listener.url('')} stopped unexpectedly{reason}")
