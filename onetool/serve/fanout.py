@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
@@ -27,7 +28,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from onetool import __version__
 from onetool.logs import logger
 
-__all__ = ["ChangeSubscription", "ListChangedFanout", "face_server"]
+__all__ = ["ChangeSubscription", "ListChangedFanout", "connection_of", "face_server"]
 
 ChangeSubscription = Callable[[], contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]]
 """Opens a stream that yields once per change of what a face lists (e.g. ``Gateway.subscribe``)."""
@@ -53,9 +54,7 @@ class ListChangedFanout:
     async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: record each handshake-era connection on its first message."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            # The SDK gives lowlevel handlers no public handle on the connection; its exit stack is
-            # the one hook that tells us when the connection ends (EOF, DELETE, idle timeout).
-            connection = ctx.session._connection
+            connection = connection_of(ctx.session)
             key = id(connection)
             if key not in self._sessions:
                 self._sessions[key] = ctx.session
@@ -94,6 +93,22 @@ class ListChangedFanout:
         if scope.cancelled_caught:
             logger.warning("dropping an MCP client that stopped reading notifications")
             self._sessions.pop(key, None)
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection behind a lowlevel handler's session. SDK-PRIVATE HOOK (mcp 2.3), the only one here.
+
+    A lowlevel ``ServerRequestContext`` carries a per-request ``ServerSession`` and no public handle on
+    its ``Connection``, yet the connection's (public) ``exit_stack`` is the one way to learn that a
+    handshake-era client has gone (EOF, DELETE, idle timeout). tests/server/test_fanout.py fails when
+    the SDK stops carrying the connection here.
+    """
+    connection = getattr(session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise RuntimeError(
+            "the mcp SDK no longer exposes ServerSession._connection; update onetool.serve.fanout.connection_of"
+        )
+    return connection
 
 
 class _ListChangedServer(Server[dict[str, Any]]):
