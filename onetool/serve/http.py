@@ -39,14 +39,19 @@ __all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 GRACEFUL_SHUTDOWN_SECONDS = 3
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening socket on host:port, bound here so port 0 yields a known port before serving."""
+_AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
+
+
+def _resolve(host: str, port: int) -> _AddrInfo:
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except socket.gaierror as exc:
         raise ServeError(f"cannot resolve host {host!r}: {exc.strerror}") from None
+
+
+def _bind(host: str, port: int, resolved: _AddrInfo) -> socket.socket:
+    """A listening socket, bound here so port 0 yields a known port before serving."""
+    family, kind, proto, _, address = resolved
     sock = socket.socket(family, kind, proto)
     try:
         # Lets a restart reuse a port left in TIME_WAIT; on Linux it still refuses a port someone listens on.
@@ -90,10 +95,21 @@ class Listener:
 
 
 def listen(host: str, port: int, token: str | None) -> Listener:
-    """Bind and listen on host:port, refusing a token-free bind that is reachable from other machines."""
-    if not token and not is_loopback(host):
-        raise ServeError(f"refusing to serve on {host} without a token: set ONETOOL_TOKEN or http.token")
-    return Listener(bind_socket(host, port), token, loopback=is_loopback(host))
+    """Bind and listen on host:port; without a token, only on a loopback address.
+
+    Loopback is decided by the address ``host`` resolves to, not by its name: a resolver may
+    answer ``anything.localhost`` with a public address.
+    """
+    resolved = _resolve(host, port)
+    address = resolved[4][0]
+    loopback = is_loopback(address)
+    if not token and not loopback:
+        named = host if address == host else f"{host} ({address})"
+        raise ServeError(
+            f"refusing to serve on {named} without a token: only a loopback address (127.0.0.1, ::1, localhost) "
+            "may serve without one; set ONETOOL_TOKEN or http.token"
+        )
+    return Listener(_bind(host, port, resolved), token, loopback)
 
 
 def loopback_security(port: int) -> TransportSecuritySettings:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+from typing import Any
 
 import anyio
 import httpx2
@@ -12,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from onetool.errors import ServeError
+from onetool.hosts import is_loopback
 from onetool.serve import listen, serve_http
 from tests.server.conftest import run_face_routes, running_http
 from tests.server.fake_gateway import INITIALIZE, FakeGateway
@@ -129,6 +132,35 @@ async def test_foreign_origin_is_rejected() -> None:
 def test_non_loopback_without_token_is_refused() -> None:
     with pytest.raises(ServeError, match=r"refusing to serve on 0\.0\.0\.0 without a token"):
         listen("0.0.0.0", 0, None)
+
+
+@pytest.fixture
+def resolver_ignoring_rfc6761(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver that answers evil.localhost with the wildcard address, as a hostile DNS server may.
+
+    It stands in for DNS only (this machine cannot be told to resolve such a name); binding stays real.
+    """
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: str, *args: Any, **kwargs: Any) -> Any:
+        return real("0.0.0.0" if host == "evil.localhost" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.mark.usefixtures("resolver_ignoring_rfc6761")
+def test_a_name_that_only_looks_local_needs_a_token() -> None:
+    with pytest.raises(ServeError, match=r"refusing to serve on evil\.localhost \(0\.0\.0\.0\) without a token"):
+        listen("evil.localhost", 0, None)
+    # The plain-http upstream rule counts literal names only, so it does not trust such a name either.
+    assert not is_loopback("evil.localhost") and is_loopback("localhost")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "127.1", "::1"])
+def test_loopback_is_decided_by_the_resolved_address(host: str) -> None:
+    with listen(host, 0, None) as listener:
+        assert listener.loopback and listener.token is None
+        assert ipaddress.ip_address(listener.sock.getsockname()[0]).is_loopback
 
 
 def test_port_in_use_is_a_clear_error() -> None:
