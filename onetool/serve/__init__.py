@@ -7,6 +7,7 @@ ops.py     /health
 
 from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
+from onetool.serve.limits import HttpLimits
 from onetool.serve.ops import ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, build_run_server
 from onetool.serve.stdio import serve_stdio
@@ -15,6 +16,7 @@ __all__ = [
     "RUN_INPUT_SCHEMA",
     "ChangeSubscription",
     "GatewayLike",
+    "HttpLimits",
     "ListChangedFanout",
     "Listener",
     "Routes",

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
 from onetool.logs import logger
+from onetool.serve.limits import DEFAULT_LIMITS, HttpLimits, limited_protocol
 
 __all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 
@@ -191,11 +192,12 @@ class UvicornServer(uvicorn.Server):
     would swallow Ctrl-C and re-raise it after shutdown.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
         _route_uvicorn_logs()
         super().__init__(
             uvicorn.Config(
                 app,
+                http=limited_protocol(limits),
                 lifespan="off",
                 log_level="warning",
                 log_config=None,
@@ -219,9 +221,14 @@ async def serve_http(
     routes: Sequence[Routes],
     *,
     on_ready: Callable[[], None] | None = None,
+    limits: HttpLimits = DEFAULT_LIMITS,
 ) -> None:
-    """Serve the contributed routes on ``listener`` until cancelled; ``on_ready()`` once listening."""
-    web = UvicornServer(Starlette(routes=[route for contribution in routes for route in contribution.routes]))
+    """Serve the contributed routes on ``listener`` until cancelled; ``on_ready()`` once listening.
+
+    ``limits`` bounds how long a client may take to send a request and how many connections are open.
+    """
+    app = Starlette(routes=[route for contribution in routes for route in contribution.routes])
+    web = UvicornServer(app, limits)
     stopped = anyio.Event()
     failure: list[Exception] = []
 
