@@ -32,12 +32,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
 from onetool.logs import logger
-from onetool.serve.limits import DEFAULT_LIMITS, HttpLimits, limited_protocol
+from onetool.serve.limits import ACCEPT_BATCH, DEFAULT_LIMITS, HttpLimits, limited_protocol
 
 __all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 
 # Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
 GRACEFUL_SHUTDOWN_SECONDS = 3
+# Connections the kernel queues for us before refusing more.
+LISTEN_QUEUE = 1024
 
 
 _AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
@@ -59,7 +61,7 @@ def _bind(host: str, port: int, resolved: _AddrInfo) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         # listen() here, not in uvicorn: with SO_REUSEADDR a taken port can fail only at listen().
-        sock.listen(100)
+        sock.listen(LISTEN_QUEUE)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
@@ -198,6 +200,9 @@ class UvicornServer(uvicorn.Server):
             uvicorn.Config(
                 app,
                 http=limited_protocol(limits),
+                # asyncio accepts up to `backlog` connections per loop tick, before any of them can be closed
+                # to make room: a small batch keeps a flood of connections within the spare descriptors.
+                backlog=ACCEPT_BATCH,
                 lifespan="off",
                 log_level="warning",
                 log_config=None,
@@ -213,6 +218,9 @@ class UvicornServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        # asyncio re-listened with the accept batch as the queue length; restore the kernel queue.
+        for sock in sockets or []:
+            sock.listen(LISTEN_QUEUE)
         self.ready.set()
 
 

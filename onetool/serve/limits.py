@@ -12,7 +12,9 @@ away while stalled ones hold the slots. Hence this h11 protocol, which uvicorn r
   handshake-era client's GET, a 2026-era listen) has a complete request and stays open.
 - past ``max_connections`` open connections, the one that has waited longest for a request is closed
   to make room; when every connection is in the middle of a request, the newcomer is closed instead.
-  The cap stays below the file-descriptor limit, so stalled connections cannot lock out new clients.
+  The cap stays well below the file-descriptor limit, and connections are accepted in small batches, so
+  stalled connections cannot exhaust descriptors and lock out new clients (asyncio stops accepting for a
+  second after EMFILE).
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from onetool.logs import logger
 
-__all__ = ["DEFAULT_LIMITS", "HttpLimits", "limited_protocol"]
+__all__ = ["ACCEPT_BATCH", "DEFAULT_LIMITS", "HttpLimits", "limited_protocol"]
+
+# Connections accepted per event-loop tick. Each batch holds descriptors until the loop has run the new
+# connections' callbacks, which close the ones over the cap; the cap leaves room for a few batches.
+ACCEPT_BATCH = 16
 
 # Without an explicit cap, at most this many connections, and never more than half the open-file limit:
 # the rest is for upstream connections, sandbox workers and logs.

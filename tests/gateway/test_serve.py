@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -165,3 +167,51 @@ async def test_token_from_the_environment_guards_http(tmp_path: Path) -> None:
     finally:
         assert stop(served.proc) == 0
     assert "let-me-in" not in served.log.read_text()
+
+
+STALLED = 300
+FILE_LIMIT = 256  # the gateway's soft RLIMIT_NOFILE: fewer descriptors than stalled connections
+
+
+def limit_open_files() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FILE_LIMIT, hard))
+
+
+def closed_by_peer(sock: socket.socket, deadline: float) -> bool:
+    sock.settimeout(max(0.01, deadline - time.monotonic()))
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        pass
+    return True
+
+
+async def test_stalled_connections_do_not_lock_out_clients(tmp_path: Path) -> None:
+    """Slowloris: 300 connections that never finish a request line, against a gateway allowed 256 open files.
+
+    A new client still gets /health and a run answered, and the server closes every stalled connection:
+    the longest-waiting ones as the connection cap (half the file limit) fills, the rest at the 10 s
+    header timeout.
+    """
+    served = start_http_gateway(tmp_path, {}, f"slow-{uuid.uuid4().hex}", preexec_fn=limit_open_files)
+    address = ("127.0.0.1", int(served.url.split(":")[2].split("/")[0]))
+    stalled: list[socket.socket] = []
+    try:
+        for _ in range(STALLED):
+            sock = socket.create_connection(address, timeout=10)
+            stalled.append(sock)
+            sock.sendall(b"GET /mcp HTT")
+        with anyio.fail_after(20):
+            async with httpx2.AsyncClient(timeout=20) as http:
+                assert (await http.get(served.url.replace("/mcp", "/health"))).status_code == 200
+            assert text_of(await served.run("1+1")) == "2"
+        deadline = time.monotonic() + 30  # the 10 s header timeout, generously
+        assert [closed_by_peer(sock, deadline) for sock in stalled] == [True] * STALLED
+    finally:
+        for sock in stalled:
+            sock.close()
+        assert stop(served.proc) == 0
