@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from onetool.config import Config
     from onetool.registry import Registry
+    from onetool.serve import Listener
     from onetool.upstream import UpstreamPool
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -89,14 +90,21 @@ def _setup(args: argparse.Namespace, default_level: str) -> Config:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import contextlib
+
     import anyio
 
+    from onetool import serve
     from onetool.errors import ServeError
 
     config = _setup(args, "INFO")
+    token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
     status = EXIT_OK
     try:
-        anyio.run(_serve, args, config)
+        # The socket is bound and the token rule checked before any upstream starts: a taken port or an
+        # unsafe bind fails at once instead of after every server connected.
+        with serve.listen(args.host, args.port, token) if args.http else contextlib.nullcontext() as listener:
+            anyio.run(_serve, config, listener)
     except* ServeError as group:
         for e in group.exceptions:
             print(f"onetool: {e}", file=sys.stderr)
@@ -104,20 +112,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return status
 
 
-async def _serve(args: argparse.Namespace, config: Config) -> None:
+async def _serve(config: Config, listener: Listener | None) -> None:
     import signal
 
     import anyio
 
-    from onetool import server
+    from onetool import serve
     from onetool.gateway import Gateway
     from onetool.logs import logger
-
-    token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
-
-    def ready(url: str) -> None:
-        print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
-        logger.info("serving MCP at {}", url)
 
     async with Gateway(config) as gateway, anyio.create_task_group() as tg:
 
@@ -129,10 +131,18 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
                     return
 
         tg.start_soon(stop_on_signal)
-        if args.http:
-            await server.serve_http(gateway, host=args.host, port=args.port, token=token, on_ready=ready)
+        run_face = serve.build_run_server(gateway)
+        if listener is None:
+            await serve.serve_stdio(run_face)  # returns on stdin EOF
         else:
-            await server.serve_stdio(gateway)  # returns on stdin EOF
+            url = listener.url("/mcp")
+
+            def ready() -> None:
+                print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
+                logger.info("serving MCP at {}", url)
+
+            routes = [serve.mcp_routes("/mcp", run_face, listener), serve.ops_routes()]
+            await serve.serve_http(listener, routes, on_ready=ready)
         tg.cancel_scope.cancel()
 
 

@@ -1,4 +1,7 @@
-"""Which hosts count as loopback: the rule behind plain-http upstreams and token-free HTTP serving."""
+"""Which hosts count as loopback, by literal name: the rule behind plain-http upstreams.
+
+Serving decides by the address a host resolves to (onetool.serve.http.listen), through the same function.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,12 @@ import ipaddress
 
 
 def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 (bracketed or not) and localhost."""
+    """127.0.0.0/8, ::1 (bracketed or not) and the literal name localhost.
+
+    ``*.localhost`` names are not counted: a resolver may answer them with any address.
+    """
     host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

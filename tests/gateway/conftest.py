@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,12 @@ class ServedGateway:
 
 
 def start_http_gateway(
-    folder: Path, config: dict[str, Any], marker: str, *extra: str, env: dict[str, str] | None = None
+    folder: Path,
+    config: dict[str, Any],
+    marker: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> ServedGateway:
     path = write_config(folder, config)
     log = folder / "gateway.log"
@@ -82,6 +87,7 @@ def start_http_gateway(
         stderr=subprocess.DEVNULL,
         text=True,
         env={**os.environ, "LOG_LEVEL": "DEBUG", **(env or {})},
+        preexec_fn=preexec_fn,
     )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import FIXTURES, PYTHON
 from tests.gateway.conftest import (
     ONETOOL,
     ServedGateway,
@@ -115,32 +118,38 @@ async def test_starts_with_no_config(tmp_path: Path) -> None:
         assert stop(proc) == 0
 
 
-def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+def slow_upstream_config(folder: Path) -> tuple[Path, Path]:
+    """A config whose one server is the fault fixture in hang mode behind a shell that first leaves a mark."""
+    mark = folder / "upstream-started"
+    hang = f"touch {mark} && exec {PYTHON} {FIXTURES / 'fault_server.py'} hang"
+    config = {"servers": {"slow": {"command": "sh", "args": ["-c", hang], "connect_timeout": 120}}}
+    return write_config(folder, config), mark
+
+
+@pytest.mark.parametrize(
+    ("host", "on_busy_port", "expected"),
+    [("127.0.0.1", True, "is already in use"), ("0.0.0.0", False, "without a token")],
+)
+def test_bind_problems_show_before_any_upstream_starts(
+    tmp_path: Path, host: str, on_busy_port: bool, expected: str
+) -> None:
+    """The port and the token rule are checked first: the error comes at once, and no upstream was started.
+
+    Were the upstream started first, the gateway would wait for its 120 s connect timeout and the run
+    below would time out; its mark file would exist.
+    """
+    config, mark = slow_upstream_config(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_TOKEN"}
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        port = busy.getsockname()[1]
-        proc = subprocess.run(
-            [ONETOOL, "serve", "--http", "--port", str(port), "--config", str(write_config(tmp_path, {}))],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        port = busy.getsockname()[1] if on_busy_port else 0
+        command = [ONETOOL, "serve", "--http", "--host", host, "--port", str(port), "--config", str(config)]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env)
     assert proc.returncode == 1
-    assert str(port) in proc.stderr and "in use" in proc.stderr
-
-
-def test_non_loopback_without_token_is_refused(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_TOKEN"}
-    proc = subprocess.run(
-        [ONETOOL, "serve", "--http", "--host", "0.0.0.0", "--port", "0", "--config", str(write_config(tmp_path, {}))],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-    )
-    assert proc.returncode == 1
-    assert "token" in proc.stderr
+    assert expected in proc.stderr and f"{host}" in proc.stderr, proc.stderr
+    assert not on_busy_port or f"port {port}" in proc.stderr
+    assert not mark.exists()
 
 
 async def test_token_from_the_environment_guards_http(tmp_path: Path) -> None:
@@ -158,3 +167,51 @@ async def test_token_from_the_environment_guards_http(tmp_path: Path) -> None:
     finally:
         assert stop(served.proc) == 0
     assert "let-me-in" not in served.log.read_text()
+
+
+STALLED = 300
+FILE_LIMIT = 256  # the gateway's soft RLIMIT_NOFILE: fewer descriptors than stalled connections
+
+
+def limit_open_files() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FILE_LIMIT, hard))
+
+
+def closed_by_peer(sock: socket.socket, deadline: float) -> bool:
+    sock.settimeout(max(0.01, deadline - time.monotonic()))
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        pass
+    return True
+
+
+async def test_stalled_connections_do_not_lock_out_clients(tmp_path: Path) -> None:
+    """Slowloris: 300 connections that never finish a request line, against a gateway allowed 256 open files.
+
+    A new client still gets /health and a run answered, and the server closes every stalled connection:
+    the longest-waiting ones as the connection cap (half the file limit) fills, the rest at the 10 s
+    header timeout.
+    """
+    served = start_http_gateway(tmp_path, {}, f"slow-{uuid.uuid4().hex}", preexec_fn=limit_open_files)
+    address = ("127.0.0.1", int(served.url.split(":")[2].split("/")[0]))
+    stalled: list[socket.socket] = []
+    try:
+        for _ in range(STALLED):
+            sock = socket.create_connection(address, timeout=10)
+            stalled.append(sock)
+            sock.sendall(b"GET /mcp HTT")
+        with anyio.fail_after(20):
+            async with httpx2.AsyncClient(timeout=20) as http:
+                assert (await http.get(served.url.replace("/mcp", "/health"))).status_code == 200
+            assert text_of(await served.run("1+1")) == "2"
+        deadline = time.monotonic() + 30  # the 10 s header timeout, generously
+        assert [closed_by_peer(sock, deadline) for sock in stalled] == [True] * STALLED
+    finally:
+        for sock in stalled:
+            sock.close()
+        assert stop(served.proc) == 0

@@ -1,4 +1,4 @@
-"""Helpers for the server tests: an HTTP server on a free loopback port, run in the test's task group."""
+"""Helpers for the server tests: the run face over HTTP on a free loopback port, in the test's task group."""
 
 from __future__ import annotations
 
@@ -8,22 +8,23 @@ from typing import Any
 
 import anyio
 
-from onetool.server import serve_http
+from onetool.serve import Listener, build_run_server, listen, mcp_routes, ops_routes, serve_http
+
+
+def run_face_routes(gateway: Any, listener: Listener) -> list[Any]:
+    """The routes `onetool serve --http` mounts: the run face at /mcp and /health."""
+    return [mcp_routes("/mcp", build_run_server(gateway), listener), ops_routes()]
 
 
 @asynccontextmanager
-async def running_http(gateway: Any, **kwargs: Any) -> AsyncIterator[str]:
-    """serve_http on port 0; yields the URL on_ready reported, cancels the server on exit."""
-    urls: list[str] = []
+async def running_http(gateway: Any, *, token: str | None = None, **serve_kwargs: Any) -> AsyncIterator[str]:
+    """serve_http on 127.0.0.1, port 0; yields the /mcp URL once serving, cancels the server on exit."""
     ready = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        urls.append(url)
-        ready.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_http(gateway, on_ready=on_ready, **kwargs))
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield urls[0]
-        tg.cancel_scope.cancel()
+    with listen("127.0.0.1", 0, token) as listener:
+        async with anyio.create_task_group() as tg:
+            routes = run_face_routes(gateway, listener)
+            tg.start_soon(lambda: serve_http(listener, routes, on_ready=ready.set, **serve_kwargs))
+            with anyio.fail_after(10):
+                await ready.wait()
+            yield listener.url("/mcp")
+            tg.cancel_scope.cancel()

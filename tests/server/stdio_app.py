@@ -12,7 +12,7 @@ import anyio
 from mcp.types import CallToolResult
 
 from onetool.logs import setup_logging
-from onetool.server import serve_stdio
+from onetool.serve import build_run_server, serve_stdio
 from tests.server.fake_gateway import FakeGateway
 
 
@@ -31,7 +31,7 @@ async def main() -> None:
                     tg.cancel_scope.cancel()
 
         tg.start_soon(cancel_on_sigterm)
-        await serve_stdio(NoisyGateway())
+        await serve_stdio(build_run_server(NoisyGateway()))
         tg.cancel_scope.cancel()
 
 

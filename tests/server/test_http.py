@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+from typing import Any
 
 import anyio
 import httpx2
@@ -12,8 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from onetool.errors import ServeError
-from onetool.server import serve_http
-from tests.server.conftest import running_http
+from onetool.hosts import is_loopback
+from onetool.serve import listen, serve_http
+from tests.server.conftest import run_face_routes, running_http
 from tests.server.fake_gateway import INITIALIZE, FakeGateway
 
 LIST_CHANGED = "notifications/tools/list_changed"
@@ -126,18 +129,47 @@ async def test_foreign_origin_is_rejected() -> None:
         assert response.status_code == 403
 
 
-async def test_non_loopback_without_token_is_refused() -> None:
+def test_non_loopback_without_token_is_refused() -> None:
     with pytest.raises(ServeError, match=r"refusing to serve on 0\.0\.0\.0 without a token"):
-        await serve_http(FakeGateway(), host="0.0.0.0", port=0)
+        listen("0.0.0.0", 0, None)
 
 
-async def test_port_in_use_is_a_clear_error() -> None:
+@pytest.fixture
+def resolver_ignoring_rfc6761(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver that answers evil.localhost with the wildcard address, as a hostile DNS server may.
+
+    It stands in for DNS only (this machine cannot be told to resolve such a name); binding stays real.
+    """
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: str, *args: Any, **kwargs: Any) -> Any:
+        return real("0.0.0.0" if host == "evil.localhost" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.mark.usefixtures("resolver_ignoring_rfc6761")
+def test_a_name_that_only_looks_local_needs_a_token() -> None:
+    with pytest.raises(ServeError, match=r"refusing to serve on evil\.localhost \(0\.0\.0\.0\) without a token"):
+        listen("evil.localhost", 0, None)
+    # The plain-http upstream rule counts literal names only, so it does not trust such a name either.
+    assert not is_loopback("evil.localhost") and is_loopback("localhost")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "127.1", "::1"])
+def test_loopback_is_decided_by_the_resolved_address(host: str) -> None:
+    with listen(host, 0, None) as listener:
+        assert listener.loopback and listener.token is None
+        assert ipaddress.ip_address(listener.sock.getsockname()[0]).is_loopback
+
+
+def test_port_in_use_is_a_clear_error() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(ServeError, match=f"port {port} is already in use on 127.0.0.1"):
-            await serve_http(FakeGateway(), port=port)
+            listen("127.0.0.1", port, None)
 
 
 async def test_cancel_with_open_streams_shuts_down_cleanly(log_records: list[dict]) -> None:
@@ -146,30 +178,32 @@ async def test_cancel_with_open_streams_shuts_down_cleanly(log_records: list[dic
     uvicorn logs an ERROR when it has to cancel connections that outlive its graceful timeout, so no ERROR
     record means the streams were closed by us rather than torn down.
     """
-    urls: list[str] = []
+    listener = listen("127.0.0.1", 0, None)
+    url = listener.url("/mcp")
+    served = anyio.Event()
     legacy_up, listening, listen_ended = anyio.Event(), anyio.Event(), anyio.Event()
 
     async def legacy() -> None:
-        async with Client(urls[0], mode="legacy", read_timeout_seconds=10) as client:
+        async with Client(url, mode="legacy", read_timeout_seconds=10) as client:
             await client.list_tools()
             legacy_up.set()
             await anyio.sleep_forever()
 
     async def modern() -> None:
-        async with Client(urls[0], read_timeout_seconds=10) as client:
+        async with Client(url, read_timeout_seconds=10) as client:
             async with client.listen(tools_list_changed=True) as subscription:
                 listening.set()
                 async for _ in subscription:
                     pass
             listen_ended.set()
 
-    with anyio.fail_after(10):
+    with listener, anyio.fail_after(10):
         async with anyio.create_task_group() as clients:
             with anyio.CancelScope() as server_scope:
                 async with anyio.create_task_group() as server:
-                    server.start_soon(lambda: serve_http(FakeGateway(), on_ready=urls.append))
-                    while not urls:
-                        await anyio.sleep(0.01)
+                    routes = run_face_routes(FakeGateway(), listener)
+                    server.start_soon(lambda: serve_http(listener, routes, on_ready=served.set))
+                    await served.wait()
                     clients.start_soon(legacy)
                     clients.start_soon(modern)
                     await legacy_up.wait()

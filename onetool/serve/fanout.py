@@ -1,0 +1,158 @@
+"""list_changed to clients of both protocol eras, for any face.
+
+Handshake-era clients (2025-11-25) and 2026-07-28 clients learn about catalogue
+changes differently, so :class:`ListChangedFanout` pushes each change both ways:
+``send_tool_list_changed`` on every live handshake-era connection, and a
+``ToolsListChanged`` event on the subscription bus that 2026-era
+``subscriptions/listen`` streams read. It knows nothing about the gateway: a face
+hands it a change subscription.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from onetool import __version__
+from onetool.logs import logger
+
+__all__ = ["ChangeSubscription", "ListChangedFanout", "connection_of", "face_server"]
+
+ChangeSubscription = Callable[[], contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]]
+"""Opens a stream that yields once per change of what a face lists (e.g. ``Gateway.subscribe``)."""
+
+ListTools = Callable[[ServerRequestContext[Any, Any], PaginatedRequestParams | None], Awaitable[ListToolsResult]]
+CallTool = Callable[[ServerRequestContext[Any, Any], CallToolRequestParams], Awaitable[CallToolResult]]
+
+# A client that stops reading must not stall the change fan-out for everyone else.
+_PUSH_TIMEOUT = 5.0
+
+
+class ListChangedFanout:
+    """Tells every connected client, in its own era's way, that the tool list changed."""
+
+    def __init__(self, changes: ChangeSubscription) -> None:
+        self._changes = changes
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        # Handshake-era connections, keyed by connection identity. Pushing outside a request needs a
+        # session from an earlier request; each one reaches the connection's standalone channel.
+        self._sessions: dict[int, ServerSession] = {}
+
+    async def remember(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: record each handshake-era connection on its first message."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            connection = connection_of(ctx.session)
+            key = id(connection)
+            if key not in self._sessions:
+                self._sessions[key] = ctx.session
+                connection.exit_stack.callback(self._sessions.pop, key, None)
+        return await call_next(ctx)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Fans out every change while the block runs; a server lifespan."""
+        async with anyio.create_task_group() as tg:
+            # start() so the subscription exists before the first client can connect.
+            await tg.start(self._run)
+            try:
+                yield
+            finally:
+                # Ends 2026-era listen streams gracefully; they live in HTTP request tasks, not in ours.
+                self.listen.close()
+                tg.cancel_scope.cancel()
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with self._changes() as changes:
+            task_status.started()
+            async for _ in changes:
+                await self.push()
+
+    async def push(self) -> None:
+        logger.debug("tools/list_changed", handshakeSessions=len(self._sessions))
+        await self.bus.publish(ToolsListChanged())
+        async with anyio.create_task_group() as tg:
+            for key, session in list(self._sessions.items()):
+                tg.start_soon(self._push_one, key, session)
+
+    async def _push_one(self, key: int, session: ServerSession) -> None:
+        with anyio.move_on_after(_PUSH_TIMEOUT) as scope:
+            await session.send_tool_list_changed()
+        if scope.cancelled_caught:
+            logger.warning("dropping an MCP client that stopped reading notifications")
+            self._sessions.pop(key, None)
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection behind a lowlevel handler's session. SDK-PRIVATE HOOK (mcp 2.3), the only one here.
+
+    A lowlevel ``ServerRequestContext`` carries a per-request ``ServerSession`` and no public handle on
+    its ``Connection``, yet the connection's (public) ``exit_stack`` is the one way to learn that a
+    handshake-era client has gone (EOF, DELETE, idle timeout). tests/server/test_fanout.py fails when
+    the SDK stops carrying the connection here.
+    """
+    connection = getattr(session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise RuntimeError(
+            "the mcp SDK no longer exposes ServerSession._connection; update onetool.serve.fanout.connection_of"
+        )
+    return connection
+
+
+class _ListChangedServer(Server[dict[str, Any]]):
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        # The default NotificationOptions advertise tools.listChanged=false to handshake-era clients,
+        # and the HTTP session manager calls this with no arguments, so the default is fixed here.
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def face_server(
+    changes: ChangeSubscription,
+    *,
+    on_list_tools: ListTools,
+    on_call_tool: CallTool,
+    get_tool_input_schema: Callable[[str], dict[str, Any] | None],
+) -> Server[dict[str, Any]]:
+    """An MCP server for one face: these tool handlers, and list_changed to both eras on each change.
+
+    Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
+    """
+    fanout = ListChangedFanout(changes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        async with fanout.running():
+            yield {}
+
+    server = _ListChangedServer(
+        "onetool",
+        version=__version__,
+        lifespan=lifespan,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_subscriptions_listen=fanout.listen,
+        get_tool_input_schema=get_tool_input_schema,
+    )
+    server.middleware.append(fanout.remember)
+    return server

@@ -1,0 +1,272 @@
+"""The HTTP front: a bound socket, the Starlette app built from routes that faces contribute, uvicorn.
+
+A face or route module contributes a :class:`Routes` (its Starlette routes and the MCP
+session managers behind them); :func:`serve_http` mounts them all on one app and runs
+their session managers while it serves. :func:`mcp_routes` turns a face's MCP server
+into such a contribution behind the bearer token and Host checks. Nothing here knows
+about particular tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hmac
+import logging
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from onetool.errors import ServeError
+from onetool.hosts import is_loopback
+from onetool.logs import logger
+from onetool.serve.limits import ACCEPT_BATCH, DEFAULT_LIMITS, HttpLimits, limited_protocol
+
+__all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
+
+# Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
+GRACEFUL_SHUTDOWN_SECONDS = 3
+# Connections the kernel queues for us before refusing more.
+LISTEN_QUEUE = 1024
+
+
+_AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
+
+
+def _resolve(host: str, port: int) -> _AddrInfo:
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ServeError(f"cannot resolve host {host!r}: {exc.strerror}") from None
+
+
+def _bind(host: str, port: int, resolved: _AddrInfo) -> socket.socket:
+    """A listening socket, bound here so port 0 yields a known port before serving."""
+    family, kind, proto, _, address = resolved
+    sock = socket.socket(family, kind, proto)
+    try:
+        # Lets a restart reuse a port left in TIME_WAIT; on Linux it still refuses a port someone listens on.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        # listen() here, not in uvicorn: with SO_REUSEADDR a taken port can fail only at listen().
+        sock.listen(LISTEN_QUEUE)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(f"port {port} is already in use on {host}") from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A listening socket, and the token that guards it (None: token-free, loopback only).
+
+    Made before the gateway connects anything, so a port or token problem shows at once.
+    """
+
+    sock: socket.socket
+    token: str | None
+    loopback: bool
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def url(self, path: str) -> str:
+        ip = self.sock.getsockname()[0]
+        netloc = f"[{ip}]:{self.port}" if ":" in ip else f"{ip}:{self.port}"
+        return f"http://{netloc}{path}"
+
+    def __enter__(self) -> Listener:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.sock.close()
+
+
+def listen(host: str, port: int, token: str | None) -> Listener:
+    """Bind and listen on host:port; without a token, only on a loopback address.
+
+    Loopback is decided by the address ``host`` resolves to, not by its name: a resolver may
+    answer ``anything.localhost`` with a public address.
+    """
+    resolved = _resolve(host, port)
+    address = resolved[4][0]
+    loopback = is_loopback(address)
+    if not token and not loopback:
+        named = host if address == host else f"{host} ({address})"
+        raise ServeError(
+            f"refusing to serve on {named} without a token: only a loopback address (127.0.0.1, ::1, localhost) "
+            "may serve without one; set ONETOOL_TOKEN or http.token"
+        )
+    return Listener(_bind(host, port, resolved), token, loopback)
+
+
+def loopback_security(port: int) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only loopback names for this exact port may reach the server."""
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{h}" for h in hosts],
+    )
+
+
+class BearerGuard:
+    """ASGI wrapper: every request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scheme, _, credential = Headers(scope=scope).get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), self._token):
+            await self._app(scope, receive, send)
+            return
+        response = JSONResponse(
+            {"error": "unauthorized", "error_description": "missing or invalid bearer token"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """What one face or route module adds to the HTTP front.
+
+    ``sessions`` are the MCP session managers behind ``routes``: serve_http runs them
+    while it serves, and closes their sessions before uvicorn waits for connections to end.
+    """
+
+    routes: Sequence[BaseRoute]
+    sessions: Sequence[StreamableHTTPSessionManager] = ()
+
+
+def mcp_routes(path: str, server: Server[Any], listener: Listener) -> Routes:
+    """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes.
+
+    Behind the bearer guard when the listener has a token; on a loopback bind, only loopback
+    Host and Origin headers for this port are accepted (DNS-rebinding protection).
+    """
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        # A non-loopback bind is reached under names we cannot list; the token guards it instead.
+        security_settings=loopback_security(listener.port) if listener.loopback else None,
+    )
+    app: ASGIApp = StreamableHTTPASGIApp(manager)
+    if listener.token:
+        app = BearerGuard(app, listener.token)
+    return Routes([Route(path, endpoint=app)], [manager])
+
+
+class _ToLoguru(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        logger.opt(exception=record.exc_info).bind(source=record.name).log(record.levelname, record.getMessage())
+
+
+def _route_uvicorn_logs() -> None:
+    """uvicorn logs through stdlib logging; send them to our sink (stderr or file), never stdout."""
+    uv_logger = logging.getLogger("uvicorn")
+    if not any(isinstance(h, _ToLoguru) for h in uv_logger.handlers):
+        uv_logger.addHandler(_ToLoguru())
+        uv_logger.propagate = False
+
+
+class UvicornServer(uvicorn.Server):
+    """uvicorn that reports readiness and leaves signals to the caller.
+
+    The CLI stops us by cancelling ``serve_http``; uvicorn's own signal capture
+    would swallow Ctrl-C and re-raise it after shutdown.
+    """
+
+    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
+        _route_uvicorn_logs()
+        super().__init__(
+            uvicorn.Config(
+                app,
+                http=limited_protocol(limits),
+                # asyncio accepts up to `backlog` connections per loop tick, before any of them can be closed
+                # to make room: a small batch keeps a flood of connections within the spare descriptors.
+                backlog=ACCEPT_BATCH,
+                lifespan="off",
+                log_level="warning",
+                log_config=None,
+                access_log=False,
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            )
+        )
+        self.ready = anyio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # asyncio re-listened with the accept batch as the queue length; restore the kernel queue.
+        for sock in sockets or []:
+            sock.listen(LISTEN_QUEUE)
+        self.ready.set()
+
+
+async def serve_http(
+    listener: Listener,
+    routes: Sequence[Routes],
+    *,
+    on_ready: Callable[[], None] | None = None,
+    limits: HttpLimits = DEFAULT_LIMITS,
+) -> None:
+    """Serve the contributed routes on ``listener`` until cancelled; ``on_ready()`` once listening.
+
+    ``limits`` bounds how long a client may take to send a request and how many connections are open.
+    """
+    app = Starlette(routes=[route for contribution in routes for route in contribution.routes])
+    web = UvicornServer(app, limits)
+    stopped = anyio.Event()
+    failure: list[Exception] = []
+
+    async def run_uvicorn() -> None:
+        # Shielded: on cancellation we stop uvicorn through should_exit, after MCP sessions are closed,
+        # so it can finish open responses instead of being torn down mid-write.
+        with anyio.CancelScope(shield=True):
+            try:
+                await web.serve(sockets=[listener.sock])
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                stopped.set()
+                web.ready.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_uvicorn)
+        try:
+            async with contextlib.AsyncExitStack() as sessions:
+                for contribution in routes:
+                    for manager in contribution.sessions:
+                        await sessions.enter_async_context(manager.run())
+                await web.ready.wait()
+                if not stopped.is_set():
+                    logger.info("serving HTTP", url=listener.url(""), auth="bearer" if listener.token else "none")
+                    if on_ready is not None:
+                        on_ready()
+                    await stopped.wait()
+        finally:
+            web.should_exit = True
+    # Only reached when uvicorn ended by itself: cancellation propagates out of the task group above.
+    reason = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+    raise ServeError(f"the HTTP server on {listener.url('')} stopped unexpectedly{reason}")
