@@ -8,320 +8,22 @@ job. Only JSON crosses between processes, never pickle.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import itertools
-import json
 import math
-import os
 import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ObjectSendStream, Process, TaskGroup
+from anyio.abc import ObjectSendStream, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import HEADER, JOB_CAP, ProtocolError, check_size, decode, encode
+from sandbox.channel import JOB_CAP, ProtocolError, encode
 from sandbox.confine import compile_filter
 from sandbox.errors import TOOL_ERRORS
+from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 
-_START_TIMEOUT = 30.0
-"""Seconds the zygote has to import everything and say ready, and a forked worker to confine itself."""
-_STOP_TIMEOUT = 5.0
-"""Seconds the zygote has to kill and reap its workers when the sandbox closes."""
-_RETRY_DELAY = 1.0
-"""Seconds between attempts to start a zygote that failed to start; forks fail meanwhile."""
 _READY_CAP = 64
-_CONTROL_CAP = 4096
-_GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
-
-
-def _import_root(module: str) -> str:
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin is not None, f"{module} is not installed"
-    return str(Path(spec.origin).parent.parent)
-
-
-# -S skips site (and the editable-install finders it loads): the zygote gets exactly the two paths it
-# needs. The package is registered by hand so that sandbox/__init__ (anyio, dataclasses: 40 ms of start-up
-# the zygote has no use for) is never executed there.
-_BOOTSTRAP = (
-    "import sys, types\n"
-    "sys.path[:0] = {paths!r}\n"
-    "package = types.ModuleType('sandbox')\n"
-    "package.__path__ = [{package!r}]\n"
-    "sys.modules['sandbox'] = package\n"
-    "from sandbox.zygote import main\n"
-    "main()\n"
-).format(
-    paths=[str(Path(__file__).resolve().parent.parent), _import_root("RestrictedPython")],
-    package=str(Path(__file__).resolve().parent),
-)
-
-
-class _Channel:
-    """The host's end of the length-prefixed JSON channel: a non-blocking socket, read and written directly."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        self.sock = sock
-        self._buffer = bytearray()
-        # Pack-call replies are sent from concurrent tasks; frames must not interleave.
-        self._send_lock = anyio.Lock(fast_acquire=True)
-
-    async def send(self, message: Any, max_size: int) -> None:
-        await self.send_frame(encode(message, max_size))
-
-    async def send_frame(self, frame: bytes) -> None:
-        async with self._send_lock:
-            view = memoryview(frame)
-            while view:
-                try:
-                    view = view[self.sock.send(view) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(self.sock)
-
-    async def receive(self, max_size: int) -> Any:
-        (size,) = HEADER.unpack(await self._read(HEADER.size))
-        check_size(size, max_size)
-        return decode(await self._read(size))
-
-    async def _read(self, size: int) -> bytes:
-        buffer = self._buffer
-        while len(buffer) < size:
-            try:
-                chunk = self.sock.recv(max(size - len(buffer), 65536))
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            if not chunk:
-                raise anyio.EndOfStream
-            buffer += chunk
-        data = bytes(buffer[:size])
-        del buffer[:size]
-        return data
-
-    def close(self) -> None:
-        anyio.notify_closing(self.sock)
-        self.sock.close()
-
-
-class _Worker:
-    """One forked worker: its channel, and a pidfd to kill it with (never a pid the zygote may have reaped)."""
-
-    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
-        self.pid = pid
-        self.channel = _Channel(sock)
-        self.returncode: int | None = None
-        self.lost = False
-        """The zygote died before reporting this worker's exit (the kernel killed it with the zygote)."""
-        self.taken = False
-        """A run owns the channel now and closes it when done, after reading all the worker sent."""
-        self._pidfd = pidfd
-        self._exited = anyio.Event()
-
-    @property
-    def running(self) -> bool:
-        return not self._exited.is_set()
-
-    def kill(self) -> None:
-        if self.running:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-
-    def exited(self, returncode: int | None, *, lost: bool = False) -> None:
-        if self.running:
-            self.returncode = returncode
-            self.lost = lost
-            os.close(self._pidfd)
-            self._exited.set()
-
-    async def wait(self) -> None:
-        await self._exited.wait()
-
-
-class _SpawnFailure:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-@dataclass
-class _Fork:
-    memory_mb: int
-    cpu_seconds: float
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: _Worker | _SpawnFailure | None = None
-
-    def resolve(self, result: _Worker | _SpawnFailure) -> None:
-        self.result = result
-        self.done.set()
-
-
-class _ForkServer:
-    """Owns the zygote: starts it, forwards fork requests, routes its replies, restarts it when it dies."""
-
-    def __init__(self, program: str) -> None:
-        self._program = program
-        self._control: socket.socket | None = None
-        self._pending: dict[int, _Fork] = {}
-        self._workers: dict[int, _Worker] = {}
-        self._ids = itertools.count()
-        self._failure: str | None = None
-        self._stopping = anyio.Event()
-        self._send_lock = anyio.Lock(fast_acquire=True)
-        self.process: Process | None = None
-
-    async def fork(self, memory_mb: int, cpu_seconds: float) -> _Worker | _SpawnFailure:
-        if self._stopping.is_set():
-            return _SpawnFailure("the sandbox is closing")
-        if self._control is None and self._failure is not None:
-            return _SpawnFailure(self._failure)
-        request_id = next(self._ids)
-        request = _Fork(memory_mb, cpu_seconds)
-        self._pending[request_id] = request
-        try:
-            if self._control is not None:
-                await self._send(self._control, request_id, request)
-            await request.done.wait()
-        except BaseException:
-            # Cancelled: a worker forked for us has no other owner. One still to come is killed on arrival.
-            if isinstance(request.result, _Worker):
-                request.result.kill()
-                request.result.channel.close()
-            raise
-        finally:
-            self._pending.pop(request_id, None)
-        assert request.result is not None
-        return request.result
-
-    async def _send(self, control: socket.socket, request_id: int, request: _Fork) -> None:
-        data = json.dumps({"id": request_id, "memory_mb": request.memory_mb, "cpu_seconds": request.cpu_seconds})
-        async with self._send_lock:
-            while True:
-                try:
-                    control.send(data.encode())
-                    return
-                except BlockingIOError:
-                    await anyio.wait_writable(control)
-                except OSError:
-                    return  # the zygote is gone; the request stays pending and is sent to its successor
-
-    async def stop(self) -> None:
-        """Close the control socket for writing: the zygote kills and reaps its workers, reports, exits."""
-        self._stopping.set()
-        if self._control is not None:
-            with contextlib.suppress(OSError):
-                self._control.shutdown(socket.SHUT_WR)
-
-    async def run(self) -> None:
-        while not self._stopping.is_set():
-            started = await self._serve_one()
-            if not started and not self._stopping.is_set():
-                for request in self._pending.values():
-                    request.resolve(_SpawnFailure(self._failure or "the sandbox fork-server failed to start"))
-                with anyio.move_on_after(_RETRY_DELAY):
-                    await self._stopping.wait()
-        for request in self._pending.values():
-            if not request.done.is_set():
-                request.resolve(_SpawnFailure("the sandbox is closing"))
-
-    async def _serve_one(self) -> bool:
-        """One zygote's life; whether it got as far as ready."""
-        host_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        started = False
-        try:
-            try:
-                process = await anyio.open_process(
-                    [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, str(os.getpid()), self._program],
-                    stdin=zygote_end.fileno(),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    cwd="/",
-                    env={},
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                self._failure = f"could not start the sandbox fork-server: {exc}"
-                return False
-            finally:
-                zygote_end.close()
-            self.process = process
-            host_end.setblocking(False)
-            try:
-                with anyio.move_on_after(_START_TIMEOUT):
-                    message, _ = await self._receive(host_end)
-                    started = message == {"op": "ready"}
-                if not started:
-                    self._failure = f"the sandbox fork-server failed to start (exit status {process.returncode})"
-                    return False
-                self._failure = None
-                self._control = host_end
-                if self._stopping.is_set():
-                    await self.stop()
-                for request_id, request in list(self._pending.items()):
-                    if not request.done.is_set():
-                        await self._send(host_end, request_id, request)
-                while True:
-                    message, fds = await self._receive(host_end)
-                    self._dispatch(message, fds)
-            except (*_GONE, ProtocolError, OSError):
-                return started
-            finally:
-                self._control = None
-                for worker in self._workers.values():
-                    worker.exited(None, lost=True)
-                self._workers.clear()
-                with anyio.CancelScope(shield=True):
-                    with anyio.move_on_after(_STOP_TIMEOUT if self._stopping.is_set() else 0):
-                        await process.wait()
-                    if process.returncode is None:
-                        process.kill()
-                    await process.aclose()
-        finally:
-            host_end.close()
-
-    async def _receive(self, control: socket.socket) -> tuple[Any, list[int]]:
-        while True:
-            try:
-                data, fds, _, _ = socket.recv_fds(control, _CONTROL_CAP, 2)
-                break
-            except BlockingIOError:
-                await anyio.wait_readable(control)
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            raise anyio.EndOfStream
-        return decode(data), fds
-
-    def _dispatch(self, message: Any, fds: list[int]) -> None:
-        op = message.get("op")
-        if op == "forked" and len(fds) == 2:
-            worker = _Worker(message["pid"], fds[1], socket.socket(fileno=fds[0]))
-            self._workers[worker.pid] = worker
-            request = self._pending.get(message["id"])
-            if request is None or request.done.is_set():
-                # Nobody waits for it any more (the requester was cancelled): it must not linger.
-                worker.kill()
-                worker.channel.close()
-            else:
-                request.resolve(worker)
-            return
-        for fd in fds:
-            os.close(fd)
-        if op == "exit":
-            worker = self._workers.pop(message["pid"], None)
-            if worker is not None:
-                worker.exited(message["returncode"])
-        elif op == "failed":
-            request = self._pending.get(message["id"])
-            if request is not None and not request.done.is_set():
-                request.resolve(_SpawnFailure(f"could not fork a sandbox worker: {message['reason']}"))
 
 
 def _confinement(limits: Limits) -> tuple[int, float]:
@@ -335,11 +37,11 @@ class Sandbox:
     def __init__(self, limits: Limits = Limits(), *, warm: int = 2) -> None:  # noqa: B008 (frozen, immutable)
         self.limits = limits
         self._warm = max(0, warm)
-        self._forks = _ForkServer(compile_filter().hex())
+        self._forks = ForkServer(compile_filter().hex())
         self._pool_key = _confinement(limits)
         self._task_group: TaskGroup | None = None
-        self._ready_send, self._ready_receive = anyio.create_memory_object_stream[_Worker | _SpawnFailure](math.inf)
-        self._live: set[_Worker] = set()
+        self._ready_send, self._ready_receive = anyio.create_memory_object_stream[Worker | SpawnFailure](math.inf)
+        self._live: set[Worker] = set()
         self._closing = False
         self._refills = 0
         self._refill_wanted = anyio.Event()
@@ -384,14 +86,14 @@ class Sandbox:
         self._refills += 1
         self._refill_wanted.set()
 
-    async def _own_worker(self, deliver: ObjectSendStream[_Worker | _SpawnFailure], key: tuple[int, float]) -> None:
+    async def _own_worker(self, deliver: ObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
         """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
 
         A worker lost with the zygote before it was ready is replaced, once the zygote is back.
         """
         while True:
             item = await self._forks.fork(*key)
-            if isinstance(item, _SpawnFailure):
+            if isinstance(item, SpawnFailure):
                 self._offer(deliver, item)
                 return
             worker = item
@@ -402,26 +104,26 @@ class Sandbox:
                     return
             finally:
                 worker.kill()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_STOP_TIMEOUT):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT):
                     await worker.wait()
                 if not worker.taken:
                     worker.channel.close()
                 self._live.discard(worker)
             if not worker.lost or self._closing:
                 self._offer(
-                    deliver, _SpawnFailure(f"a sandbox worker failed to start (exit status {worker.returncode})")
+                    deliver, SpawnFailure(f"a sandbox worker failed to start (exit status {worker.returncode})")
                 )
                 return
 
-    async def _greet(self, worker: _Worker, deliver: ObjectSendStream[_Worker | _SpawnFailure]) -> bool:
+    async def _greet(self, worker: Worker, deliver: ObjectSendStream[Worker | SpawnFailure]) -> bool:
         """Whether the worker said ready and was handed on."""
         if self._closing:
             return False
         ready: Any = None
-        with anyio.move_on_after(_START_TIMEOUT):
+        with anyio.move_on_after(START_TIMEOUT):
             try:
                 ready = await worker.channel.receive(_READY_CAP)
-            except (*_GONE, ProtocolError):
+            except (*GONE, ProtocolError):
                 pass
         if ready == {"op": "ready"}:
             if not self._offer(deliver, worker):
@@ -429,7 +131,7 @@ class Sandbox:
             return True
         return False
 
-    def _offer(self, deliver: ObjectSendStream[_Worker | _SpawnFailure], item: _Worker | _SpawnFailure) -> bool:
+    def _offer(self, deliver: ObjectSendStream[Worker | SpawnFailure], item: Worker | SpawnFailure) -> bool:
         if self._closing:
             return False
         try:
@@ -438,7 +140,7 @@ class Sandbox:
             return False  # the run that asked for this worker was cancelled
         return True
 
-    async def _acquire(self, key: tuple[int, float]) -> tuple[_Worker | _SpawnFailure, bool]:
+    async def _acquire(self, key: tuple[int, float]) -> tuple[Worker | SpawnFailure, bool]:
         """A ready worker, and whether its replacement is still to be started.
 
         Each pool worker taken is replaced. With one ready the replacement waits until the run is over, so
@@ -448,7 +150,7 @@ class Sandbox:
         if self._task_group is None or self._closing:
             raise RuntimeError("Sandbox.run() needs an entered sandbox: `async with Sandbox() as sandbox:`")
         if key != self._pool_key:
-            deliver, receive = anyio.create_memory_object_stream[_Worker | _SpawnFailure](1)
+            deliver, receive = anyio.create_memory_object_stream[Worker | SpawnFailure](1)
             with deliver, receive:
                 self._task_group.start_soon(self._own_worker, deliver, key)
                 return await receive.receive(), False
@@ -462,7 +164,7 @@ class Sandbox:
                 item = self._ready_receive.receive_nowait()
             except anyio.WouldBlock:
                 item = await self._ready_receive.receive()
-            if isinstance(item, _SpawnFailure) or item.running:
+            if isinstance(item, SpawnFailure) or item.running:
                 return item, deferred
             if deferred:
                 self._task_group.start_soon(self._own_worker, self._ready_send, key)
@@ -495,7 +197,7 @@ class Sandbox:
         retries = 1
         while True:
             item, deferred = await self._acquire(_confinement(limits))
-            if isinstance(item, _SpawnFailure):
+            if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
             run = _Run(item, limits, on_call)
@@ -514,7 +216,7 @@ class Sandbox:
 class _Run:
     """The host's half of one run: answer pack calls in child tasks until the worker reports, dies or times out."""
 
-    def __init__(self, worker: _Worker, limits: Limits, on_call: OnCall) -> None:
+    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall) -> None:
         self.worker = worker
         self.limits = limits
         self.on_call = on_call
@@ -565,7 +267,7 @@ class _Run:
                     return self._failed("WorkerCrashed", "the worker broke the protocol")
         except ProtocolError as exc:
             return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
-        except _GONE:
+        except GONE:
             return await self._crashed()
 
     async def _answer(self, message: dict[str, Any]) -> None:
@@ -581,7 +283,7 @@ class _Run:
             frame = encode({"error": f"the result of {pack}.{tool} exceeds {self.limits.max_message} bytes"}, 4096)
         except (TypeError, ValueError) as exc:
             frame = encode({"error": f"the result of {pack}.{tool} is not JSON data: {exc}"}, 4096)
-        with contextlib.suppress(*_GONE):  # the worker died; _serve notices and reports it
+        with contextlib.suppress(*GONE):  # the worker died; _serve notices and reports it
             await self.worker.channel.send_frame(frame)
 
     async def _crashed(self) -> RunResult:
