@@ -7,9 +7,7 @@ job. Only JSON crosses between processes, never pickle.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import signal
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -20,8 +18,10 @@ from anyio.abc import ObjectSendStream, TaskGroup
 from sandbox.api import Limits, OnCall, RunError, RunResult
 from sandbox.channel import JOB_CAP, ProtocolError, encode
 from sandbox.confine import compile_filter
-from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
+from sandbox.run import Run
+
+__all__ = ["Sandbox"]
 
 _READY_CAP = 64
 
@@ -200,7 +200,7 @@ class Sandbox:
             if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
-            run = _Run(item, limits, on_call)
+            run = Run(item, limits, on_call)
             try:
                 result = await run.drive(frame)
             finally:
@@ -211,124 +211,3 @@ class Sandbox:
             if not (item.lost and run.calls == 0 and retries):
                 return result
             retries -= 1
-
-
-class _Run:
-    """The host's half of one run: answer pack calls in child tasks until the worker reports, dies or times out."""
-
-    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall) -> None:
-        self.worker = worker
-        self.limits = limits
-        self.on_call = on_call
-        self.calls = 0
-
-    async def drive(self, job: bytes) -> RunResult:
-        """`job` is the encoded job frame."""
-        result: RunResult | None = None
-        with anyio.move_on_after(self.limits.timeout):
-            # Most runs make no pack call: the task group that answers calls starts with the first one.
-            first = await self._serve(job, None)
-            if isinstance(first, RunResult):
-                result = first
-            else:
-                async with anyio.create_task_group() as task_group:
-                    task_group.start_soon(self._answer, first)
-                    result = await self._serve(None, task_group)
-                    task_group.cancel_scope.cancel()
-        if result is None:
-            self.worker.kill()
-            timeout = float(self.limits.timeout)
-            return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
-        return result
-
-    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | dict[str, Any]:
-        """Send `job` if given, then read until the end; without a task group, a valid pack call within
-        max_calls is returned, for the caller to answer once it has one."""
-        # Replies and results may carry a full max_message payload plus the envelope around it.
-        cap = self.limits.max_message + 4096
-        try:
-            if job is not None:
-                await self.worker.channel.send_frame(job)
-            while True:
-                message = await self.worker.channel.receive(cap)
-                op = message.get("op") if isinstance(message, dict) else None
-                if op == "call" and _is_call(message):
-                    self.calls += 1
-                    if self.calls > self.limits.max_calls:
-                        return self._failed(
-                            "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
-                        )
-                    if task_group is None:
-                        return message
-                    task_group.start_soon(self._answer, message)
-                elif op == "done":
-                    return self._finish(message)
-                else:
-                    return self._failed("WorkerCrashed", "the worker broke the protocol")
-        except ProtocolError as exc:
-            return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
-        except GONE:
-            return await self._crashed()
-
-    async def _answer(self, message: dict[str, Any]) -> None:
-        pack, tool = message["pack"], message["tool"]
-        try:
-            reply: dict[str, Any] = {"value": await self.on_call(pack, tool, message["args"], message["kwargs"])}
-        except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
-            kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
-            reply = {"error": str(exc) or type(exc).__name__, "type": kind}
-        try:
-            frame = encode(reply, self.limits.max_message)
-        except ProtocolError:
-            frame = encode({"error": f"the result of {pack}.{tool} exceeds {self.limits.max_message} bytes"}, 4096)
-        except (TypeError, ValueError) as exc:
-            frame = encode({"error": f"the result of {pack}.{tool} is not JSON data: {exc}"}, 4096)
-        with contextlib.suppress(*GONE):  # the worker died; _serve notices and reports it
-            await self.worker.channel.send_frame(frame)
-
-    async def _crashed(self) -> RunResult:
-        with anyio.move_on_after(1.0):
-            await self.worker.wait()
-        if self.worker.lost:
-            return self._failed("WorkerCrashed", "the sandbox fork-server died during the run; it is being restarted")
-        code = self.worker.returncode
-        if code == -signal.SIGXCPU:
-            cpu = self.limits.cpu_seconds or self.limits.timeout
-            return self._failed("TimeoutError", f"run exceeded its {float(cpu)} s CPU time limit (sandbox.cpu_seconds)")
-        if code is not None and code < 0:
-            return self._failed("WorkerCrashed", f"the worker died with signal {signal.Signals(-code).name}")
-        return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
-
-    def _finish(self, message: dict[str, Any]) -> RunResult:
-        output = message.get("output")
-        error = message.get("error")
-        if not isinstance(output, str) or not (error is None or _is_error(error)):
-            return self._failed("WorkerCrashed", "the worker broke the protocol")
-        # The worker already cut it; a worker that did not is cut here, note included.
-        output = output[: self.limits.max_output + 200]
-        if error is not None:
-            return RunResult(None, output, RunError(**error), self.calls)
-        return RunResult(message.get("value"), output, None, self.calls)
-
-    def _failed(self, kind: str, message: str) -> RunResult:
-        return RunResult(None, "", RunError(kind, message), self.calls)
-
-
-def _is_call(message: dict[str, Any]) -> bool:
-    return (
-        isinstance(message.get("pack"), str)
-        and isinstance(message.get("tool"), str)
-        and isinstance(message.get("args"), list)
-        and isinstance(message.get("kwargs"), dict)
-    )
-
-
-def _is_error(error: Any) -> bool:
-    return (
-        isinstance(error, dict)
-        and set(error) == {"type", "message", "line", "column", "source"}
-        and isinstance(error["type"], str)
-        and isinstance(error["message"], str)
-        and all(error[k] is None or type(error[k]) is int for k in ("line", "column"))
-        and (error["source"] is None or isinstance(error["source"], str))
-    )
