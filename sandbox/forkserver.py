@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from sandbox.channel import HEADER, ProtocolError, check_size, decode, encode
+from sandbox.channel import ProtocolError, decode
+from sandbox.socket_channel import SocketChannel
 
 __all__ = ["GONE", "START_TIMEOUT", "STOP_TIMEOUT", "ForkServer", "SpawnFailure", "Worker"]
 
@@ -56,59 +57,12 @@ _BOOTSTRAP = (
 )
 
 
-class _Channel:
-    """The host's end of the length-prefixed JSON channel: a non-blocking socket, read and written directly."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        self.sock = sock
-        self._buffer = bytearray()
-        # Pack-call replies are sent from concurrent tasks; frames must not interleave.
-        self._send_lock = anyio.Lock(fast_acquire=True)
-
-    async def send(self, message: Any, max_size: int) -> None:
-        await self.send_frame(encode(message, max_size))
-
-    async def send_frame(self, frame: bytes) -> None:
-        async with self._send_lock:
-            view = memoryview(frame)
-            while view:
-                try:
-                    view = view[self.sock.send(view) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(self.sock)
-
-    async def receive(self, max_size: int) -> Any:
-        (size,) = HEADER.unpack(await self._read(HEADER.size))
-        check_size(size, max_size)
-        return decode(await self._read(size))
-
-    async def _read(self, size: int) -> bytes:
-        buffer = self._buffer
-        while len(buffer) < size:
-            try:
-                chunk = self.sock.recv(max(size - len(buffer), 65536))
-            except BlockingIOError:
-                await anyio.wait_readable(self.sock)
-                continue
-            if not chunk:
-                raise anyio.EndOfStream
-            buffer += chunk
-        data = bytes(buffer[:size])
-        del buffer[:size]
-        return data
-
-    def close(self) -> None:
-        anyio.notify_closing(self.sock)
-        self.sock.close()
-
-
 class Worker:
     """One forked worker: its channel, and a pidfd to kill it with (never a pid the zygote may have reaped)."""
 
     def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
         self.pid = pid
-        self.channel = _Channel(sock)
+        self.channel = SocketChannel(sock)
         self.returncode: int | None = None
         self.lost = False
         """The zygote died before reporting this worker's exit (the kernel killed it with the zygote)."""

@@ -16,7 +16,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import JOB_CAP, ProtocolError, encode
+from sandbox.channel import JOB_CAP, ProtocolError, decode, encode
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 from sandbox.run import Run
@@ -122,7 +122,7 @@ class Sandbox:
         ready: Any = None
         with anyio.move_on_after(START_TIMEOUT):
             try:
-                ready = await worker.channel.receive(_READY_CAP)
+                ready = decode(await worker.channel.receive_frame(_READY_CAP))
             except (*GONE, ProtocolError):
                 pass
         if ready == {"op": "ready"}:

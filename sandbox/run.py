@@ -10,7 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import ProtocolError, encode
+from sandbox.channel import ProtocolError, decode, encode
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
 
@@ -54,7 +54,7 @@ class Run:
             if job is not None:
                 await self.worker.channel.send_frame(job)
             while True:
-                message = await self.worker.channel.receive(cap)
+                message = decode(await self.worker.channel.receive_frame(cap))
                 op = message.get("op") if isinstance(message, dict) else None
                 if op == "call" and _is_call(message):
                     self.calls += 1
