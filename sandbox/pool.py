@@ -16,9 +16,10 @@ import anyio.lowlevel
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import JOB_CAP, ProtocolError, decode, encode
+from sandbox.channel import ProtocolError, decode
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
+from sandbox.messages import is_ready, job_frame
 from sandbox.run import Run
 
 __all__ = ["Sandbox"]
@@ -125,7 +126,7 @@ class Sandbox:
                 ready = decode(await worker.channel.receive_frame(_READY_CAP))
             except (*GONE, ProtocolError):
                 pass
-        if ready == {"op": "ready"}:
+        if is_ready(ready):
             if not self._offer(deliver, worker):
                 worker.kill()
             return True
@@ -184,14 +185,7 @@ class Sandbox:
         show that the OS layer holds on its own.
         """
         limits = limits or self.limits
-        job = {
-            "op": "run",
-            "code": code,
-            "packs": {name: sorted(tools) for name, tools in packs.items()},
-            "limits": {**vars(limits), "cpu_seconds": limits.cpu_seconds or limits.timeout},
-            "unrestricted": _unrestricted,
-        }
-        frame = encode(job, JOB_CAP)
+        frame = job_frame(code, packs, limits, _unrestricted)
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
         retries = 1

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import ProtocolError, decode, encode
+from sandbox.channel import ProtocolError, decode
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
+from sandbox.messages import REPLY_ENVELOPE, Call, Done, parse, reply_frame
 
 __all__ = ["Run"]
 
@@ -45,48 +45,38 @@ class Run:
             return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
         return result
 
-    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | dict[str, Any]:
-        """Send `job` if given, then read until the end; without a task group, a valid pack call within
+    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | Call:
+        """Send `job` if given, then read until the end; without a task group, a pack call within
         max_calls is returned, for the caller to answer once it has one."""
-        # Replies and results may carry a full max_message payload plus the envelope around it.
-        cap = self.limits.max_message + 4096
+        cap = self.limits.max_message + REPLY_ENVELOPE
         try:
             if job is not None:
                 await self.worker.channel.send_frame(job)
             while True:
-                message = decode(await self.worker.channel.receive_frame(cap))
-                op = message.get("op") if isinstance(message, dict) else None
-                if op == "call" and _is_call(message):
-                    self.calls += 1
-                    if self.calls > self.limits.max_calls:
-                        return self._failed(
-                            "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
-                        )
-                    if task_group is None:
-                        return message
-                    task_group.start_soon(self._answer, message)
-                elif op == "done":
+                message = parse(decode(await self.worker.channel.receive_frame(cap)))
+                if isinstance(message, Done):
                     return self._finish(message)
-                else:
-                    return self._failed("WorkerCrashed", "the worker broke the protocol")
+                self.calls += 1
+                if self.calls > self.limits.max_calls:
+                    return self._failed(
+                        "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
+                    )
+                if task_group is None:
+                    return message
+                task_group.start_soon(self._answer, message)
         except ProtocolError as exc:
             return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
         except GONE:
             return await self._crashed()
 
-    async def _answer(self, message: dict[str, Any]) -> None:
-        pack, tool = message["pack"], message["tool"]
+    async def _answer(self, call: Call) -> None:
         try:
-            reply: dict[str, Any] = {"value": await self.on_call(pack, tool, message["args"], message["kwargs"])}
+            value = await self.on_call(call.pack, call.tool, call.args, call.kwargs)
         except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
             kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
-            reply = {"error": str(exc) or type(exc).__name__, "type": kind}
-        try:
-            frame = encode(reply, self.limits.max_message)
-        except ProtocolError:
-            frame = encode({"error": f"the result of {pack}.{tool} exceeds {self.limits.max_message} bytes"}, 4096)
-        except (TypeError, ValueError) as exc:
-            frame = encode({"error": f"the result of {pack}.{tool} is not JSON data: {exc}"}, 4096)
+            frame = reply_frame(call, error=str(exc) or type(exc).__name__, kind=kind, limits=self.limits)
+        else:
+            frame = reply_frame(call, value, limits=self.limits)
         with contextlib.suppress(*GONE):  # the worker died; _serve notices and reports it
             await self.worker.channel.send_frame(frame)
 
@@ -103,36 +93,10 @@ class Run:
             return self._failed("WorkerCrashed", f"the worker died with signal {signal.Signals(-code).name}")
         return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
 
-    def _finish(self, message: dict[str, Any]) -> RunResult:
-        output = message.get("output")
-        error = message.get("error")
-        if not isinstance(output, str) or not (error is None or _is_error(error)):
-            return self._failed("WorkerCrashed", "the worker broke the protocol")
+    def _finish(self, done: Done) -> RunResult:
         # The worker already cut it; a worker that did not is cut here, note included.
-        output = output[: self.limits.max_output + 200]
-        if error is not None:
-            return RunResult(None, output, RunError(**error), self.calls)
-        return RunResult(message.get("value"), output, None, self.calls)
+        output = done.output[: self.limits.max_output + 200]
+        return RunResult(None if done.error else done.value, output, done.error, self.calls)
 
     def _failed(self, kind: str, message: str) -> RunResult:
         return RunResult(None, "", RunError(kind, message), self.calls)
-
-
-def _is_call(message: dict[str, Any]) -> bool:
-    return (
-        isinstance(message.get("pack"), str)
-        and isinstance(message.get("tool"), str)
-        and isinstance(message.get("args"), list)
-        and isinstance(message.get("kwargs"), dict)
-    )
-
-
-def _is_error(error: Any) -> bool:
-    return (
-        isinstance(error, dict)
-        and set(error) == {"type", "message", "line", "column", "source"}
-        and isinstance(error["type"], str)
-        and isinstance(error["message"], str)
-        and all(error[k] is None or type(error[k]) is int for k in ("line", "column"))
-        and (error["source"] is None or isinstance(error["source"], str))
-    )
