@@ -67,18 +67,23 @@ class Worker:
         self.lost = False
         """The zygote died before reporting this worker's exit (the kernel killed it with the zygote)."""
         self.taken = False
-        """A run owns the channel now and closes it when done, after reading all the worker sent."""
+        """A run owns the worker now and discards it when done, after reading all the worker sent."""
         self._pidfd = pidfd
         self._exited = anyio.Event()
+        self._discarded = False
 
     @property
     def running(self) -> bool:
         return not self._exited.is_set()
 
-    def kill(self) -> None:
+    def discard(self) -> None:
+        """Kill the worker and close its channel: the one way a worker ends, whoever ends it; idempotent."""
         if self.running:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        if not self._discarded:
+            self._discarded = True
+            self.channel.close()
 
     def exited(self, returncode: int | None, *, lost: bool = False) -> None:
         if self.running:
@@ -137,8 +142,7 @@ class ForkServer:
         except BaseException:
             # Cancelled: a worker forked for us has no other owner. One still to come is killed on arrival.
             if isinstance(request.result, Worker):
-                request.result.kill()
-                request.result.channel.close()
+                request.result.discard()
             raise
         finally:
             self._pending.pop(request_id, None)
@@ -252,8 +256,7 @@ class ForkServer:
             request = self._pending.get(message["id"])
             if request is None or request.done.is_set():
                 # Nobody waits for it any more (the requester was cancelled): it must not linger.
-                worker.kill()
-                worker.channel.close()
+                worker.discard()
             else:
                 request.resolve(worker)
             return

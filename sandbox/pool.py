@@ -62,7 +62,7 @@ class Sandbox:
         self._closing = True
         self._refill_wanted.set()
         for worker in list(self._live):
-            worker.kill()
+            worker.discard()
         await self._forks.stop()
         try:
             await self._task_group.__aexit__(None, None, None)
@@ -104,11 +104,10 @@ class Sandbox:
                     await worker.wait()
                     return
             finally:
-                worker.kill()
+                if not worker.taken:  # else the run that took it discards it once it has read all it sent
+                    worker.discard()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT):
                     await worker.wait()
-                if not worker.taken:
-                    worker.channel.close()
                 self._live.discard(worker)
             if not worker.lost or self._closing:
                 self._offer(
@@ -128,7 +127,7 @@ class Sandbox:
                 pass
         if is_ready(ready):
             if not self._offer(deliver, worker):
-                worker.kill()
+                worker.discard()
             return True
         return False
 
@@ -198,8 +197,7 @@ class Sandbox:
             try:
                 result = await run.drive(frame)
             finally:
-                item.kill()
-                item.channel.close()
+                item.discard()
                 if deferred and self._task_group is not None and not self._closing:
                     self._replace()
             if not (item.lost and run.calls == 0 and retries):

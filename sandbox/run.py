@@ -39,8 +39,7 @@ class Run:
                     task_group.start_soon(self._answer, first)
                     result = await self._serve(None, task_group)
                     task_group.cancel_scope.cancel()
-        if result is None:
-            self.worker.kill()
+        if result is None:  # the caller discards the worker
             timeout = float(self.limits.timeout)
             return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
         return result

@@ -19,6 +19,7 @@ class SocketChannel:
         sock.setblocking(False)
         self.sock = sock
         self._reader = FrameReader()
+        self._closed = False
         # Pack-call replies are sent from concurrent tasks; frames must not interleave.
         self._send_lock = anyio.Lock(fast_acquire=True)
 
@@ -26,6 +27,7 @@ class SocketChannel:
         async with self._send_lock:
             view = memoryview(frame)
             while view:
+                self._check_open()
                 try:
                     view = view[self.sock.send(view) :]
                 except BlockingIOError:
@@ -33,6 +35,7 @@ class SocketChannel:
 
     async def receive_frame(self, max_size: int) -> bytes:
         while missing := self._reader.missing(max_size):
+            self._check_open()
             try:
                 chunk = self.sock.recv(max(missing, READ_CHUNK))
             except BlockingIOError:
@@ -44,5 +47,11 @@ class SocketChannel:
         return self._reader.pop()
 
     def close(self) -> None:
+        self._closed = True
         anyio.notify_closing(self.sock)
         self.sock.close()
+
+    def _check_open(self) -> None:
+        """A task woken after another closed the socket must not touch its (maybe reused) descriptor number."""
+        if self._closed:
+            raise anyio.ClosedResourceError
