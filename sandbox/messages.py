@@ -14,10 +14,14 @@ from typing import Any
 from sandbox.api import Limits, RunError
 from sandbox.channel import JOB_CAP, ProtocolError, encode
 
-__all__ = ["REPLY_ENVELOPE", "Call", "Done", "is_ready", "job_frame", "parse", "reply_frame"]
+__all__ = ["MAX_NAME", "REPLY_ENVELOPE", "Call", "Done", "is_ready", "job_frame", "parse", "reply_frame"]
 
 REPLY_ENVELOPE = 4096
 """Bytes around a payload: a reply or result may carry a full max_message payload plus this much."""
+MAX_NAME = 128
+"""Characters of a pack or tool name, and of an error type."""
+MAX_SOURCE = 1000
+"""Characters of the snippet line an error names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,8 @@ class Call:
     tool: str
     args: list[Any]
     kwargs: dict[str, Any]
+    refusal: str | None = None
+    """Why the call is answered with an error at once, never reaching on_call (a name that is no name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +74,39 @@ def is_ready(message: Any) -> bool:
     return message == {"op": "ready"}
 
 
-def parse(message: Any) -> Call | Done:
-    """A decoded frame from a worker during its run, checked once; `ProtocolError` says what was wrong."""
+def parse(message: Any, limits: Limits) -> Call | Done:
+    """A decoded frame from a worker during its run, checked once; `ProtocolError` says what was wrong.
+    Text the worker chose is cut to the limits here: output and error message at max_output (plus the
+    note the worker adds), the error's source line at MAX_SOURCE, its type at MAX_NAME."""
     op = message.get("op") if isinstance(message, dict) else None
     if op == "call":
         pack, tool, args, kwargs = (message.get(k) for k in ("pack", "tool", "args", "kwargs"))
         if isinstance(pack, str) and isinstance(tool, str) and isinstance(args, list) and isinstance(kwargs, dict):
-            return Call(pack, tool, args, kwargs)
+            return Call(pack, tool, args, kwargs, _name_refusal(pack, tool))
     elif op == "done":
         output, error = message.get("output"), message.get("error")
         if isinstance(output, str) and (error is None or _is_error(error)):
-            return Done(message.get("value"), output, None if error is None else RunError(**error))
+            cut = limits.max_output + 200
+            if error is None:
+                return Done(message.get("value"), output[:cut], None)
+            source = error["source"]
+            run_error = RunError(
+                error["type"][:MAX_NAME],
+                error["message"][:cut],
+                error["line"],
+                error["column"],
+                None if source is None else source[:MAX_SOURCE],
+            )
+            return Done(None, output[:cut], run_error)
     raise ProtocolError(f"not a {op} message" if op in ("call", "done") else "unexpected message")
+
+
+def _name_refusal(pack: str, tool: str) -> str | None:
+    for kind, name in (("pack", pack), ("tool", tool)):
+        if not (len(name) <= MAX_NAME and name.isidentifier()):
+            shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+            return f"{shown!r} is not a {kind} name: names are identifiers of at most {MAX_NAME} characters"
+    return None
 
 
 def _is_error(error: Any) -> bool:

@@ -16,11 +16,12 @@ import anyio.lowlevel
 from anyio.abc import ObjectSendStream, TaskGroup
 
 from sandbox.api import Limits, OnCall, RunError, RunResult
-from sandbox.channel import ProtocolError, decode
+from sandbox.channel import ProtocolError
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 from sandbox.messages import is_ready, job_frame
 from sandbox.run import Run
+from sandbox.untrusted import decode_untrusted
 
 __all__ = ["Sandbox"]
 
@@ -122,7 +123,7 @@ class Sandbox:
         ready: Any = None
         with anyio.move_on_after(START_TIMEOUT):
             try:
-                ready = decode(await worker.channel.receive_frame(_READY_CAP))
+                ready = decode_untrusted(await worker.channel.receive_frame(_READY_CAP))
             except (*GONE, ProtocolError):
                 pass
         if is_ready(ready):
