@@ -7,7 +7,9 @@ job. Only JSON crosses between processes, never pickle.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -34,10 +36,28 @@ def _confinement(limits: Limits) -> tuple[int, float]:
 
 
 class Sandbox:
-    """Runs snippets, one fresh confined worker process per run, with `warm` workers kept ready."""
+    """Runs snippets, one fresh confined worker process per run, with `warm` workers kept ready.
 
-    def __init__(self, limits: Limits = Limits(), *, warm: int = 2) -> None:  # noqa: B008 (frozen, immutable)
+    At most `max_concurrent_runs` runs (default: twice the CPU count) execute at once, each in a worker of
+    up to memory_mb; more wait for a slot in arrival order. One that waits longer than `queue_timeout`
+    seconds (default: its own `timeout`) is not started and ends with a BusyError; its timeout is counted
+    only once it runs.
+    """
+
+    def __init__(
+        self,
+        limits: Limits = Limits(),  # noqa: B008 (frozen, immutable)
+        *,
+        warm: int = 2,
+        max_concurrent_runs: int | None = None,
+        queue_timeout: float | None = None,
+    ) -> None:
+        if max_concurrent_runs is not None and max_concurrent_runs < 1:
+            raise ValueError(f"sandbox.max_concurrent_runs must be at least 1, not {max_concurrent_runs}")
         self.limits = limits
+        self.max_concurrent_runs = max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        self.queue_timeout = queue_timeout
+        self._slots = anyio.Semaphore(self.max_concurrent_runs, fast_acquire=True)
         self._warm = max(0, warm)
         self._forks = ForkServer(compile_filter().hex())
         self._pool_key = _confinement(limits)
@@ -186,6 +206,28 @@ class Sandbox:
         """
         limits = limits or self.limits
         frame = job_frame(code, packs, limits, _unrestricted)
+        if not await self._take_slot(limits):
+            wait = float(limits.timeout if self.queue_timeout is None else self.queue_timeout)
+            busy = (
+                f"the sandbox is busy: {self.max_concurrent_runs} runs are running (sandbox.max_concurrent_runs) "
+                f"and none ended within {wait} s; this run was not started, try again shortly"
+            )
+            return RunResult(None, "", RunError("BusyError", busy), 0)
+        try:
+            return await self._run_in_worker(frame, limits, on_call)
+        finally:
+            self._slots.release()
+
+    async def _take_slot(self, limits: Limits) -> bool:
+        with contextlib.suppress(anyio.WouldBlock):
+            self._slots.acquire_nowait()  # no trip round the event loop while a slot is free
+            return True
+        with anyio.move_on_after(limits.timeout if self.queue_timeout is None else self.queue_timeout):
+            await self._slots.acquire()
+            return True
+        return False
+
+    async def _run_in_worker(self, frame: bytes, limits: Limits, on_call: OnCall) -> RunResult:
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
         retries = 1
