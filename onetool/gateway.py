@@ -50,7 +50,9 @@ class Gateway:
         self._local = load_local_packs(self.config.packs.dirs)
         async with AsyncExitStack() as stack:
             # The sandbox's workers boot in the background while the upstreams connect.
-            self._sandbox = await stack.enter_async_context(Sandbox(self.limits, warm=self._warm))
+            self._sandbox = await stack.enter_async_context(
+                Sandbox(self.limits, warm=self._warm, max_concurrent_runs=self.config.sandbox.max_concurrent_runs)
+            )
             self._pool = await stack.enter_async_context(UpstreamPool(self.config.servers))
             self._rebuild()
             self._registry.log_shadowing()
@@ -89,7 +91,9 @@ class Gateway:
                 )
             except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
                 logger.exception("sandbox failed")
-                outcome = RunResult(None, "", RunError("InternalError", f"the sandbox failed: {type(e).__name__}"), 0)
+                outcome = RunResult(
+                    None, "", RunError("InternalError", f"the sandbox failed: {type(e).__name__}"), 0, 0
+                )
             span.add(calls=outcome.calls)
             if outcome.error is not None:
                 span.add(status="FAILED", errorType=outcome.error.type, errorMessage=outcome.error.message)
@@ -116,7 +120,7 @@ class Gateway:
             max_chars=self.limits.max_output,
             media_keys=media,
         )
-        if len(outcome.output) + _rough_size(outcome.value) <= _SHAPE_ON_LOOP_BYTES:
+        if outcome.size <= _SHAPE_ON_LOOP_BYTES:
             return shape()
         # Serialising and cutting megabytes must not hold up other clients' runs.
         return await anyio.to_thread.run_sync(shape)
@@ -131,21 +135,3 @@ class Gateway:
             async for _ in changes:
                 if self._rebuild():
                     self._changes.publish(None)
-
-
-def _rough_size(value: Any, budget: int = _SHAPE_ON_LOOP_BYTES) -> int:
-    """A lower bound of the value's JSON size, counting no further than ``budget``."""
-    size, stack = 0, [value]
-    while stack and size <= budget:
-        item = stack.pop()
-        if isinstance(item, str):
-            size += len(item) + 2
-        elif isinstance(item, dict):
-            size += 2 + 4 * len(item) + sum(len(k) for k in item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            size += 2 + len(item)
-            stack.extend(item)
-        else:
-            size += 8
-    return size

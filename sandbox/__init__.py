@@ -13,8 +13,8 @@ from sandbox.errors import (
     ToolUnavailable,
     UnknownTool,
 )
-from sandbox.host import Sandbox
 from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
+from sandbox.pool import Sandbox
 
 __all__ = [
     "ALLOWED_MODULES",

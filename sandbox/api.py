@@ -55,6 +55,9 @@ class RunResult:
     output: str
     error: RunError | None
     calls: int
+    size: int = 0
+    """Bytes of the frame the run's result came in (0 when the run failed before one): big results may be
+    worth shaping off the event loop too."""
 
     @property
     def ok(self) -> bool:

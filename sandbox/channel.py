@@ -1,7 +1,9 @@
-"""Length-prefixed JSON frames between host and worker.
+"""Length-prefixed JSON frames between host and worker: one framing for both ends.
 
 A frame is a 4-byte big-endian length and that many bytes of ASCII JSON. Only JSON crosses, never
-pickle, so a hostile worker can at worst send data the host refuses.
+pickle, so a hostile worker can at worst send data the host refuses. `FrameReader` cuts frames out of
+whatever bytes a transport read; the worker's blocking `FdChannel` here and the host's non-blocking
+`SocketChannel` (sandbox/socket_channel.py, kept apart so the zygote never imports anyio) both use it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ HEADER = struct.Struct(">I")
 
 JOB_CAP = 1 << 30
 """A job comes from the trusted host and is bounded by the code it carries; both ends use this cap."""
+
+READ_CHUNK = 1 << 16
+"""Bytes asked of the transport at least, so a small frame usually arrives in one read."""
 
 
 class ProtocolError(Exception):
@@ -33,15 +38,40 @@ def encode(message: Any, max_size: int) -> bytes:
 
 
 def decode(body: bytes) -> Any:
+    """A frame from the trusted host; the host decodes the worker's frames with sandbox/untrusted.py."""
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"malformed message: {exc}") from None
 
 
-def check_size(size: int, max_size: int) -> None:
-    if size > max_size:
-        raise ProtocolError(f"message of {size} bytes exceeds the {max_size} byte cap")
+class FrameReader:
+    """Cuts frame bodies out of a byte stream; it never reads, its owner feeds it what the transport gave."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def missing(self, max_size: int) -> int:
+        """Bytes still to feed before `pop` has a frame; 0 when one is complete. A header announcing more
+        than `max_size` is refused before any of its body is read."""
+        buffer = self._buffer
+        if len(buffer) < HEADER.size:
+            return HEADER.size - len(buffer)
+        (size,) = HEADER.unpack_from(buffer)
+        if size > max_size:
+            raise ProtocolError(f"message of {size} bytes exceeds the {max_size} byte cap")
+        return max(0, HEADER.size + size - len(buffer))
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def pop(self) -> bytes:
+        """The complete frame at the front (call only once `missing` said 0)."""
+        (size,) = HEADER.unpack_from(self._buffer)
+        end = HEADER.size + size
+        body = bytes(self._buffer[HEADER.size : end])
+        del self._buffer[:end]
+        return body
 
 
 class FdChannel:
@@ -51,6 +81,7 @@ class FdChannel:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.max_size = max_size
+        self._reader = FrameReader()
 
     def send(self, message: Any) -> None:
         data = memoryview(encode(message, self.max_size))
@@ -58,16 +89,9 @@ class FdChannel:
             data = data[os.write(self.write_fd, data) :]
 
     def receive(self) -> Any:
-        (size,) = HEADER.unpack(self._read_exactly(HEADER.size))
-        check_size(size, self.max_size)
-        return decode(self._read_exactly(size))
-
-    def _read_exactly(self, size: int) -> bytes:
-        chunks: list[bytes] = []
-        while size:
-            chunk = os.read(self.read_fd, min(size, 1 << 20))
+        while missing := self._reader.missing(self.max_size):
+            chunk = os.read(self.read_fd, max(missing, READ_CHUNK))
             if not chunk:
                 raise EOFError("channel closed")
-            chunks.append(chunk)
-            size -= len(chunk)
-        return b"".join(chunks)
+            self._reader.feed(chunk)
+        return decode(self._reader.pop())

@@ -54,3 +54,12 @@ def assert_no_leak(*texts: Any) -> None:
     blob = " ".join(repr(t) for t in texts)
     for secret in FORBIDDEN_TEXT:
         assert secret not in blob, f"leaked {secret!r}: {blob[:500]}"
+
+
+@pytest.fixture
+async def hostile() -> AsyncIterator[Sandbox]:
+    """A Sandbox whose workers run unrestricted code, as if the language layer were bypassed."""
+    from tests.sandbox.hostile_worker import hostile_sandbox
+
+    async with hostile_sandbox(warm=1) as box:
+        yield box

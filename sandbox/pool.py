@@ -1,0 +1,243 @@
+"""The host side: an async Sandbox that runs each snippet in its own fresh, confined worker.
+
+Workers are forked by a fork-server (sandbox/zygote.py), which the host starts once and restarts
+should it die; the host keeps `warm` forked, already confined workers ready, so a run only sends its
+job. Only JSON crosses between processes, never pickle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import ObjectSendStream, TaskGroup
+
+from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.channel import ProtocolError
+from sandbox.confine import compile_filter
+from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
+from sandbox.messages import is_ready, job_frame
+from sandbox.run import Run
+from sandbox.untrusted import decode_untrusted
+
+__all__ = ["Sandbox"]
+
+_READY_CAP = 64
+
+
+def _confinement(limits: Limits) -> tuple[int, float]:
+    """The limits a worker is confined with while idle, before its job arrives; other limits need their own fork."""
+    return limits.memory_mb, limits.cpu_seconds or limits.timeout
+
+
+class Sandbox:
+    """Runs snippets, one fresh confined worker process per run, with `warm` workers kept ready.
+
+    At most `max_concurrent_runs` runs (default: twice the CPU count) execute at once, each in a worker of
+    up to memory_mb; more wait for a slot in arrival order. One that waits longer than `queue_timeout`
+    seconds (default: its own `timeout`) is not started and ends with a BusyError; its timeout is counted
+    only once it runs.
+    """
+
+    def __init__(
+        self,
+        limits: Limits = Limits(),  # noqa: B008 (frozen, immutable)
+        *,
+        warm: int = 2,
+        max_concurrent_runs: int | None = None,
+        queue_timeout: float | None = None,
+    ) -> None:
+        if max_concurrent_runs is not None and max_concurrent_runs < 1:
+            raise ValueError(f"sandbox.max_concurrent_runs must be at least 1, not {max_concurrent_runs}")
+        self.limits = limits
+        self.max_concurrent_runs = max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        self.queue_timeout = queue_timeout
+        self._slots = anyio.Semaphore(self.max_concurrent_runs, fast_acquire=True)
+        self._warm = max(0, warm)
+        self._forks = ForkServer(compile_filter().hex())
+        self._pool_key = _confinement(limits)
+        self._task_group: TaskGroup | None = None
+        self._ready_send, self._ready_receive = anyio.create_memory_object_stream[Worker | SpawnFailure](math.inf)
+        self._live: set[Worker] = set()
+        self._closing = False
+        self._refills = 0
+        self._refill_wanted = anyio.Event()
+
+    async def __aenter__(self) -> Sandbox:
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        task_group.start_soon(self._forks.run)
+        task_group.start_soon(self._refill)
+        for _ in range(self._warm):
+            task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task_group is not None
+        self._closing = True
+        self._refill_wanted.set()
+        for worker in list(self._live):
+            worker.discard()
+        await self._forks.stop()
+        try:
+            await self._task_group.__aexit__(None, None, None)
+        finally:
+            self._task_group = None
+            self._ready_send.close()
+            self._ready_receive.close()
+
+    async def _refill(self) -> None:
+        """Replace the pool workers runs took, once they asked (`_replace`): starting a task costs a run
+        a few hundred microseconds it should not wait for, so it happens after the run has returned."""
+        while True:
+            await self._refill_wanted.wait()
+            if self._closing or self._task_group is None:
+                return
+            self._refill_wanted = anyio.Event()
+            count, self._refills = self._refills, 0
+            for _ in range(count):
+                self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
+
+    def _replace(self) -> None:
+        self._refills += 1
+        self._refill_wanted.set()
+
+    async def _own_worker(self, deliver: ObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
+        """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
+
+        A worker lost with the zygote before it was ready is replaced, once the zygote is back.
+        """
+        while True:
+            item = await self._forks.fork(*key)
+            if isinstance(item, SpawnFailure):
+                self._offer(deliver, item)
+                return
+            worker = item
+            self._live.add(worker)
+            try:
+                if await self._greet(worker, deliver):
+                    await worker.wait()
+                    return
+            finally:
+                if not worker.taken:  # else the run that took it discards it once it has read all it sent
+                    worker.discard()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT):
+                    await worker.wait()
+                self._live.discard(worker)
+            if not worker.lost or self._closing:
+                self._offer(
+                    deliver, SpawnFailure(f"a sandbox worker failed to start (exit status {worker.returncode})")
+                )
+                return
+
+    async def _greet(self, worker: Worker, deliver: ObjectSendStream[Worker | SpawnFailure]) -> bool:
+        """Whether the worker said ready and was handed on."""
+        if self._closing:
+            return False
+        ready: Any = None
+        with anyio.move_on_after(START_TIMEOUT):
+            try:
+                ready = decode_untrusted(await worker.channel.receive_frame(_READY_CAP))
+            except (*GONE, ProtocolError):
+                pass
+        if is_ready(ready):
+            if not self._offer(deliver, worker):
+                worker.discard()
+            return True
+        return False
+
+    def _offer(self, deliver: ObjectSendStream[Worker | SpawnFailure], item: Worker | SpawnFailure) -> bool:
+        if self._closing:
+            return False
+        try:
+            deliver.send_nowait(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock):
+            return False  # the run that asked for this worker was cancelled
+        return True
+
+    async def _acquire(self, key: tuple[int, float]) -> tuple[Worker | SpawnFailure, bool]:
+        """A ready worker, and whether its replacement is still to be started.
+
+        Each pool worker taken is replaced. With one ready the replacement waits until the run is over, so
+        the fork never lands on a run's critical path; with none ready it starts at once, so a burst forks
+        as many workers as it needs. A run with other confinement limits gets a worker of its own.
+        """
+        if self._task_group is None or self._closing:
+            raise RuntimeError("Sandbox.run() needs an entered sandbox: `async with Sandbox() as sandbox:`")
+        if key != self._pool_key:
+            deliver, receive = anyio.create_memory_object_stream[Worker | SpawnFailure](1)
+            with deliver, receive:
+                self._task_group.start_soon(self._own_worker, deliver, key)
+                return await receive.receive(), False
+        while True:
+            deferred = self._ready_receive.statistics().current_buffer_used > 0
+            if not deferred:
+                self._task_group.start_soon(self._own_worker, self._ready_send, key)
+            try:
+                # A ready worker is taken at once: no trip round the event loop on a run's critical path.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                item = self._ready_receive.receive_nowait()
+            except anyio.WouldBlock:
+                item = await self._ready_receive.receive()
+            if isinstance(item, SpawnFailure) or item.running:
+                return item, deferred
+            if deferred:
+                self._task_group.start_soon(self._own_worker, self._ready_send, key)
+
+    async def run(
+        self,
+        code: str,
+        *,
+        packs: Mapping[str, Collection[str]],
+        on_call: OnCall,
+        limits: Limits | None = None,
+    ) -> RunResult:
+        """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error."""
+        limits = limits or self.limits
+        frame = job_frame(code, packs, limits)
+        if not await self._take_slot(limits):
+            wait = float(limits.timeout if self.queue_timeout is None else self.queue_timeout)
+            busy = (
+                f"the sandbox is busy: {self.max_concurrent_runs} runs are running (sandbox.max_concurrent_runs) "
+                f"and none ended within {wait} s; this run was not started, try again shortly"
+            )
+            return RunResult(None, "", RunError("BusyError", busy), 0)
+        try:
+            return await self._run_in_worker(frame, limits, on_call)
+        finally:
+            self._slots.release()
+
+    async def _take_slot(self, limits: Limits) -> bool:
+        with contextlib.suppress(anyio.WouldBlock):
+            self._slots.acquire_nowait()  # no trip round the event loop while a slot is free
+            return True
+        with anyio.move_on_after(limits.timeout if self.queue_timeout is None else self.queue_timeout):
+            await self._slots.acquire()
+            return True
+        return False
+
+    async def _run_in_worker(self, frame: bytes, limits: Limits, on_call: OnCall) -> RunResult:
+        # A worker lost with the zygote before the snippet made any pack call had no effect outside
+        # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
+        retries = 1
+        while True:
+            item, deferred = await self._acquire(_confinement(limits))
+            if isinstance(item, SpawnFailure):
+                return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
+            item.taken = True
+            run = Run(item, limits, on_call)
+            try:
+                result = await run.drive(frame)
+            finally:
+                item.discard()
+                if deferred and self._task_group is not None and not self._closing:
+                    self._replace()
+            if not (item.lost and run.calls == 0 and retries):
+                return result
+            retries -= 1

@@ -1,0 +1,167 @@
+"""The host's half of one run: send the job, answer the worker's pack calls, read how the run ended.
+
+The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one in a thread,
+within the run's deadline) and checked once by sandbox/messages.py; the calls it may have waiting and
+the bytes the host holds for them are capped, and a run past a cap ends with a LimitError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
+
+from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.channel import ProtocolError
+from sandbox.errors import TOOL_ERRORS
+from sandbox.forkserver import GONE, Worker
+from sandbox.messages import REPLY_ENVELOPE, Call, Done, parse, reply_frame
+from sandbox.untrusted import decode_untrusted
+
+__all__ = ["MAX_IN_FLIGHT", "OFFLOAD_SIZE", "Run"]
+
+MAX_IN_FLIGHT = 16
+"""Pack calls a worker may have waiting for replies. A snippet makes one at a time; the rest is headroom
+for parallel calls. A worker that pipelines more is not a snippet."""
+HELD_MESSAGES = 4
+"""The bytes of calls waiting and of replies not yet taken by the worker are capped at this many full
+messages (sandbox.max_message): one call with its reply fits twice over."""
+OFFLOAD_SIZE = 256 * 1024
+"""Frames larger than this are decoded in a thread, so one run's big result does not stall the others."""
+
+
+class Run:
+    """The host's half of one run: answer pack calls in child tasks until the worker reports, dies or times out."""
+
+    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall) -> None:
+        self.worker = worker
+        self.limits = limits
+        self.on_call = on_call
+        self.calls = 0
+        self._in_flight = 0
+        self._held = 0
+        self._max_held = HELD_MESSAGES * (limits.max_message + REPLY_ENVELOPE)
+        self._answering: TaskGroup | None = None
+        self._overflow: RunResult | None = None
+        """Set by a reply that took the held bytes past their cap; the run ends with it."""
+
+    async def drive(self, job: bytes) -> RunResult:
+        """`job` is the encoded job frame."""
+        result: RunResult | None = None
+        with anyio.move_on_after(self.limits.timeout):
+            # Most runs make no pack call: the task group that answers calls starts with the first one.
+            first = await self._serve(job, None)
+            if isinstance(first, RunResult):
+                result = first
+            else:
+                async with anyio.create_task_group() as task_group:
+                    self._answering = task_group
+                    task_group.start_soon(self._answer, *first)
+                    result = await self._serve(None, task_group)
+                    task_group.cancel_scope.cancel()
+        if self._overflow is not None:
+            return self._overflow
+        if result is None:  # the caller discards the worker
+            timeout = float(self.limits.timeout)
+            return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
+        return result
+
+    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | tuple[Call, int]:
+        """Send `job` if given, then read until the end; without a task group, a pack call within the
+        caps is returned with its frame size, for the caller to answer once it has one."""
+        cap = self.limits.max_message + REPLY_ENVELOPE
+        try:
+            if job is not None:
+                await self.worker.channel.send_frame(job)
+            while True:
+                body = await self.worker.channel.receive_frame(cap)
+                if len(body) > OFFLOAD_SIZE:
+                    decoded = await anyio.to_thread.run_sync(decode_untrusted, body, abandon_on_cancel=True)
+                else:
+                    decoded = decode_untrusted(body)
+                message = parse(decoded, self.limits)
+                if isinstance(message, Done):
+                    return self._finish(message, len(body))
+                refused = self._refuse(len(body))
+                if refused is not None:
+                    return refused
+                self._in_flight += 1
+                self._held += len(body)
+                if task_group is None:
+                    return message, len(body)
+                task_group.start_soon(self._answer, message, len(body))
+        except ProtocolError as exc:
+            return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
+        except GONE:
+            return await self._crashed()
+
+    def _refuse(self, size: int) -> RunResult | None:
+        """The end of the run if one more call of `size` bytes is past a cap."""
+        self.calls += 1
+        if self.calls > self.limits.max_calls:
+            return self._failed(
+                "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
+            )
+        if self._in_flight >= MAX_IN_FLIGHT:
+            return self._failed(
+                "LimitError", f"the worker sent more than {MAX_IN_FLIGHT} pack calls without waiting for their replies"
+            )
+        if self._held + size > self._max_held:
+            return self._overflowed()
+        return None
+
+    def _overflowed(self) -> RunResult:
+        return self._failed(
+            "LimitError",
+            f"pack calls and their replies held more than {self._max_held} bytes at once "
+            f"({HELD_MESSAGES} x sandbox.max_message)",
+        )
+
+    async def _answer(self, call: Call, size: int) -> None:
+        frame = b""
+        try:
+            if call.refusal is not None:
+                frame = reply_frame(call, error=call.refusal, kind="UnknownTool", limits=self.limits)
+            else:
+                frame = await self._reply(call)
+            self._held += len(frame)
+            if self._held > self._max_held:
+                self._overflow = self._overflowed()
+                assert self._answering is not None
+                self._answering.cancel_scope.cancel()
+                return
+            with contextlib.suppress(*GONE):  # the worker died; _serve notices and reports it
+                await self.worker.channel.send_frame(frame)
+        finally:
+            self._in_flight -= 1
+            self._held -= size + len(frame)
+
+    async def _reply(self, call: Call) -> bytes:
+        try:
+            value = await self.on_call(call.pack, call.tool, call.args, call.kwargs)
+        except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
+            kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
+            return reply_frame(call, error=str(exc) or type(exc).__name__, kind=kind, limits=self.limits)
+        return reply_frame(call, value, limits=self.limits)
+
+    async def _crashed(self) -> RunResult:
+        with anyio.move_on_after(1.0):
+            await self.worker.wait()
+        if self.worker.lost:
+            return self._failed("WorkerCrashed", "the sandbox fork-server died during the run; it is being restarted")
+        code = self.worker.returncode
+        if code == -signal.SIGXCPU:
+            cpu = self.limits.cpu_seconds or self.limits.timeout
+            return self._failed("TimeoutError", f"run exceeded its {float(cpu)} s CPU time limit (sandbox.cpu_seconds)")
+        if code is not None and code < 0:
+            return self._failed("WorkerCrashed", f"the worker died with signal {signal.Signals(-code).name}")
+        return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
+
+    def _finish(self, done: Done, size: int) -> RunResult:
+        return RunResult(done.value, done.output, done.error, self.calls, size)
+
+    def _failed(self, kind: str, message: str) -> RunResult:
+        return RunResult(None, "", RunError(kind, message), self.calls)
