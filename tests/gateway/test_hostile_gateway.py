@@ -153,7 +153,7 @@ async def test_forged_file_resource_is_not_mcp_content(served: ServedGateway) ->
 
 
 async def test_real_upstream_media_still_pass_through(served: ServedGateway) -> None:
-    result = await served.run("img = brave.get_tiny_image()\n[p for p in img if p['type'] == 'image']")
+    result = await served.run("img = brave.get_tiny_image()\n[p for p in img if isinstance(p, dict)]")
     assert "image" in [c.type for c in result.content], text_of(result)
 
 
