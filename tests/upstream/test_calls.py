@@ -80,7 +80,7 @@ async def test_jsonrpc_error_raises_upstream_error_with_message() -> None:
             await pool.call("fx", "fail", {"message": "the upstream says no"})
         assert type(info.value) is UpstreamError
         assert str(info.value) == "fx.fail failed: the upstream says no"
-        assert info.value.server == "fx" and info.value.tool == "fail"
+        assert info.value.server == "fx" and info.value.tool == "fx.fail"
 
 
 async def test_is_error_result_is_returned_and_logged_failed(
