@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from onetool.inspect.text import one_line
+
 __all__ = ["DEFAULT_MAX_DESCRIPTION_LEN", "compress"]
 
 DEFAULT_MAX_DESCRIPTION_LEN = 80
@@ -41,7 +43,6 @@ _MAX_LITERAL_CHARS = 40
 _MAX_MEMBERS = 20
 _ELIDED = "..."
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_SPACE = re.compile(r"\s+")
 _PRIMITIVES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "null": "null"}
 
 
@@ -204,7 +205,7 @@ class _Compressor:
 
 def _ref_name(ref: str) -> str:
     tail = ref.rstrip("/").rsplit("/", 1)[-1]
-    return _SPACE.sub("", unquote(tail))[:64] or "any"
+    return one_line(unquote(tail), 64).replace(" ", "") or "any"
 
 
 def _literals(values: list[Any]) -> list[str]:
@@ -250,5 +251,4 @@ def _json_pieces(value: Any) -> Iterator[str]:
 
 def _comment(text: str, limit: int) -> str:
     """One line of ``text`` that cannot close the comment it sits in, cut at ``limit`` characters."""
-    line = _SPACE.sub(" ", text[: limit * 4 + 16]).strip().replace("*/", "*\\/")
-    return line if len(line) <= limit else line[:limit].rstrip() + _ELIDED
+    return one_line(text, limit).replace("*/", "*\\/")
