@@ -36,7 +36,7 @@ __all__ = ["DEFAULT_MAX_DESCRIPTION_LEN", "compress"]
 DEFAULT_MAX_DESCRIPTION_LEN = 80
 """Property descriptions kept by default: the first sentence or two of a typical upstream description."""
 
-_MAX_DEPTH = 8
+_MAX_DEPTH = 12
 _MAX_NODES = 2_000
 _MAX_CHARS = 8_000
 _MAX_LITERAL_CHARS = 40
@@ -183,7 +183,8 @@ class _Compressor:
             return name
         self._expanding.append(ref)
         try:
-            return self.type_of(target, depth + 1)
+            # A reference is no level of nesting: the cycle check and the node cap bound chains of them.
+            return self.type_of(target, depth)
         finally:
             self._expanding.pop()
 
