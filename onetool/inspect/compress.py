@@ -43,7 +43,7 @@ _MAX_LITERAL_CHARS = 40
 _MAX_MEMBERS = 20
 _ELIDED = "..."
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_PRIMITIVES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "null": "null"}
+_PRIMITIVES = frozenset({"string", "integer", "number", "boolean", "null"})
 
 
 def compress(
@@ -132,7 +132,7 @@ class _Compressor:
             return self._object(schema, depth)
         if kind == "array":
             return self._array(schema, depth)
-        return _PRIMITIVES.get(kind, "any")
+        return kind if kind in _PRIMITIVES else "any"
 
     def _array(self, schema: Mapping[str, Any], depth: int) -> str:
         items = schema.get("prefixItems", schema.get("items"))
@@ -149,8 +149,8 @@ class _Compressor:
             if isinstance(extra, Mapping) or extra is True:
                 return f"Record<string, {self.type_of(extra, depth + 1)}>"
             return "{}" if extra is False else "object"
-        required = schema.get("required")
-        required = set(required) if isinstance(required, list) else set()
+        listed = schema.get("required")
+        required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
         fields: list[str] = []
         for name, prop in props.items():
             if self._nodes_left <= 0:

@@ -161,6 +161,13 @@ def test_odd_property_names_are_quoted() -> None:
     )
 
 
+def test_malformed_schemas_degrade_to_any() -> None:
+    schema = {"type": "object", "properties": {"a": 5, "b": {"type": 7}, "c": STR}, "required": [{}, ["a"], "c"]}
+    assert compress(schema) == "{a?: any, b?: any, c: string}"
+    assert compress({"type": "array", "items": {"$ref": 5}}) == "any[]"
+    assert compress({"type": ["string", {"x": 1}]}) == "any"
+
+
 def test_depth_cap() -> None:
     schema: dict[str, Any] = STR
     for _ in range(30):
