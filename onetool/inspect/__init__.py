@@ -1,0 +1,33 @@
+"""The inspect/exec face's pure parts: compressed schemas, TOON results, the ``inspect`` description."""
+
+from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
+from onetool.inspect.describe import (
+    HIDDEN_STATES,
+    INSTRUCTIONS_MAX_CHARS,
+    InspectServer,
+    InspectTool,
+    ServerLike,
+    ToolLike,
+    closest,
+    describe_inspect,
+    inspect_schemas,
+)
+from onetool.inspect.toon import DEFAULT_MAX_CHARS, cut, data_result, exec_result
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_DESCRIPTION_LEN",
+    "HIDDEN_STATES",
+    "INSTRUCTIONS_MAX_CHARS",
+    "InspectServer",
+    "InspectTool",
+    "ServerLike",
+    "ToolLike",
+    "closest",
+    "compress",
+    "cut",
+    "data_result",
+    "describe_inspect",
+    "exec_result",
+    "inspect_schemas",
+]

@@ -1,0 +1,190 @@
+"""What ``inspect`` tells the model: its own description (every server and tool), and tool schemas on request.
+
+The input is plain data (:class:`InspectServer`, :class:`InspectTool`, or anything shaped like them), so this
+module knows nothing of the registry or the pool. Quarantined, disabled and failed servers are invisible; the
+failed ones are named in one closing line so the model knows they exist but cannot be used now.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
+from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
+from onetool.inspect.text import one_line
+
+__all__ = [
+    "HIDDEN_STATES",
+    "INSTRUCTIONS_MAX_CHARS",
+    "InspectServer",
+    "InspectTool",
+    "ServerLike",
+    "ToolLike",
+    "closest",
+    "describe_inspect",
+    "inspect_schemas",
+]
+
+INSTRUCTIONS_MAX_CHARS = 300
+HIDDEN_STATES = frozenset({"quarantined", "disabled", "failed"})
+_SHOWN_STATES = frozenset({"connected"})
+"""States listed without a note; any other visible state (connecting, disconnected) is shown in brackets."""
+_SUGGEST_MAX_NAME = 64
+"""difflib costs time quadratic in the name; a longer name is no typo of a real one."""
+_MAX_NAME = 128
+"""MCP names are at most 128 characters; a longer one is cut rather than let fill the description."""
+_MAX_SUMMARY = 160
+
+INTRO = """\
+Inspect the tools of the MCP servers below, then call one with exec(server_name, tool_name, arguments).
+inspect(server_name) returns the name, description and argument types of every tool of that server; \
+inspect(server_name, tool_name) returns one tool's. Types are TypeScript-style: \
+{name: string, limit?: integer = 10 /* description */} (? marks an optional argument, = its default)."""
+
+
+class ToolLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def summary(self) -> str:
+        """One line: the description's first sentence."""
+
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_schema(self) -> Mapping[str, Any]: ...
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None: ...
+
+
+class ServerLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def instructions(self) -> str | None: ...
+    @property
+    def status(self) -> str:
+        """``connected`` for a usable server or local pack; ``failed``, ``disabled``, ``quarantined`` hide it."""
+
+    @property
+    def tools(self) -> Sequence[ToolLike]: ...
+
+
+@dataclass(frozen=True)
+class InspectTool:
+    name: str
+    summary: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    output_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class InspectServer:
+    name: str
+    tools: Sequence[ToolLike]
+    instructions: str | None = None
+    status: str = "connected"
+
+
+def describe_inspect(servers: Iterable[ServerLike]) -> str:
+    """The ``inspect`` tool's description: one line per server, then one line per tool of it."""
+    servers = list(servers)
+    lines = [INTRO, "", "Available tools:"]
+    visible = [s for s in servers if s.status not in HIDDEN_STATES]
+    for server in visible:
+        line = f"  Server: {one_line(server.name, _MAX_NAME)}"
+        if server.status not in _SHOWN_STATES:
+            line += f" [{one_line(server.status, 40)}]"
+        if server.instructions and server.instructions.strip():
+            line += f" - {one_line(server.instructions, INSTRUCTIONS_MAX_CHARS)}"
+        lines.append(line)
+        for tool in server.tools:
+            name, summary = one_line(tool.name, _MAX_NAME), one_line(tool.summary, _MAX_SUMMARY)
+            lines.append(f"    - {name}: {summary}" if summary else f"    - {name}")
+    if not visible:
+        lines.append("  (no servers are available)")
+    failed = [one_line(s.name, _MAX_NAME) for s in servers if s.status == "failed"]
+    if failed:
+        lines.append(f"Unavailable (failed to connect): {', '.join(failed)}")
+    return "\n".join(lines)
+
+
+def inspect_schemas(
+    servers: Iterable[ServerLike],
+    server: str,
+    tool: str | None = None,
+    *,
+    compression: bool = True,
+    max_description_len: int = DEFAULT_MAX_DESCRIPTION_LEN,
+) -> dict[str, Any]:
+    """What ``inspect(server)`` or ``inspect(server, tool)`` returns.
+
+    A tool is ``{name, description, input, output}``: ``input`` and ``output`` are compressed types (``output``
+    None when the tool declares no output schema), or with ``compression=False`` the raw JSON schemas under
+    ``inputSchema`` and ``outputSchema``. Unknown names raise UnknownPack / UnknownTool with the closest names;
+    a failed server raises UpstreamUnavailable.
+    """
+    found = _server(list(servers), server)
+    if tool is None:
+        return {"server": found.name, "tools": [_schema(t, compression, max_description_len) for t in found.tools]}
+    by_name = {t.name: t for t in found.tools}
+    hit = by_name.get(tool)
+    if hit is None:
+        names = list(by_name)
+        raise UnknownTool(
+            f"server '{found.name}' has no tool '{_shown(tool)}'.{_did_you_mean(tool, names)} "
+            f"Its tools: {', '.join(names) or 'none'}"
+        )
+    return _schema(hit, compression, max_description_len)
+
+
+def closest(name: str, names: Iterable[str]) -> list[str]:
+    """Up to three of ``names`` that ``name`` may be a typo of, best first; none for a name over 64 characters."""
+    if len(name) > _SUGGEST_MAX_NAME:
+        return []
+    return difflib.get_close_matches(name, [n for n in names if len(n) <= _SUGGEST_MAX_NAME], n=3, cutoff=0.5)
+
+
+def _server(servers: list[ServerLike], name: str) -> ServerLike:
+    for s in servers:
+        if s.name == name and s.status == "failed":
+            # The stock advice points at proxy.list_servers(), which only run(code) has.
+            raise UpstreamUnavailable(
+                s.name, "it failed to connect; OneTool keeps retrying, try again later", retrying=False
+            )
+        if s.name == name and s.status not in HIDDEN_STATES:
+            return s
+    names = [s.name for s in servers if s.status not in HIDDEN_STATES]
+    raise UnknownPack(
+        f"unknown server '{_shown(name)}'.{_did_you_mean(name, names)} Available servers: {', '.join(names) or 'none'}"
+    )
+
+
+def _schema(tool: ToolLike, compression: bool, max_description_len: int) -> dict[str, Any]:
+    if not compression:
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": dict(tool.input_schema),
+            "outputSchema": dict(tool.output_schema) if tool.output_schema is not None else None,
+        }
+    output = tool.output_schema
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input": compress(tool.input_schema, max_description_len=max_description_len),
+        "output": compress(output, max_description_len=max_description_len) if output is not None else None,
+    }
+
+
+def _did_you_mean(name: str, names: Iterable[str]) -> str:
+    close = closest(name, names)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= _SUGGEST_MAX_NAME else name[:_SUGGEST_MAX_NAME] + "..."
