@@ -13,8 +13,7 @@ install: $(VENV)/.installed $(NODE_SERVERS)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# compat: a plain .pth to this folder; the default finder warns about same-named folders on every install.
-	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 $(NODE_SERVERS): tests/package.json tests/package-lock.json
