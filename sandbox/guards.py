@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import builtins
 import collections
-import importlib
 import operator
-import string
-import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import BuiltinMethodType, CodeType, FrameType, FunctionType, MethodType, ModuleType, TracebackType
 from typing import Any
 
@@ -31,13 +28,12 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from sandbox.errors import SNIPPET_ERRORS, PolicyError
-from sandbox.exports import EXPORTS
+from sandbox.formatting import SafeFormats
+from sandbox.modules import NAMESPACES, guarded_import
 from sandbox.policy import (
     ALLOWED_DUNDER_METHODS,
     FILENAME,
-    import_message,
     internals_message,
-    missing_name_message,
     private_name_message,
 )
 
@@ -69,58 +65,8 @@ def check_attribute(obj: Any, name: Any) -> str:
     return name
 
 
-class _SafeFormatter(string.Formatter):
-    """str.format whose '{0.attr}' / '{0[key]}' fields go through the same guards as code does."""
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        first, rest = _field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attribute, key in rest:
-            obj = guarded_getattr(obj, key) if is_attribute else obj[key]
-        return obj, first
-
-
-_FieldSplit = Callable[[str], tuple[Any, Iterable[tuple[bool, Any]]]]
-_field_name_split: _FieldSplit = __import__("_string").formatter_field_name_split
-_FORMATTER = _SafeFormatter()
-
-
-def _format_method(template: str) -> Callable[..., str]:
-    def format(*args: Any, **kwargs: Any) -> str:
-        return _FORMATTER.vformat(template, args, kwargs)
-
-    return format
-
-
-def _format_map_method(template: str) -> Callable[[Mapping[str, Any]], str]:
-    def format_map(mapping: Mapping[str, Any]) -> str:
-        return _FORMATTER.vformat(template, (), mapping)
-
-    return format_map
-
-
-def _unbound_format(template: str, /, *args: Any, **kwargs: Any) -> str:
-    return _FORMATTER.vformat(template, args, kwargs)
-
-
-def _unbound_format_map(template: str, mapping: Mapping[str, Any], /) -> str:
-    return _FORMATTER.vformat(template, (), mapping)
-
-
-_BOUND_FORMATS = {"format": _format_method, "format_map": _format_map_method}
-_UNBOUND_FORMATS: dict[Any, Callable[..., str]] = {str.format: _unbound_format, str.format_map: _unbound_format_map}
-
-
-def _defuse_format(value: Any) -> Any:
-    """The real str.format reads '{0.attr}' fields with no guard; hand out ours instead, however reached."""
-    if type(value) is BuiltinMethodType:
-        # Bound to a str (or str subclass) instance: ''.format, S('').format, super(S, s).format.
-        if value.__name__ in _BOUND_FORMATS and isinstance(value.__self__, str):
-            return _BOUND_FORMATS[value.__name__](value.__self__)
-    elif type(value) is type(str.format):
-        # The method descriptor, from str, type(''), a str subclass or super(S, S).
-        return _UNBOUND_FORMATS.get(value, value)
-    return value
+# Late-bound: guarded_getattr is defined below, and the formatter's fields must go through it.
+_FORMATS = SafeFormats(lambda obj, name: guarded_getattr(obj, name))
 
 
 def snippet_made(value: Any) -> bool:
@@ -181,7 +127,7 @@ def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
         return default
     if isinstance(obj, BaseException):
         return _carried(obj, value)
-    return _defuse_format(value)
+    return _FORMATS.defuse(value)
 
 
 def guarded_hasattr(obj: Any, name: Any) -> bool:
@@ -287,49 +233,6 @@ def augmented_attribute(obj: Any, name: str, op: str, value: Any) -> None:
 
 def apply(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return func(*args, **kwargs)
-
-
-class ModuleNamespace:
-    """The allowed names of an allowed module, never the module itself (`json.codecs` leads to `os`)."""
-
-    def __init__(self, name: str, attributes: Mapping[str, Any]) -> None:
-        self.__dict__.update(attributes)
-        object.__setattr__(self, "_name", name)
-
-    def __repr__(self) -> str:
-        return f"<module '{self._name}' (sandboxed)>"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise PolicyError(f"module '{self._name}' is read-only")
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(missing_name_message(self._name, name))
-
-
-def _namespace(name: str) -> ModuleNamespace:
-    module = importlib.import_module(name)
-    attributes = {attribute: getattr(module, attribute) for attribute in EXPORTS[name]}
-    assert not any(isinstance(value, ModuleType) for value in attributes.values()), name
-    return ModuleNamespace(name, attributes)
-
-
-NAMESPACES: dict[str, ModuleNamespace] = {name: _namespace(name) for name in EXPORTS}
-
-# Modules the allowed ones import lazily inside functions; after confinement no file can be opened, so
-# they are loaded now (Counter.most_common -> heapq, datetime.strptime -> _strptime, copy for deepcopy).
-for _lazy in ("heapq", "_strptime", "copy", "bisect", "fractions", "decimal", "encodings.idna"):
-    importlib.import_module(_lazy)
-
-
-def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-    if level == 0 and name in NAMESPACES:
-        return NAMESPACES[name]
-    if type(fromlist) is list and name in sys.modules:
-        # C's PyImport_Import (datetime.strptime loading _strptime) calls the running frame's __import__ with
-        # a list, then reads sys.modules itself: nothing returned here reaches the snippet, which cannot make
-        # this call (its import statements pass None or a tuple, and it cannot name __import__).
-        return None
-    raise PolicyError(import_message(name))
 
 
 class _TypeMeta(type):

@@ -33,8 +33,9 @@ from types import (
 from typing import Any
 
 from sandbox.exports import EXPORTS
-from sandbox.guards import ModuleNamespace, guarded_getattr, make_builtins, snippet_made
+from sandbox.guards import guarded_getattr, make_builtins, snippet_made
 from sandbox.jsonable import safe_repr
+from sandbox.modules import ModuleNamespace
 
 _FOOTHOLDS = (
     ModuleType,
