@@ -1,4 +1,4 @@
-"""onetool.yaml -> validated, strict pydantic models.
+"""onetool.yaml (or a client's ``mcpServers`` JSON) -> validated, strict pydantic models.
 
 Every problem (unreadable file, bad YAML, unknown key, wrong type, unset
 ``${VAR}``, a name clash after sanitising) raises one :class:`ConfigError`
@@ -8,16 +8,20 @@ values (env values, header values, tokens) never appear in those messages.
 
 from __future__ import annotations
 
+import json
 import keyword
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from onetool.clients import MCP_SERVERS, Converted, Loc, convert
 from onetool.errors import ConfigError
+from onetool.logs import logger
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
@@ -140,39 +144,74 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
 
 
 def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None) -> Config:
-    """Load and validate a config file; ``None`` gives the empty config."""
+    """Load and validate a config file; ``None`` gives the empty config.
+
+    A client's config (Claude Desktop, ``.mcp.json``, Cursor: servers under ``mcpServers``) is read as it is;
+    the client settings it drops are logged as warnings.
+    """
     if path is None:
         return Config()
     path = Path(path)
+    raw = read_config_file(path)
+    where: Callable[[Loc], Loc] = _as_is
+    if MCP_SERVERS in raw:
+        converted = from_client_config(raw, path)
+        for dropped in converted.dropped:
+            logger.warning("{}: ignoring {}", path, dropped)
+        raw, where = converted.raw, converted.where
+    raw = _expand(raw, environ if environ is not None else dict(os.environ), path, (), where)
+    return _resolve_paths(validate(raw, path, where), path)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML or JSON (``*.json``) file, ``${VAR}`` references unexpanded."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config file: {e.strerror or e}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{path}: invalid YAML{at}: {problem}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            raw = json.loads(text) if text.strip() else None
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: invalid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+    else:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(e, "problem", None) or str(e)
+            raise ConfigError(f"{path}: invalid YAML{at}: {problem}") from None
     if raw is None:
-        raw = {}
+        return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-    raw = _expand(raw, environ if environ is not None else dict(os.environ), path, ())
+    return raw
+
+
+def from_client_config(raw: dict[str, Any], path: Path) -> Converted:
+    """A client's ``mcpServers`` file in OneTool's layout; OneTool's own sections next to it are kept."""
+    return convert(raw, path, settings=[name for name in Config.model_fields if name not in ("servers", "path")])
+
+
+def validate(raw: dict[str, Any], path: Path, where: Callable[[Loc], Loc] | None = None) -> Config:
+    """``raw`` (already expanded) as a Config; errors name the key as the file spells it (``where``)."""
     try:
-        config = Config.model_validate(raw)
+        return Config.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(_describe(path, e)) from None
-    return _resolve_paths(config, path)
+        raise ConfigError(_describe(path, e, where or _as_is)) from None
 
 
-def _expand(value: Any, environ: dict[str, str], path: Path, at: tuple[str | int, ...]) -> Any:
+def _as_is(loc: Loc) -> Loc:
+    return loc
+
+
+def _expand(value: Any, environ: dict[str, str], path: Path, at: Loc, where: Callable[[Loc], Loc]) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${VAR}`` stays literal."""
     if isinstance(value, dict):
-        return {k: _expand(v, environ, path, (*at, str(k))) for k, v in value.items()}
+        return {k: _expand(v, environ, path, (*at, str(k)), where) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, environ, path, (*at, i)) for i, v in enumerate(value)]
+        return [_expand(v, environ, path, (*at, i), where) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
 
@@ -185,16 +224,17 @@ def _expand(value: Any, environ: dict[str, str], path: Path, at: tuple[str | int
         if default is not None:
             return default
         raise ConfigError(
-            f"{path}: {_dotted(at)}: environment variable {var} is not set (set it, or write ${{{var}:-default}})"
+            f"{path}: {_dotted(where(at))}: environment variable {var} is not set "
+            f"(set it, or write ${{{var}:-default}})"
         )
 
     return _VAR.sub(sub, value)
 
 
-def _describe(path: Path, error: ValidationError) -> str:
+def _describe(path: Path, error: ValidationError, where: Callable[[Loc], Loc]) -> str:
     lines = []
     for err in error.errors(include_input=False, include_url=False):
-        loc = _dotted(err["loc"]) or "(top level)"
+        loc = _dotted(where(err["loc"])) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown key (allowed here: {', '.join(_allowed_keys(err['loc']))})"

@@ -127,7 +127,7 @@ class Gateway:
 
     def _rebuild(self) -> bool:
         self._registry = Registry.build(self._local, self._pool)
-        old, self._description = self._description, describe_run(self._registry)
+        old, self._description = self._description, describe_run(self._registry, self.limits)
         return old != self._description
 
     async def _watch(self) -> None:

@@ -52,8 +52,11 @@ def error_text(result: types.CallToolResult) -> str:
 
 
 def _is_result_envelope(sc: Mapping[str, Any], schema: Mapping[str, Any] | None) -> bool:
-    if list(sc) != ["result"]:
-        return False
+    return list(sc) == ["result"] and is_envelope_schema(schema)
+
+
+def is_envelope_schema(schema: Mapping[str, Any] | None) -> bool:
+    """Whether an output schema is the Python SDK's ``{"result": X}`` wrapping of a non-object return value."""
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     return isinstance(props, Mapping) and list(props) == ["result"]
 

@@ -150,3 +150,102 @@ def test_every_key_an_error_message_names_exists() -> None:
     assert named <= set(SandboxConfig.model_fields), named - set(SandboxConfig.model_fields)
     for key in re.findall(r"servers\.\{name\}\.([a-z_]+)", source):
         assert key in ServerConfig.model_fields, key
+
+
+# ---- a client's mcpServers file, read as it is ------------------------------------------------
+
+EXAMPLES = ROOT / "examples" / "clients"
+URLS = {"EVERYTHING_HTTP_URL": "http://127.0.0.1:1/mcp", "EVERYTHING_SSE_URL": "http://127.0.0.1:1/sse"}
+
+
+def write_json(tmp_path: Path, text: str, name: str = "claude_desktop_config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_client_examples_load() -> None:
+    desktop = load_config(EXAMPLES / "claude_desktop_config.json", environ={})
+    assert set(desktop.servers) == {"time", "everything"}
+    assert desktop.servers["everything"].args[0].startswith("../../tests/node_modules/")
+    assert desktop.servers["everything"].cwd == EXAMPLES  # relative args resolve next to the file
+    code = load_config(EXAMPLES / "claude_code.mcp.json", environ=URLS)
+    assert {n: s.transport for n, s in code.servers.items()} == {
+        "everything": "stdio",
+        "everything-http": "http",
+        "everything-sse": "sse",
+    }
+    assert code.servers["everything-http"].url == URLS["EVERYTHING_HTTP_URL"]
+    assert code.servers["everything-http"].headers == {"Authorization": "Bearer none"}
+    cursor = load_config(EXAMPLES / "cursor_mcp.json", environ=URLS)
+    assert cursor.servers["everything"].url == URLS["EVERYTHING_HTTP_URL"]  # Cursor's ${env:VAR}
+    cline = load_config(EXAMPLES / "cline_mcp_settings.json", environ={})
+    assert cline.servers["time"].enabled and not cline.servers["everything-sse"].enabled
+    assert cline.servers["everything-sse"].transport == "sse"
+    assert cline.servers["time"].timeout == 30  # the client's timeout (unit unknown) is not taken
+
+
+def test_client_transport_types(tmp_path: Path) -> None:
+    servers = {
+        "a": '{"type": "stdio", "command": "x"}',
+        "b": '{"type": "http", "url": "http://127.0.0.1:1/mcp"}',
+        "c": '{"type": "streamable-http", "url": "http://127.0.0.1:1/mcp"}',
+        "d": '{"type": "sse", "url": "http://127.0.0.1:1/sse"}',
+        "e": '{"url": "http://127.0.0.1:1/mcp"}',
+        "f": '{"serverUrl": "http://127.0.0.1:1/mcp"}',
+        "g": '{"httpUrl": "http://127.0.0.1:1/mcp"}',
+    }
+    text = '{"mcpServers": {' + ", ".join(f'"{n}": {s}' for n, s in servers.items()) + "}}"
+    config = load_config(write_json(tmp_path, text), environ={})
+    assert [s.transport for s in config.servers.values()] == ["stdio", "http", "http", "sse", "http", "http", "http"]
+
+
+def test_client_settings_are_mapped_or_dropped_with_a_warning(tmp_path: Path, log_records: list[dict]) -> None:
+    text = (
+        '{"globalShortcut": "Alt+Space", "mcpServers": {"gh": {"command": "npx", "disabled": true,'
+        ' "autoApprove": ["x"], "alwaysAllow": [], "timeout": 60}}}'
+    )
+    path = write_json(tmp_path, text)
+    config = load_config(path, environ={})
+    assert not config.servers["gh"].enabled
+    warnings = "\n".join(r["message"] for r in log_records if r["level"] == "WARNING")
+    for key in ("globalShortcut", "mcpServers.gh.autoApprove", "mcpServers.gh.alwaysAllow", "mcpServers.gh.timeout"):
+        assert f"{path}: ignoring {key} (" in warnings
+    assert "set servers.gh.timeout in seconds" in warnings
+
+
+def test_client_config_in_yaml_with_onetool_sections(tmp_path: Path) -> None:
+    path = write(tmp_path, "mcpServers:\n  a: {command: x, env: {T: '${env:TOKEN}'}}\nsandbox: {timeout: 9}\n")
+    config = load_config(path, environ={"TOKEN": "t"})
+    assert config.servers["a"].env == {"T": "t"}
+    assert config.sandbox.timeout == 9
+    assert "sandbox.timeout: Input should be a valid number" in error_of(
+        write(tmp_path, "mcpServers: {}\nsandbox: {timeout: soon}\n")
+    )
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ('{"command": "x", "comand": "y"}', "invalid configuration: mcpServers.a.comand: unknown key (allowed here: "),
+        ('{"serverUrl": 5}', "invalid configuration: mcpServers.a.serverUrl: Input should be a valid string"),
+        ('{"command": "x", "disabled": "yes"}', "mcpServers.a.disabled: expected true or false"),
+        ('{"type": "ws", "url": "x"}', "mcpServers.a.type: unknown transport 'ws' (use stdio, http, streamable-http,"),
+        ('{"type": "stdio", "url": "http://h/mcp"}', "mcpServers.a.type: 'stdio' needs a 'command'"),
+        ('{"type": "sse", "command": "x"}', "mcpServers.a.type: 'sse' needs a 'url'"),
+        ('{"url": "http://h/${NOPE}"}', "mcpServers.a.url: environment variable NOPE is not set"),
+        ('{"url": "http://h", "serverUrl": "http://i"}', "mcpServers.a: 'serverUrl' and 'url' both give the url"),
+        ('"npx"', "mcpServers.a: expected a mapping"),
+    ],
+)
+def test_client_config_errors_name_file_and_key(tmp_path: Path, server: str, expected: str) -> None:
+    path = write_json(tmp_path, '{"mcpServers": {"a": ' + server + "}}")
+    msg = error_of(path)
+    assert msg.startswith(f"{path}: ")
+    assert expected in msg
+
+
+def test_client_config_file_errors(tmp_path: Path) -> None:
+    assert "invalid JSON (line 2, column 1)" in error_of(write_json(tmp_path, '{"mcpServers":\n}'))
+    both = write_json(tmp_path, '{"mcpServers": {}, "servers": {}}')
+    assert "give servers under either 'mcpServers' or 'servers', not both" in error_of(both)

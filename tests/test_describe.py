@@ -1,23 +1,30 @@
-"""The run tool's description: full listing, shortened when the catalogue is large."""
+"""The run tool's description: limits, full listing, warnings kept, and the budget for large catalogues."""
 
 from __future__ import annotations
 
 import inspect
 
-from onetool.describe import describe_run
+import pytest
+
+from onetool.describe import BUDGET_CHARS, describe_run
 from onetool.registry import LocalTool, Pack, Registry
+from onetool.registry.summary import MAX_SUMMARY_CHARS, summarize
+from sandbox import Limits
+from tests.catalogue import CATALOGUE, catalogue, upstream_tool
+
+LIMITS = Limits(timeout=12, max_calls=7, max_output=40_000)
 
 
 def _tool(x: int) -> int:
     return x
 
 
-def pack(name: str, n: int) -> Pack:
+def pack(name: str, n: int, description: str = "Does thing {i}. More detail here.") -> Pack:
     tools = {
         f"tool_{i}": LocalTool(
             pack=name,
             name=f"tool_{i}",
-            description=f"Does thing {i}. More detail here.",
+            description=description.format(i=i),
             signature=f"{name}.tool_{i}(x: int)",
             func=_tool,
             parameters=inspect.signature(_tool),
@@ -27,20 +34,106 @@ def pack(name: str, n: int) -> Pack:
     return Pack(name=name, tools=tools)
 
 
+def test_intro_gives_the_limits_and_says_mistakes_are_caught_first() -> None:
+    text = describe_run(Registry({"a": pack("a", 1)}), LIMITS)
+    assert "Limits per run: 12 seconds, 7 tool calls" in text
+    assert "cut at 40,000 characters" in text
+    assert "reported before the code runs" in text
+    assert "`{a: str, b?: int}` is a dict whose key b is optional, and `-> T` is what a tool returns" in text
+
+
 def test_small_catalogue_is_listed_in_full() -> None:
-    text = describe_run(Registry({"a": pack("a", 3)}))
+    text = describe_run(Registry({"a": pack("a", 3)}), LIMITS)
     assert "  a.tool_1(x: int)  # Does thing 1." in text
     assert "More detail" not in text
+    assert "shortened" not in text
 
 
-def test_large_catalogue_is_shortened_biggest_first() -> None:
-    registry = Registry({"big": pack("big", 400), "small": pack("small", 2)})
-    text = describe_run(registry, budget=6000)
-    assert len(text) <= 6000
-    assert "small.tool_1(x: int)  # Does thing 1." in text  # the small pack keeps its detail
-    assert "big: 400 tools: tool_0, tool_1" in text
-    assert "proxy.list_tools(server='big')" in text
+@pytest.mark.parametrize(
+    ("description", "summary"),
+    [
+        ("DEPRECATED\nUse get_forecast instead. It is slower.", "DEPRECATED: Use get_forecast instead."),
+        ("[DEPRECATED] Gets the weather. Slow.", "[DEPRECATED] Gets the weather."),
+        (
+            "Gets the weather. It is slow.\n\nDeprecated: use get_forecast.",
+            "Gets the weather. Deprecated: use get_forecast.",
+        ),
+        (
+            "Deletes a repository. Cannot be undone. WARNING: irreversible.",
+            "Deletes a repository. WARNING: irreversible.",
+        ),
+        ("Gets the weather. Returns warnings too.", "Gets the weather."),
+        ("x" * 400 + ". Warning: slow.", "x" * (MAX_SUMMARY_CHARS - 18) + "... Warning: slow."),
+        (
+            "Every server with its status, error (and\n    what to fix). Then more.",
+            "Every server with its status, error (and what to fix).",
+        ),
+        ("Get the time\nReturns ISO text.", "Get the time"),
+        ("", ""),
+    ],
+)
+def test_summary_keeps_deprecation_and_warnings(description: str, summary: str) -> None:
+    assert summarize(description) == summary
+    assert len(summarize(description)) <= MAX_SUMMARY_CHARS
+
+
+def test_deprecated_marker_reaches_the_description() -> None:
+    text = describe_run(
+        Registry({"w": pack("w", 1, "Gets the weather. Uses the old API.\nDEPRECATED: use v2.")}), LIMITS
+    )
+    assert "  w.tool_0(x: int)  # Gets the weather. DEPRECATED: use v2." in text
+
+
+def test_fifty_realistic_tools_fit_with_every_signature() -> None:
+    registry = catalogue()
+    assert sum(len(p.tools) for p in registry.packs.values()) == 50
+    text = describe_run(registry, LIMITS)
+    assert len(text) <= BUDGET_CHARS
+    for name, tools in CATALOGUE.items():
+        assert f"\n{name}:" in text
+        for tool in tools:
+            assert f"  {name}.{tool[0]}(" in text
+    assert "  memory.create_entities(entities: list[{name: str, entityType: str, observations: list[str]}])\n" in text
+    assert (
+        "  time.get_current_time(timezone: str) -> {timezone: str, datetime: str, day_of_week: str, is_dst: bool}"
+        in text
+    )
+
+
+def test_two_hundred_tools_fall_back_to_pack_summaries() -> None:
+    registry = catalogue(copies=4)
+    assert sum(len(p.tools) for p in registry.packs.values()) == 200
+    text = describe_run(registry, LIMITS)
+    assert len(text) <= BUDGET_CHARS
+    assert all(f"\n{name}:" in text for name in registry.packs)
+    assert "github_2: 20 tools: create_or_update_file, search_repositories," in text
+    assert 'Some packs are shortened to fit: proxy.list_tools(server="name") gives their signatures' in text
+
+
+def test_shortening_takes_descriptions_from_every_pack_before_names_from_any() -> None:
+    registry = Registry({"big": pack("big", 40), "small": pack("small", 2)})
+    text = describe_run(registry, LIMITS, budget=len(describe_run(registry, LIMITS)) - 1)
+    assert "  big.tool_39(x: int)\n" in text and "  small.tool_1(x: int)  # Does thing 1." in text
+    text = describe_run(registry, LIMITS, budget=1_700)
+    assert "big: 40 tools: tool_0, tool_1" in text
+    assert "  small.tool_1(x: int)" in text
+
+
+def test_hundreds_of_packs_are_cut_with_a_count() -> None:
+    registry = Registry({f"p{i:03}": pack(f"p{i:03}", 1) for i in range(400)})
+    text = describe_run(registry, LIMITS)
+    assert len(text) <= BUDGET_CHARS
+    assert "p000: 1 tool\n" in text
+    assert "more packs: proxy.list_servers() lists them." in text
+
+
+def test_a_huge_schema_cannot_blow_the_budget() -> None:
+    wide = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(500)}}
+    tool = upstream_tool("huge", "everything", {"type": "object", "properties": {"x": wide, "y": wide}}, "Big.")
+    text = describe_run(Registry({"huge": Pack("huge", {"everything": tool})}), LIMITS)
+    assert len(text) <= BUDGET_CHARS
+    assert "huge.everything(x: {f0?: str," in text
 
 
 def test_no_packs() -> None:
-    assert describe_run(Registry({})).endswith("No packs are available.")
+    assert describe_run(Registry({}), LIMITS).endswith("No packs are available.")

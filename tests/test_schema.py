@@ -7,7 +7,8 @@ import re
 import pytest
 
 from onetool.errors import ArgumentError
-from onetool.registry.schema import ToolSchema, py_type
+from onetool.registry.schema import MAX_TYPE_CHARS, ToolSchema, py_type, return_type
+from tests.catalogue import BOOL, ENTITY, INT, STR, TIME_RESULT, listof, obj
 
 PRODUCT = ToolSchema(
     {
@@ -42,6 +43,80 @@ def test_signature() -> None:
 )
 def test_py_type(schema: dict, text: str) -> None:
     assert py_type(schema) == text
+
+
+NODE_DEFS = {
+    "$defs": {
+        "Node": obj({"name": STR}, children=listof({"$ref": "#/$defs/Node"})),
+        "Base": obj({"id": INT}),
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "text"),
+    [
+        # nested objects, optional fields marked
+        (obj({"user": obj({"id": INT}, note=STR)}), "{user: {id: int, note?: str}}"),
+        # arrays of objects: the item fields the model would otherwise guess one error at a time
+        (listof(ENTITY), "list[{name: str, entityType: str, observations: list[str]}]"),
+        ({"type": ["object", "null"], "properties": {"a": BOOL}}, "{a?: bool} | None"),
+        ({"properties": {"a": STR}, "required": ["a"]}, "{a: str}"),  # no "type", still an object
+        ({"enum": list("abcdefghij")}, "Literal['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', ...]"),
+        (obj({"content-type": STR}), "{'content-type': str}"),
+        # $ref, a recursive one named where it recurses, and pydantic's allOf
+        ({**NODE_DEFS, **obj({"tree": {"$ref": "#/$defs/Node"}})}, "{tree: Node{name: str, children?: list[Node]}}"),
+        ({**NODE_DEFS, "allOf": [{"$ref": "#/$defs/Base"}, obj(extra=STR)]}, "{id: int, extra?: str}"),
+        ({"$ref": "https://example.com/remote.json"}, "remote.json"),
+        ({"$ref": "#/$defs/Missing"}, "Missing"),
+        # bounded depth: past four levels an object is a dict
+        (obj({"a": obj({"b": obj({"c": obj({"d": obj({"e": STR})})})})}), "{a: {b: {c: {d: dict}}}}"),
+    ],
+)
+def test_nested_shapes(schema: dict, text: str) -> None:
+    assert py_type(schema) == text
+
+
+def test_wide_objects_are_cut_and_huge_schemas_bounded() -> None:
+    wide = obj(**{f"field{i}": STR for i in range(20)})
+    assert py_type(wide).endswith("field11?: str, ...}")
+    # Every field a union of wide objects: tens of millions of nodes if rendered in full.
+    hostile = obj(
+        **{f"f{i}": {"anyOf": [obj(**{f"p{j}": wide for j in range(30)}) for _ in range(30)]} for i in range(99)}
+    )
+    text = py_type(hostile)
+    assert len(text) <= MAX_TYPE_CHARS
+    assert text.startswith("{f0?: dict, f1?: dict,")
+
+
+def test_return_shape_from_output_schema() -> None:
+    assert return_type(None) is None
+    assert return_type(TIME_RESULT) == "{timezone: str, datetime: str, day_of_week: str, is_dst: bool}"
+    # mcp-server-time's convert_time: the result type is a $ref into $defs of the output schema
+    conversion = {
+        "$defs": {"TimeResult": TIME_RESULT},
+        **obj({"source": {"$ref": "#/$defs/TimeResult"}, "time_difference": STR}),
+    }
+    assert return_type(conversion) == (
+        "{source: {timezone: str, datetime: str, day_of_week: str, is_dst: bool}, time_difference: str}"
+    )
+
+
+def test_python_sdk_result_envelope_is_unwrapped() -> None:
+    assert return_type(obj({"result": INT})) == "int"
+    assert return_type(obj({"result": listof(obj({"id": INT}))})) == "list[{id: int}]"
+    assert return_type(obj({"result": INT, "unit": STR})) == "{result: int, unit: str}"  # two keys: no envelope
+    assert (
+        ToolSchema(obj({"a": INT, "b": INT})).signature("fx.add", returns=obj({"result": INT}))
+        == "fx.add(a: int, b: int) -> int"
+    )
+
+
+def test_long_defaults_are_elided() -> None:
+    schema = ToolSchema(
+        obj(url={"type": "string", "default": "https://example.com/" + "x" * 60}, n={"type": "integer", "default": 3})
+    )
+    assert schema.signature("f") == "f(url: str = ..., n: int = 3)"
 
 
 async def test_positional_arguments_follow_property_order() -> None:

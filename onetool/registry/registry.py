@@ -117,7 +117,7 @@ def upstream_tools(pack: str, server: str, tools: Iterable[types.Tool]) -> dict[
             pack=pack,
             name=name,
             description=(t.description or t.title or "").strip(),
-            signature=schema.signature(f"{pack}.{name}"),
+            signature=schema.signature(f"{pack}.{name}", returns=t.output_schema),
             server=server,
             remote_name=t.name,
             schema=schema,

@@ -1,10 +1,11 @@
-"""A tool's JSON input schema as a Python signature, and argument binding against it.
+"""A tool's JSON schemas as a Python signature, and argument binding against the input schema.
 
 Upstream tools are described by JSON Schema; snippets call them like Python
 functions. This module maps one to the other: ``signature()`` renders
-``get_product(product_id: str, include_variants: bool = False)`` for docs and
-errors, and ``bind()`` turns ``(args, kwargs)`` into the arguments object,
-checking it before the call leaves the gateway.
+``create_entities(entities: list[{name: str, note?: str}]) -> {created: int}``
+for docs and errors (nested object fields inline, ``?`` marking optional ones,
+the return shape from the output schema), and ``bind()`` turns ``(args, kwargs)``
+into the arguments object, checking it before the call leaves the gateway.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
 from onetool.errors import ArgumentError
+from onetool.results import is_envelope_schema
 
 _SIMPLE = {
     "string": "str",
@@ -28,30 +30,154 @@ _SIMPLE = {
     "array": "list",
 }
 
+MAX_TYPE_CHARS = 200
+"""One parameter's or return's type; a larger shape is shown less deep (``list[dict]``), down to its bare kind."""
+_MAX_DEPTH = 4
+"""Nested lists and objects shown: ``list[{name: str, tags: list[str]}]`` is three deep."""
+_MAX_FIELDS = 12
+"""Fields of one object shown; more are ``...``."""
+_MAX_ENUM = 8
+"""Values of an enum, and members of a union, shown; more are ``...``."""
+_MAX_NODES = 400
+"""Subschemas one rendering visits: bounds the work a hostile schema (wide unions of wide objects) can cause."""
+_MAX_DEFAULT_CHARS = 40
+"""A longer default is shown as ``= ...``: it says the argument may be left out without spending the budget."""
 
-def py_type(schema: Any, depth: int = 0) -> str:
-    """A compact Python-style type for a JSON schema: ``list[str]``, ``Literal['a']``, ``int | None``."""
-    if not isinstance(schema, Mapping) or depth > 3:
-        return "Any"
-    if "enum" in schema and isinstance(schema["enum"], list):
-        return "Literal[" + ", ".join(repr(v) for v in schema["enum"][:8]) + "]"
-    if "const" in schema:
-        return f"Literal[{schema['const']!r}]"
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return " | ".join(dict.fromkeys(py_type(s, depth + 1) for s in schema[key]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(_SIMPLE.get(k, "Any") for k in kind)
-    if kind == "array":
-        items = schema.get("items")
-        return f"list[{py_type(items, depth + 1)}]" if isinstance(items, Mapping) and items else "list"
-    if kind == "object":
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping) and not schema.get("properties"):
-            return f"dict[str, {py_type(extra, depth + 1)}]"
-        return "dict"
+
+def py_type(schema: Any, root: Mapping[str, Any] | None = None) -> str:
+    """A compact Python-style type for a JSON schema: ``list[{id: int, note?: str}]``, ``Literal['a']``, ``int | None``.
+
+    ``$ref`` pointers resolve against ``root`` (the schema itself by default); a recursive one is shown by its
+    name after the first expansion (``Node{children?: list[Node]}``).
+    """
+    base = root if isinstance(root, Mapping) else schema if isinstance(schema, Mapping) else {}
+    for depth in range(_MAX_DEPTH, -1, -1):
+        shapes = _Shapes(base)
+        text = shapes.render(schema, depth, ())
+        if len(text) <= MAX_TYPE_CHARS and shapes.nodes >= 0:
+            return text
+    kind = schema.get("type") if isinstance(schema, Mapping) else None
     return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
+
+
+def return_type(output_schema: Mapping[str, Any] | None) -> str | None:
+    """What a tool returns, from its output schema; the Python SDK's ``{"result": X}`` envelope shows as ``X``.
+
+    None when the tool declares no output schema (its result is then whatever data its content holds).
+    """
+    if not isinstance(output_schema, Mapping) or not output_schema:
+        return None
+    if is_envelope_schema(output_schema):
+        return py_type(output_schema["properties"]["result"], output_schema)
+    return py_type(output_schema)
+
+
+class _Shapes:
+    """One rendering of a schema to a given depth; remembers which ``$ref`` turned out recursive."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.recursive: set[str] = set()
+        self.nodes = _MAX_NODES
+
+    def render(self, schema: Any, depth: int, refs: tuple[str, ...]) -> str:
+        self.nodes -= 1
+        if not isinstance(schema, Mapping) or self.nodes < 0:
+            return "Any"
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            return self._ref(ref, depth, refs)
+        if isinstance(schema.get("enum"), list):
+            return "Literal[" + ", ".join(_first([repr(v) for v in schema["enum"]])) + "]"
+        if "const" in schema:
+            return f"Literal[{schema['const']!r}]"
+        for key in ("anyOf", "oneOf"):
+            if isinstance(schema.get(key), list) and schema[key]:
+                return " | ".join(_first(list(dict.fromkeys(self.render(s, depth, refs) for s in schema[key]))))
+        if isinstance(schema.get("allOf"), list) and schema["allOf"]:
+            return self.render(self._merged(schema), depth, refs)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return " | ".join(dict.fromkeys(self._kind(schema, k, depth, refs) for k in kind))
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else None
+        return self._kind(schema, kind, depth, refs)
+
+    def _kind(self, schema: Mapping[str, Any], kind: Any, depth: int, refs: tuple[str, ...]) -> str:
+        if kind == "array":
+            items = schema.get("items")
+            if depth <= 0 or not isinstance(items, Mapping) or not items:
+                return "list"
+            return f"list[{self.render(items, depth - 1, refs)}]"
+        if kind == "object" and depth > 0:
+            props = schema.get("properties")
+            if isinstance(props, Mapping) and props:
+                required = schema.get("required")
+                needed = set(required) if isinstance(required, list) else set()
+                fields = [
+                    f"{_field_name(name)}{'' if name in needed else '?'}: {self.render(sub, depth - 1, refs)}"
+                    for name, sub in list(props.items())[:_MAX_FIELDS]
+                ]
+                return "{" + ", ".join(fields + (["..."] if len(props) > _MAX_FIELDS else [])) + "}"
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, Mapping) and extra:
+                return f"dict[str, {self.render(extra, depth - 1, refs)}]"
+        return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
+
+    def _ref(self, ref: str, depth: int, refs: tuple[str, ...]) -> str:
+        name = ref.rsplit("/", 1)[-1].lstrip("#") or "Root"
+        if ref in refs:
+            self.recursive.add(ref)
+            return name
+        target = self._resolve(ref)
+        if target is None:
+            return name
+        text = self.render(target, depth, (*refs, ref))
+        return f"{name}{text}" if ref in self.recursive and text.startswith("{") else text
+
+    def _resolve(self, ref: str) -> Any:
+        """A local JSON pointer (``#/$defs/Item``); remote references are not followed."""
+        if not ref.startswith("#"):
+            return None
+        node: Any = self.root
+        for part in ref[1:].split("/")[1:]:
+            key = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                return None
+        return node
+
+    def _merged(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """``allOf`` as one schema: the parts' properties and required names together (what pydantic emits)."""
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        props: dict[str, Any] = dict(merged.get("properties") or {})
+        required: list[Any] = list(merged.get("required") or [])
+        for part in schema["allOf"]:
+            if isinstance(part, Mapping) and isinstance(part.get("$ref"), str):
+                part = self._resolve(part["$ref"])
+            if not isinstance(part, Mapping):
+                continue
+            if isinstance(part.get("properties"), Mapping):
+                props.update(part["properties"])
+            if isinstance(part.get("required"), list):
+                required += part["required"]
+            for key, value in part.items():
+                if key not in ("allOf", "$ref"):
+                    merged.setdefault(key, value)
+        if props:
+            merged.update(properties=props, required=required, type=merged.get("type", "object"))
+        return merged
+
+
+def _first(items: list[str]) -> list[str]:
+    return items[:_MAX_ENUM] + (["..."] if len(items) > _MAX_ENUM else [])
+
+
+def _field_name(name: str) -> str:
+    return name if name.isidentifier() else repr(name)
 
 
 _ON_LOOP_NODES = 2_000
@@ -102,18 +228,23 @@ class ToolSchema:
         self.open_ended = bool(extra) if self.properties else extra is not False
         self._validator: Any = None
 
-    def signature(self, name: str) -> str:
-        """``name(a: str, b: int = 3, c: list[str] | None = None)`` in schema property order."""
+    def signature(self, name: str, returns: Mapping[str, Any] | None = None) -> str:
+        """``name(a: str, b: int = 3, c: list[str] | None = None) -> {id: int}`` in schema property order.
+
+        ``returns`` is the tool's output schema, if it declares one.
+        """
         params = []
         for prop, sub in self.properties.items():
-            text = f"{prop}: {py_type(sub)}"
+            text = f"{prop}: {py_type(sub, self.schema)}"
             if prop not in self.required:
                 if isinstance(sub, Mapping) and "default" in sub:
-                    text += f" = {sub['default']!r}"
+                    default = repr(sub["default"])
+                    text += f" = {default if len(default) <= _MAX_DEFAULT_CHARS else '...'}"
                 else:
                     text += " = None" if text.endswith("None") else " | None = None"
             params.append(text)
-        return f"{name}({', '.join(params)})"
+        shape = return_type(returns)
+        return f"{name}({', '.join(params)})" + (f" -> {shape}" if shape else "")
 
     async def bind(self, display: str, args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map positional and keyword arguments onto the properties and validate them.

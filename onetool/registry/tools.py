@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from onetool.errors import ArgumentError, ToolFailed
 from onetool.registry.schema import ToolSchema
+from onetool.registry.summary import summarize
 from onetool.results import error_text, to_value
 
 if TYPE_CHECKING:
@@ -56,10 +57,8 @@ class Tool(ABC):
 
     @property
     def summary(self) -> str:
-        """The description's first sentence or line, for compact listings."""
-        first = self.description.strip().split("\n", 1)[0]
-        head, dot, _ = first.partition(". ")
-        return (head + "." if dot else first)[:160]
+        """The description's first sentence, with any deprecation or warning it carries."""
+        return summarize(self.description)
 
     @abstractmethod
     def check_shape(self, positional: int, names: list[str]) -> None:

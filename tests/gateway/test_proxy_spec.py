@@ -144,7 +144,9 @@ async def test_list_tools_gives_signatures(gateway: ServedGateway) -> None:
     result = await gateway.run("proxy.list_tools(server='time')")
     tools = {t["name"]: t for t in result.structured_content["result"]}
     assert set(tools) == {"get_current_time", "convert_time"}
-    assert tools["get_current_time"]["signature"] == "time.get_current_time(timezone: str)"
+    assert tools["get_current_time"]["signature"] == (
+        "time.get_current_time(timezone: str) -> {timezone: str, datetime: str, day_of_week: str, is_dst: bool}"
+    )
     assert tools["get_current_time"]["description"]
 
 

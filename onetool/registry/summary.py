@@ -1,0 +1,42 @@
+"""A tool's one-line summary for compact listings: its first sentence, keeping any deprecation or warning.
+
+Models pick tools from these lines, so a "DEPRECATED" or "Warning:" that the full description carries must not be
+cut away with the rest: a bare marker line joins the sentence after it, and a later sentence with a marker is
+appended to the first one.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_SUMMARY_CHARS = 160
+_MAX_WARNING_CHARS = 80
+_MARKER = re.compile(r"\b(?:DEPRECATED|[Dd]eprecated|WARNING|Warning)\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*(?=[^\sa-z])")
+"""A sentence ends at its stop, or at a line break unless the next line goes on in lower case (wrapped text)."""
+_MAX_SCANNED_CHARS = 10_000
+"""Of a description; a marker further in is not looked for (the listing is rebuilt on every catalogue change)."""
+
+
+def summarize(description: str) -> str:
+    """``"Gets the weather. Deprecated: use forecast."`` from a description that says more in between."""
+    sentences = [" ".join(s.split()) for s in _SENTENCE.split(description[:_MAX_SCANNED_CHARS].strip()) if s]
+    if not sentences:
+        return ""
+    first, rest = sentences[0], sentences[1:]
+    if rest and _is_bare_marker(first):
+        first, rest = f"{first.rstrip(':')}: {rest[0]}", rest[1:]
+    warning = None if _MARKER.search(first) else next((s for s in rest if _MARKER.search(s)), None)
+    if warning is None:
+        return _cut(first, MAX_SUMMARY_CHARS)
+    warning = _cut(warning, _MAX_WARNING_CHARS)
+    return f"{_cut(first, MAX_SUMMARY_CHARS - len(warning) - 1)} {warning}"
+
+
+def _is_bare_marker(text: str) -> bool:
+    """``DEPRECATED``, ``[Deprecated]``, ``Warning:``: a marker with nothing else to say."""
+    return bool(_MARKER.search(text)) and not re.sub(r"[\W_]", "", _MARKER.sub("", text))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
