@@ -28,8 +28,11 @@ _TIMEOUT_DRIVERS = {"sqlite+aiosqlite", "postgresql+asyncpg"}
 _ADVICE = (
     (
         re.compile(r"file is not a database|malformed|corrupt", re.I),
-        "it is not a usable SQLite database; OneTool left it untouched: move it aside to start with an empty "
-        "state, or restore a backup",
+        "OneTool left it untouched: move it aside to start with an empty state, or restore a backup",
+    ),
+    (
+        re.compile(r"async driver|Can't load plugin", re.I),
+        "use a URL with an async driver, such as postgresql+asyncpg://... or sqlite+aiosqlite:///...",
     ),
     (
         re.compile(r"database is locked|busy", re.I),
@@ -74,9 +77,8 @@ class Target:
         reason = _reason(error)
         if self.url.password:
             reason = reason.replace(str(self.url.password), "***")
-        advice = next((text for pattern, text in _ADVICE if pattern.search(reason)), None)
-        if advice is None:
-            advice = "check the file" if self.file else "check state.url and that the database server is reachable"
+        fallback = "check the file and its folder" if self.file else "check state.url and that the server is reachable"
+        advice = next((text for pattern, text in _ADVICE if pattern.search(reason)), fallback)
         return StateError(f"state store {self.location}: cannot {doing}: {reason}; {advice}")
 
 
@@ -92,9 +94,9 @@ def create_engine(target: Target, timeout: float) -> AsyncEngine:
             # one connection: the store's transactions are tiny, and SQLite has one writer at a time anyway
             options.update(pool_size=1, max_overflow=0)
     try:
+        engine = create_async_engine(target.url, **options)
         if target.file is not None:
             _private_file(target.file)
-        engine = create_async_engine(target.url, **options)
     except (SQLAlchemyError, ImportError, OSError) as e:
         raise target.explain("open it", e) from None
     if target.url.get_backend_name() == "sqlite":
@@ -130,5 +132,7 @@ def _reason(error: BaseException) -> str:
     """The driver's own message: a DBAPIError's str() would add the SQL statement."""
     if isinstance(error, DBAPIError) and error.orig is not None:
         error = error.orig
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
     text = str(error).split("\n[SQL:", 1)[0].strip() or type(error).__name__
-    return text.splitlines()[0][:300]
+    return text.splitlines()[0][:300].rstrip(".")
