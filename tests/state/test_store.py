@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 import os
 import stat
+import subprocess
+import sys
 from datetime import UTC
 from pathlib import Path
 
@@ -14,8 +16,8 @@ from mcp.types import Tool
 from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from onetool.config import ServerConfig
-from onetool.errors import ServerExists
+from onetool.config import ServerConfig, load_config
+from onetool.errors import ConfigError, ServerExists
 from onetool.state import StateStore, canonical_json
 from onetool.state.fingerprint import fingerprint_of
 from onetool.state.migrate import head_revision
@@ -211,3 +213,30 @@ async def test_an_in_memory_store_keeps_its_data_while_open() -> None:
         await store.set_enabled("x", False, "cli")
         assert (await store.overrides())["x"].enabled is False
         assert store.location == "sqlite+aiosqlite://"
+
+
+def test_opening_a_store_writes_nothing_to_stdout_or_stderr(tmp_path: Path) -> None:
+    # stdout is the MCP channel in stdio mode: migrations must not print
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    code = (
+        "import asyncio\n"
+        "from onetool.state import StateStore\n"
+        "async def main():\n"
+        f"    async with await StateStore.open({url!r}) as store:\n"
+        "        await store.set_enabled('x', True, 'cli')\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (done.stdout, done.stderr) == ("", "")
+
+
+def test_the_config_names_the_store(tmp_path: Path) -> None:
+    config = tmp_path / "onetool.yaml"
+    config.write_text("state:\n  url: postgresql+asyncpg://onetool:${PGPASS}@db/onetool\n")
+    loaded = load_config(config, environ={"PGPASS": "pw"})
+    assert loaded.state.url == "postgresql+asyncpg://onetool:pw@db/onetool"
+    assert "pw" not in repr(loaded)
+    assert load_config(None).state.url is None
+    config.write_text("state:\n  path: /tmp/x.db\n")
+    with pytest.raises(ConfigError, match=r"state\.path: unknown key \(allowed here: url\)"):
+        load_config(config)
