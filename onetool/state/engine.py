@@ -22,8 +22,6 @@ from onetool.state.paths import default_database, private_dir
 
 # A bare dialect name gets the async driver OneTool ships, so `postgresql://...` works as users write it.
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}
-# Drivers whose connect() takes `timeout` in seconds: aiosqlite (the busy timeout) and asyncpg (the connect timeout).
-_TIMEOUT_DRIVERS = {"sqlite+aiosqlite", "postgresql+asyncpg"}
 
 _ADVICE = (
     (
@@ -35,7 +33,7 @@ _ADVICE = (
         "use a URL with an async driver, such as postgresql+asyncpg://... or sqlite+aiosqlite:///...",
     ),
     (
-        re.compile(r"database is locked|busy", re.I),
+        re.compile(r"database is locked|busy|lock timeout", re.I),
         "another process holds a lock on it; stop that process (another OneTool?) or try again",
     ),
     (
@@ -84,9 +82,7 @@ class Target:
 
 def create_engine(target: Target, timeout: float) -> AsyncEngine:
     """The engine for ``target``; SQLite files are created private (0600 in a 0700 folder)."""
-    options: dict[str, Any] = {"hide_parameters": True}
-    if target.url.drivername in _TIMEOUT_DRIVERS:
-        options["connect_args"] = {"timeout": timeout}
+    options: dict[str, Any] = {"hide_parameters": True, "connect_args": _bounded_waits(target.url, timeout)}
     if target.url.get_backend_name() == "sqlite":
         if target.file is None:
             options["poolclass"] = StaticPool  # one in-memory database shared by every use of the engine
@@ -102,6 +98,15 @@ def create_engine(target: Target, timeout: float) -> AsyncEngine:
     if target.url.get_backend_name() == "sqlite":
         _transactions_for_sqlite(engine)
     return engine
+
+
+def _bounded_waits(url: URL, timeout: float) -> dict[str, Any]:
+    """Connect arguments that bound every wait for a lock or a connection by ``timeout`` seconds."""
+    if url.drivername == "sqlite+aiosqlite":
+        return {"timeout": timeout}  # the busy timeout
+    if url.drivername == "postgresql+asyncpg":
+        return {"timeout": timeout, "server_settings": {"lock_timeout": str(int(timeout * 1000))}}
+    return {}  # another driver: its own defaults
 
 
 def _transactions_for_sqlite(engine: AsyncEngine) -> None:

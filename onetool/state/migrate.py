@@ -14,10 +14,14 @@ from sqlalchemy import Connection
 from onetool.errors import StateError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_MIGRATION_LOCK = 0x0E7001  # a fixed advisory lock key, held until the migrating transaction ends
 
 
 def upgrade(connection: Connection, location: str) -> None:
     """Bring the schema to this code's head; refuse a schema from a newer OneTool rather than guess."""
+    if connection.dialect.name == "postgresql":
+        # replicas may open one fresh database at once: the first migrates, the others then find it done
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
     config = _config()
     config.attributes["connection"] = connection
     script = ScriptDirectory.from_config(config)

@@ -121,7 +121,7 @@ class StateStore:
 
     async def set_enabled(self, name: str, enabled: bool | None, actor: Actor) -> Override:
         """Enable or disable a server across restarts; ``None`` drops the override (the config decides again)."""
-        return await self._override(name, actor, "set_enabled", enabled=enabled)
+        return await self._override(name, actor, "set_enabled", {"enabled": enabled}, enabled=enabled)
 
     async def set_quarantined(self, name: str, quarantined: bool | None, actor: Actor) -> Override:
         """Quarantine a server (this withdraws its approval), or release it; ``None`` drops the override.
@@ -131,7 +131,7 @@ class StateStore:
         values: dict[str, Any] = {"quarantined": quarantined}
         if quarantined:
             values.update(approved_by=None, approved_at=None)
-        return await self._override(name, actor, "set_quarantined", **values)
+        return await self._override(name, actor, "set_quarantined", {"quarantined": quarantined}, **values)
 
     async def approve_server(self, name: str, actor: Actor, tools: Iterable[Tool] | None = None) -> Override:
         """Release a server from quarantine, recording who approved it and when.
@@ -199,11 +199,11 @@ class StateStore:
 
     # --- helpers -------------------------------------------------------------------------------------
 
-    async def _override(self, name: str, actor: Actor, action: str, **values: Any) -> Override:
+    async def _override(self, name: str, actor: Actor, action: str, details: dict[str, Any], **values: Any) -> Override:
         _check_actor(actor)
         async with self._transaction(f"change the overrides of '{name}'") as conn:
             override = await _set_override(conn, name, actor, _now(), **values)
-            await _audit(conn, actor, action, name, {k: v for k, v in values.items() if not k.startswith("approved")})
+            await _audit(conn, actor, action, name, details)
             return override
 
     @asynccontextmanager

@@ -240,3 +240,13 @@ def test_the_config_names_the_store(tmp_path: Path) -> None:
     config.write_text("state:\n  path: /tmp/x.db\n")
     with pytest.raises(ConfigError, match=r"state\.path: unknown key \(allowed here: url\)"):
         load_config(config)
+
+
+async def test_several_processes_opening_a_fresh_store_at_once_all_succeed(store_url: str) -> None:
+    # separate engines are separate connections, as separate gateways (replicas) would have
+    stores = await asyncio.gather(*(StateStore.open(store_url) for _ in range(4)))
+    try:
+        await asyncio.gather(*(store.set_enabled(f"s{i}", True, "api") for i, store in enumerate(stores)))
+        assert list(await stores[0].overrides()) == ["s0", "s1", "s2", "s3"]
+    finally:
+        await asyncio.gather(*(store.aclose() for store in stores))

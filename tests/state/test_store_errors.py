@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from onetool.errors import StateError
@@ -130,3 +131,19 @@ async def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     error = await open_fails(f"sqlite:///{tmp_path / 'afile' / 'onetool.db'}")
     assert str(error).startswith(f"state store {tmp_path / 'afile' / 'onetool.db'}: cannot open it:")
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+async def test_a_postgresql_lock_held_elsewhere_fails_the_change_quickly(store_url: str) -> None:
+    async with await StateStore.open(store_url, timeout=0.5) as store:
+        holder = await asyncpg.connect(store_url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            async with holder.transaction():
+                await holder.execute("LOCK TABLE overrides IN ACCESS EXCLUSIVE MODE")
+                started = time.monotonic()
+                with pytest.raises(StateError, match=r"cannot change the overrides of 'x': .*lock timeout.*another"):
+                    await store.set_enabled("x", False, "cli")
+                assert time.monotonic() - started < SECONDS
+        finally:
+            await holder.close()
+        await store.set_enabled("x", False, "cli")
