@@ -55,7 +55,7 @@ class Target:
     def parse(cls, url: str | None) -> Target:
         if url is None:
             file = default_database()
-            return cls(make_url(f"sqlite+aiosqlite:///{file}"), str(file), file)
+            return cls(URL.create("sqlite+aiosqlite", database=str(file)), str(file), file)
         try:
             parsed = make_url(url)
         except ArgumentError:

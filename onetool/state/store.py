@@ -47,7 +47,7 @@ class StateStore:
     async def open(cls, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> StateStore:
         """Open (creating it if needed) and migrate the store at ``url``, default SQLite in the state folder.
 
-        ``timeout`` bounds the wait for another process's lock (SQLite) or for the connection (PostgreSQL).
+        ``timeout`` (seconds) bounds every wait for a lock held elsewhere, and for a connection to a server.
         """
         target = Target.parse(url)
         store = cls(create_engine(target, timeout), target)
