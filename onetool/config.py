@@ -111,11 +111,20 @@ class HttpConfig(_Strict):
     token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
 
 
+class StateConfig(_Strict):
+    url: str | None = Field(
+        default=None,
+        repr=False,
+        description="SQLAlchemy URL of the state store (default: SQLite in the user's state folder)",
+    )
+
+
 class Config(_Strict):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     packs: PacksConfig = Field(default_factory=PacksConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

@@ -7,6 +7,8 @@
     │       ├── UpstreamUnavailable
     │       └── UpstreamTimeout
     ├── ConfigError         the configuration cannot be used (the CLI exits with status 2)
+    ├── StateError          the state store cannot be used: corrupt, locked, unreachable, too new (exit status 2)
+    │   └── ServerExists    a server of that name was already added at run time
     └── ServeError          the gateway cannot serve (port in use, unsafe bind)
 
 Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
@@ -24,6 +26,14 @@ class OneToolError(Exception):
 
 class ConfigError(OneToolError):
     """The configuration cannot be used; the message says where and why."""
+
+
+class StateError(OneToolError):
+    """The state store cannot be used; the message names the file or URL (never its password) and what to do."""
+
+
+class ServerExists(StateError):
+    """`add_server` for a name that was already added at run time: remove it first."""
 
 
 class ServeError(OneToolError):

@@ -1,0 +1,154 @@
+"""The discovery file: how the CLI finds the running gateway and its admin token.
+
+``onetool serve --http`` writes ``gateway.json`` to the user's runtime folder (``onetool.state.paths.runtime_dir``):
+URL, pid, admin token, start time and version, as JSON, mode 0600 in a 0700 folder, written atomically (a
+private temp file, then ``os.replace``), and removed on exit.
+
+Who owns the file: the first live gateway keeps it. ``write`` leaves a file whose pid is alive and not ours
+alone (a gateway still serves there and the CLI should keep finding it) and returns None: the caller logs that
+this gateway is reachable by its URL only. A stale file (its pid is dead) or a malformed one is replaced.
+``read`` never raises: an absent, stale, unreadable or malformed file is None.
+
+Limit: after a crash, a pid reused by an unrelated process makes the stale file look live until that process
+ends; a CLI that gets "connection refused" from the URL should treat it as "no gateway running".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from onetool import __version__
+from onetool.state.paths import private_dir, runtime_dir
+
+FILENAME = "gateway.json"
+MAX_BYTES = 64 * 1024  # a real file is about 200 bytes; anything far larger is not ours
+
+
+@dataclass(frozen=True)
+class Discovery:
+    url: str
+    pid: int
+    admin_token: str = field(repr=False)
+    started_at: datetime
+    version: str
+
+
+def discovery_file() -> Path:
+    return runtime_dir() / FILENAME
+
+
+def generate_token() -> str:
+    """A fresh admin token (256 bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def write(url: str, admin_token: str, *, path: Path | None = None) -> Path | None:
+    """Publish this process's gateway; None (nothing written) when another live gateway owns the file.
+
+    Raises OSError when the runtime folder or the file cannot be written.
+    """
+    path = path or discovery_file()
+    current = read(path)
+    if current is not None and current.pid != os.getpid():
+        return None
+    record = {
+        "url": url,
+        "pid": os.getpid(),
+        "admin_token": admin_token,
+        "started_at": datetime.now(UTC).isoformat(),
+        "version": __version__,
+    }
+    # mkstemp opens with O_CREAT | O_EXCL and mode 0600: the token is never readable by others, not even briefly
+    fd, temp = tempfile.mkstemp(dir=private_dir(path.parent), prefix=f".{FILENAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise
+    return path
+
+
+def read(path: Path | None = None) -> Discovery | None:
+    """The live gateway's record, or None when the file is absent, stale (pid dead), unreadable or malformed."""
+    found = _load(path or discovery_file())
+    return found if found is not None and _alive(found.pid) else None
+
+
+def remove(expected_pid: int | None = None, *, path: Path | None = None) -> bool:
+    """Remove the file if it belongs to ``expected_pid`` (default: this process); True if it was removed."""
+    path = path or discovery_file()
+    found = _load(path)
+    if found is None or found.pid != (os.getpid() if expected_pid is None else expected_pid):
+        return False
+    with suppress(FileNotFoundError):
+        path.unlink()
+    return True
+
+
+@contextmanager
+def published(url: str, admin_token: str, *, path: Path | None = None) -> Iterator[Path | None]:
+    """Write the discovery file on enter (see ``write`` for None) and remove it on exit if it is still ours."""
+    written = write(url, admin_token, path=path)
+    try:
+        yield written
+    finally:
+        if written is not None:
+            remove(path=written)
+
+
+def _load(path: Path) -> Discovery | None:
+    """The file's record, alive or not; None when it is absent, unreadable or malformed."""
+    try:
+        with path.open("rb") as f:
+            return _parse(json.loads(f.read(MAX_BYTES)))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _parse(data: Any) -> Discovery:
+    """A Discovery from the file's JSON; ValueError, TypeError or KeyError for anything else."""
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    url, pid, token, started, version = (
+        data["url"],
+        data["pid"],
+        data["admin_token"],
+        data["started_at"],
+        data["version"],
+    )
+    if not all(isinstance(v, str) for v in (url, token, started, version)):
+        raise TypeError("a field is not a string")
+    # a pid of 0 or below would make os.kill address a whole process group
+    if type(pid) is not int or pid <= 0:
+        raise ValueError("pid is not a positive integer")
+    return Discovery(url=url, pid=pid, admin_token=token, started_at=datetime.fromisoformat(started), version=version)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True  # it exists, owned by another user
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): signal 0 is all we can know
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited; its parent just has not reaped it

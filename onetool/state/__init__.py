@@ -1,0 +1,50 @@
+"""Runtime state: servers added at run time, overrides, approved tool fingerprints, the audit log.
+
+The public API is re-exported here. Names load lazily, so ``import onetool.state.paths`` (the discovery file
+needs it) does not pay for SQLAlchemy and Alembic, and the CLI stays fast when a gateway is running.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onetool.state.fingerprint import canonical_json, describe_change, tool_fingerprint
+    from onetool.state.paths import runtime_dir, state_dir
+    from onetool.state.records import Actor, AddedServer, ApprovedTool, AuditEntry, Override
+    from onetool.state.store import StateStore
+
+_EXPORTS = {
+    "StateStore": "store",
+    "Actor": "records",
+    "AddedServer": "records",
+    "ApprovedTool": "records",
+    "AuditEntry": "records",
+    "Override": "records",
+    "canonical_json": "fingerprint",
+    "describe_change": "fingerprint",
+    "tool_fingerprint": "fingerprint",
+    "runtime_dir": "paths",
+    "state_dir": "paths",
+}
+
+__all__ = [
+    "Actor",
+    "AddedServer",
+    "ApprovedTool",
+    "AuditEntry",
+    "Override",
+    "StateStore",
+    "canonical_json",
+    "describe_change",
+    "runtime_dir",
+    "state_dir",
+    "tool_fingerprint",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'onetool.state' has no attribute {name!r}")
+    return getattr(import_module(f"onetool.state.{_EXPORTS[name]}"), name)

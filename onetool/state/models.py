@@ -1,0 +1,93 @@
+"""The state store's tables (SQLAlchemy Core), in portable column types only (SQLite and PostgreSQL alike).
+
+A change here needs a new migration in ``migrations/versions/``: the tables are created by migrations, never by
+``metadata.create_all``. Migrations write the database-level types directly (``sa.DateTime(timezone=True)``),
+so they do not import this module and stay valid when it changes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Column, DateTime, Dialect, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy.types import TypeDecorator
+
+NAME = 255  # server and tool names: config keys and MCP tool names are far shorter in practice
+ACTOR = 16
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime on both sides: SQLite keeps no offset, so values are stored as UTC and read back so."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("state timestamps must be timezone-aware")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# Servers added at run time. A spec change is a remove and an add, so there is no updated_at.
+servers = Table(
+    "servers",
+    metadata,
+    Column("name", String(NAME), primary_key=True),
+    Column("spec", JSON, nullable=False),  # a config-file server entry, as given (the caller validated it)
+    Column("added_by", String(ACTOR), nullable=False),
+    Column("added_at", UtcDateTime, nullable=False),
+)
+
+# Per-server overrides, of config-file and added servers alike.
+overrides = Table(
+    "overrides",
+    metadata,
+    Column("server", String(NAME), primary_key=True),
+    # NULL: no override, the config (or the add) decides
+    Column("enabled", Boolean, nullable=True),
+    Column("quarantined", Boolean, nullable=True),
+    Column("approved_by", String(ACTOR), nullable=True),
+    Column("approved_at", UtcDateTime, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_by", String(ACTOR), nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
+approved_tools = Table(
+    "approved_tools",
+    metadata,
+    Column("server", String(NAME), primary_key=True),
+    Column("tool", String(NAME), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),  # sha256 hex of `definition`
+    Column("definition", Text, nullable=False),  # the approved tool's canonical JSON, to diff a later change
+    Column("approved_by", String(ACTOR), nullable=False),
+    Column("approved_at", UtcDateTime, nullable=False),
+)
+
+# Append-only: rows are inserted, never updated or deleted.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UtcDateTime, nullable=False),
+    Column("actor", String(ACTOR), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("server", String(NAME), nullable=True),
+    Column("details", JSON, nullable=False),
+    Index(None, "server", "id"),
+)

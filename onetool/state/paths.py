@@ -1,0 +1,43 @@
+"""Where OneTool keeps per-user state: the state folder (the SQLite store) and the runtime folder (discovery).
+
+Both are private to the user (mode 0700 when OneTool creates them), because the store may hold values the
+user added explicitly (env, headers) and the discovery file holds the admin token.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_STATE_DIR = "ONETOOL_STATE_DIR"
+ENV_RUNTIME_DIR = "ONETOOL_RUNTIME_DIR"
+DATABASE_FILENAME = "onetool.db"
+
+
+def state_dir() -> Path:
+    """``$ONETOOL_STATE_DIR``, else ``$XDG_STATE_HOME/onetool``, else ``~/.local/state/onetool``."""
+    if explicit := os.environ.get(ENV_STATE_DIR):
+        return Path(explicit)
+    if xdg := os.environ.get("XDG_STATE_HOME"):
+        return Path(xdg) / "onetool"
+    return Path.home() / ".local" / "state" / "onetool"
+
+
+def runtime_dir() -> Path:
+    """``$ONETOOL_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/onetool``, else the state folder's ``run/``."""
+    if explicit := os.environ.get(ENV_RUNTIME_DIR):
+        return Path(explicit)
+    if xdg := os.environ.get("XDG_RUNTIME_DIR"):
+        return Path(xdg) / "onetool"
+    return state_dir() / "run"
+
+
+def default_database() -> Path:
+    return state_dir() / DATABASE_FILENAME
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700; an existing folder keeps the mode its owner gave it."""
+    # mkdir's mode is filtered by the umask, which can only remove bits, so 0700 never ends up wider.
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

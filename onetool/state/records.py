@@ -1,0 +1,58 @@
+"""What the state store hands out: frozen dataclasses, never ORM rows, so callers cannot change state by accident."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+Actor = Literal["cli", "api", "mcp", "gateway"]
+"""Who made a change: the CLI, the admin API, an MCP management tool, or the gateway itself (e.g. a rug pull)."""
+
+ACTORS: frozenset[str] = frozenset(get_args(Actor))
+
+
+@dataclass(frozen=True)
+class AddedServer:
+    """A server added at run time. ``spec`` holds exactly what a config entry holds (``ServerConfig`` input)."""
+
+    name: str
+    spec: dict[str, Any] = field(repr=False)  # may hold env and header values the user passed in clear text
+    added_by: Actor
+    added_at: datetime
+
+
+@dataclass(frozen=True)
+class Override:
+    """Per-server overrides; ``None`` means "no override: the config (or the add) decides"."""
+
+    server: str
+    enabled: bool | None
+    quarantined: bool | None
+    approved_by: Actor | None
+    approved_at: datetime | None
+    created_at: datetime
+    updated_by: Actor
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ApprovedTool:
+    """A tool as an admin approved it; a tool whose fingerprint differs now is held until approved again."""
+
+    server: str
+    tool: str
+    fingerprint: str
+    definition: str = field(repr=False)  # canonical JSON (onetool.state.canonical_json), for describe_change
+    approved_by: Actor
+    approved_at: datetime
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    actor: Actor
+    action: str
+    server: str | None
+    details: dict[str, Any]

@@ -1,0 +1,275 @@
+"""The state store: servers added at run time, per-server overrides, approved tool fingerprints, an audit log.
+
+    store = await StateStore.open(config.state.url)     # or: async with await StateStore.open(...) as store:
+    await store.set_quarantined("wix", True, actor="api")
+    ...
+    await store.aclose()
+
+Every method is one transaction, writes its audit entry in that same transaction, and returns frozen records.
+Any failure of the database itself (corrupt, locked, unreachable) is a StateError naming the store.
+The store does not know the config: callers check names and validate specs (``onetool.config.ServerConfig``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from onetool.errors import ServerExists, StateError
+from onetool.state.engine import Target, create_engine
+from onetool.state.fingerprint import canonical_json, fingerprint_of
+from onetool.state.migrate import upgrade
+from onetool.state.models import approved_tools, audit_log, overrides, servers
+from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, Override
+
+if TYPE_CHECKING:
+    from mcp.types import Tool
+
+DEFAULT_TIMEOUT = 5.0
+
+
+class StateStore:
+    """One open state store. Build it with ``await StateStore.open(url)``; close it with ``aclose()``."""
+
+    def __init__(self, engine: AsyncEngine, target: Target) -> None:
+        self._engine = engine
+        self._target = target
+
+    @classmethod
+    async def open(cls, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> StateStore:
+        """Open (creating it if needed) and migrate the store at ``url``, default SQLite in the state folder.
+
+        ``timeout`` (seconds) bounds every wait for a lock held elsewhere, and for a connection to a server.
+        """
+        target = Target.parse(url)
+        store = cls(create_engine(target, timeout), target)
+        try:
+            async with store._transaction("open it") as conn:
+                await conn.run_sync(upgrade, target.location)
+        except BaseException:
+            await store.aclose()
+            raise
+        return store
+
+    @property
+    def location(self) -> str:
+        """The file, or the URL with its password masked: safe to print and log."""
+        return self._target.location
+
+    async def aclose(self) -> None:
+        await self._engine.dispose()
+
+    async def __aenter__(self) -> StateStore:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- servers added at run time -------------------------------------------------------------------
+
+    async def added_servers(self) -> dict[str, AddedServer]:
+        async with self._transaction("read the added servers") as conn:
+            rows = await conn.execute(select(servers).order_by(servers.c.added_at, servers.c.name))
+            return {row.name: AddedServer(**row._mapping) for row in rows}
+
+    async def add_server(self, name: str, spec: Mapping[str, Any], actor: Actor) -> AddedServer:
+        """Store a server spec as given (JSON data; validate it with ServerConfig first). ServerExists if added."""
+        _check_actor(actor)
+        try:
+            spec = json.loads(json.dumps(spec))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"server spec for '{name}' must be JSON data: {e}") from None
+        async with self._transaction(f"add server '{name}'") as conn:
+            existing = (await conn.execute(select(servers).where(servers.c.name == name))).first()
+            if existing is not None:
+                raise ServerExists(
+                    f"server '{name}' was already added (by {existing.added_by} at {existing.added_at:%Y-%m-%d %H:%M} "
+                    "UTC); remove it first to replace it"
+                )
+            added = AddedServer(name=name, spec=spec, added_by=actor, added_at=_now())
+            await conn.execute(insert(servers).values(**vars(added)))
+            # the spec may hold secrets (env, headers): the log names its keys only
+            await _audit(conn, actor, "add_server", name, {"keys": sorted(spec)})
+            return added
+
+    async def remove_server(self, name: str, actor: Actor) -> bool:
+        """Remove an added server with its overrides and approvals; False if no server of that name was added."""
+        _check_actor(actor)
+        async with self._transaction(f"remove server '{name}'") as conn:
+            removed = (await conn.execute(delete(servers).where(servers.c.name == name))).rowcount > 0
+            if removed:
+                await _forget(conn, name)
+                await _audit(conn, actor, "remove_server", name, {})
+            return removed
+
+    # --- overrides -----------------------------------------------------------------------------------
+
+    async def overrides(self) -> dict[str, Override]:
+        async with self._transaction("read the overrides") as conn:
+            rows = await conn.execute(select(overrides).order_by(overrides.c.server))
+            return {row.server: Override(**row._mapping) for row in rows}
+
+    async def set_enabled(self, name: str, enabled: bool | None, actor: Actor) -> Override:
+        """Enable or disable a server across restarts; ``None`` drops the override (the config decides again)."""
+        return await self._override(name, actor, "set_enabled", {"enabled": enabled}, enabled=enabled)
+
+    async def set_quarantined(self, name: str, quarantined: bool | None, actor: Actor) -> Override:
+        """Quarantine a server (this withdraws its approval), or release it; ``None`` drops the override.
+
+        Approved tool fingerprints are kept, so a later approval can show what changed since.
+        """
+        values: dict[str, Any] = {"quarantined": quarantined}
+        if quarantined:
+            values.update(approved_by=None, approved_at=None)
+        return await self._override(name, actor, "set_quarantined", {"quarantined": quarantined}, **values)
+
+    async def approve_server(self, name: str, actor: Actor, tools: Iterable[Tool] | None = None) -> Override:
+        """Release a server from quarantine, recording who approved it and when.
+
+        With ``tools`` (the server's current tools), they become its approved set, replacing any earlier one;
+        without, the approved fingerprints stay as they are.
+        """
+        _check_actor(actor)
+        async with self._transaction(f"approve server '{name}'") as conn:
+            details: dict[str, Any] = {}
+            if tools is not None:
+                await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
+                details["tools"] = await _approve(conn, name, tools, actor)
+            now = _now()
+            override = await _set_override(
+                conn, name, actor, now, quarantined=False, approved_by=actor, approved_at=now
+            )
+            await _audit(conn, actor, "approve_server", name, details)
+            return override
+
+    # --- approved tools (rug-pull detection) ---------------------------------------------------------
+
+    async def approved_tools(self, server: str) -> dict[str, ApprovedTool]:
+        async with self._transaction(f"read the approved tools of '{server}'") as conn:
+            rows = await conn.execute(
+                select(approved_tools).where(approved_tools.c.server == server).order_by(approved_tools.c.tool)
+            )
+            return {row.tool: ApprovedTool(**row._mapping) for row in rows}
+
+    async def approve_tools(self, server: str, tools: Iterable[Tool], actor: Actor) -> dict[str, ApprovedTool]:
+        """Approve these tools as they are now (e.g. held after a change); other approved tools stay."""
+        _check_actor(actor)
+        async with self._transaction(f"approve tools of '{server}'") as conn:
+            names = await _approve(conn, server, tools, actor)
+            await _audit(conn, actor, "approve_tools", server, {"tools": names})
+            rows = await conn.execute(
+                select(approved_tools).where(approved_tools.c.server == server, approved_tools.c.tool.in_(names))
+            )
+            return {row.tool: ApprovedTool(**row._mapping) for row in rows}
+
+    async def forget_server(self, name: str, actor: Actor) -> None:
+        """Drop a server's overrides and approved tools (e.g. a config-file server that was removed)."""
+        _check_actor(actor)
+        async with self._transaction(f"forget server '{name}'") as conn:
+            await _forget(conn, name)
+            await _audit(conn, actor, "forget_server", name, {})
+
+    # --- audit log -----------------------------------------------------------------------------------
+
+    async def record(
+        self, action: str, actor: Actor, server: str | None = None, details: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log an event the store did not make itself (a restart, a detected tool change with its diff)."""
+        _check_actor(actor)
+        async with self._transaction(f"record '{action}'") as conn:
+            await _audit(conn, actor, action, server, dict(details or {}))
+
+    async def audit_log(self, *, server: str | None = None, limit: int = 100) -> list[AuditEntry]:
+        """The newest ``limit`` entries, newest first; only those about ``server`` if given."""
+        query = select(audit_log).order_by(audit_log.c.id.desc()).limit(limit)
+        if server is not None:
+            query = query.where(audit_log.c.server == server)
+        async with self._transaction("read the audit log") as conn:
+            return [AuditEntry(**row._mapping) for row in await conn.execute(query)]
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    async def _override(self, name: str, actor: Actor, action: str, details: dict[str, Any], **values: Any) -> Override:
+        _check_actor(actor)
+        async with self._transaction(f"change the overrides of '{name}'") as conn:
+            override = await _set_override(conn, name, actor, _now(), **values)
+            await _audit(conn, actor, action, name, details)
+            return override
+
+    @asynccontextmanager
+    async def _transaction(self, doing: str) -> AsyncIterator[AsyncConnection]:
+        """One transaction; a database failure becomes a StateError that says what we were doing."""
+        try:
+            async with self._engine.begin() as conn:
+                yield conn
+        except StateError:
+            raise
+        except (SQLAlchemyError, OSError, TimeoutError) as e:
+            raise self._target.explain(doing, e) from None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_actor(actor: str) -> None:
+    if actor not in ACTORS:
+        raise ValueError(f"unknown actor {actor!r}; expected one of {', '.join(sorted(ACTORS))}")
+
+
+async def _set_override(conn: AsyncConnection, name: str, actor: Actor, now: datetime, **values: Any) -> Override:
+    changed = await conn.execute(
+        update(overrides).where(overrides.c.server == name).values(**values, updated_by=actor, updated_at=now)
+    )
+    if changed.rowcount == 0:
+        await conn.execute(
+            insert(overrides).values(server=name, **values, created_at=now, updated_by=actor, updated_at=now)
+        )
+    row = (await conn.execute(select(overrides).where(overrides.c.server == name))).one()
+    return Override(**row._mapping)
+
+
+async def _approve(conn: AsyncConnection, server: str, tools: Iterable[Tool], actor: Actor) -> list[str]:
+    """Record these tools' current definitions as approved; returns their names."""
+    definitions = {tool.name: canonical_json(tool) for tool in tools}
+    if not definitions:
+        return []
+    names = sorted(definitions)
+    await conn.execute(
+        delete(approved_tools).where(approved_tools.c.server == server, approved_tools.c.tool.in_(names))
+    )
+    now = _now()
+    await conn.execute(
+        insert(approved_tools),
+        [
+            {
+                "server": server,
+                "tool": name,
+                "fingerprint": fingerprint_of(definitions[name]),
+                "definition": definitions[name],
+                "approved_by": actor,
+                "approved_at": now,
+            }
+            for name in names
+        ],
+    )
+    return names
+
+
+async def _forget(conn: AsyncConnection, name: str) -> None:
+    await conn.execute(delete(overrides).where(overrides.c.server == name))
+    await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
+
+
+async def _audit(conn: AsyncConnection, actor: Actor, action: str, server: str | None, details: dict[str, Any]) -> None:
+    await conn.execute(insert(audit_log).values(at=_now(), actor=actor, action=action, server=server, details=details))

@@ -1,0 +1,85 @@
+"""Fixtures for the state store: a fresh store URL per test, on SQLite and, where it is installed, PostgreSQL.
+
+The PostgreSQL cluster is real and local: initdb in a temp folder, listening on 127.0.0.1 only, trust auth,
+one fresh database per test. Without PostgreSQL's binaries the PostgreSQL cases are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port, wait_for_port
+
+PG_USER = "onetool"
+_databases = count()
+
+
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    return str(candidates[-1]) if candidates else None
+
+
+def _as_pg_owner(args: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; drop to the packaged `postgres` user then
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A scratch PostgreSQL server; yields its base URL (without a database name)."""
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        pytest.skip("PostgreSQL is not installed (initdb, pg_ctl)")
+    home = Path(tempfile.mkdtemp(prefix="onetool-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+    data, port = home / "data", free_port()
+    run = {"check": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.run(_as_pg_owner([initdb, "-D", str(data), "-A", "trust", "-U", PG_USER, "--no-sync"]), **run)
+    options = f"-h 127.0.0.1 -p {port} -k {home} -F"
+    start = [pg_ctl, "-D", str(data), "-o", options, "-w", "-l", str(home / "log"), "start"]
+    subprocess.run(_as_pg_owner(start), **run)
+    try:
+        wait_for_port(port)
+        yield f"postgresql+asyncpg://{PG_USER}@127.0.0.1:{port}"
+    finally:
+        subprocess.run(_as_pg_owner([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]), **run)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL for a store that does not exist yet."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'state' / 'onetool.db'}"
+    base: str = request.getfixturevalue("postgres")
+    name = f"t{os.getpid()}_{next(_databases)}"
+    port = base.rsplit(":", 1)[1]
+    psql = _pg_bin("psql") or "psql"
+    subprocess.run(
+        [psql, "-h", "127.0.0.1", "-p", port, "-U", PG_USER, "-d", "postgres", "-qc", f"CREATE DATABASE {name}"],
+        check=True,
+    )
+    return f"{base}/{name}"
+
+
+def sqlite_file(url: str) -> Path | None:
+    return Path(url.split(":///", 1)[1]) if url.startswith("sqlite") else None
+
+
+def sqlite_execute(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Run SQL on a store file with the plain sqlite3 module: a second, independent client."""
+    with sqlite3.connect(path) as con:
+        return con.execute(sql).fetchall()
