@@ -30,7 +30,9 @@ import anyio
 from mcp import Client, StdioServerParameters, types
 
 from bench import Row
+from onetool.config import SandboxConfig
 from onetool.describe import describe_run
+from onetool.gateway import limits_of
 from onetool.inspect import InspectServer, InspectTool, compress, describe_inspect
 from onetool.registry import Pack, Registry
 from onetool.registry.registry import upstream_tools
@@ -85,7 +87,7 @@ RunDescription = Callable[[Sequence[Server]], str]
 def run_description(servers: Sequence[Server]) -> str:
     """``run``'s description for these servers, via today's registry (the seam to replace when it changes)."""
     packs = {s.name: Pack(name=s.name, tools=upstream_tools(s.name, s.name, s.tools), server=s.name) for s in servers}
-    return describe_run(Registry(packs))
+    return describe_run(Registry(packs), limits_of(SandboxConfig()))
 
 
 def inspect_servers(servers: Sequence[Server]) -> list[InspectServer]:

@@ -20,7 +20,7 @@ from anyio.abc import ObjectReceiveStream
 from mcp import types
 
 from onetool.broadcast import Broadcast
-from onetool.config import Config
+from onetool.config import Config, SandboxConfig
 from onetool.describe import describe_run
 from onetool.errors import ModelError
 from onetool.logs import LogSpan, logger
@@ -38,7 +38,7 @@ class Gateway:
     def __init__(self, config: Config, *, warm_workers: int = 2) -> None:
         self.config = config
         self._warm = warm_workers
-        self.limits = Limits(**config.sandbox.model_dump(exclude={"max_concurrent_runs"}))
+        self.limits = limits_of(config.sandbox)
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
         self._description = ""
@@ -135,3 +135,8 @@ class Gateway:
             async for _ in changes:
                 if self._rebuild():
                     self._changes.publish(None)
+
+
+def limits_of(sandbox: SandboxConfig) -> Limits:
+    """The sandbox limits a config's `sandbox:` section sets (the keys are the same)."""
+    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs"}))
