@@ -1,75 +1,123 @@
-"""MCP over stdio: the stdin pump and serve_stdio.
+"""MCP over stdio: one JSON-RPC message per line on stdin and stdout, read and written on the event loop.
 
-stdout is the protocol channel; nothing else may be written there while we serve.
+Why not the SDK's ``stdio_server``: it reads stdin on a worker thread and writes each message and each flush
+through another, two thread hops per message in each direction, which a code-mode gateway pays on every
+run; and cancellation waits for the reading thread, so a SIGTERM while the client keeps stdin open would
+hang. Here the loop waits for the descriptors to be ready and reads and writes them itself.
+
+While serving, fd 0 points at the null device and fd 1 at stderr (as the SDK does), so children never read
+protocol bytes and stray prints never corrupt the wire; the protocol uses private duplicates.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
-import threading
-from collections.abc import AsyncIterator
-from typing import Any, TextIO
+import stat
+from collections.abc import Iterator
+from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+import mcp.types as types
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from onetool.logs import logger
 
 __all__ = ["serve_stdio"]
 
-
-def _pump_lines(wire: TextIO, send: MemoryObjectSendStream[str], token: anyio.lowlevel.EventLoopToken) -> None:
-    try:
-        for line in wire:
-            anyio.from_thread.run(send.send, line, token=token)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.RunFinishedError):
-        return  # serving ended first: nobody wants the rest of stdin
-    except OSError as exc:
-        logger.warning("stdin is unreadable; treating it as closed", errorMessage=str(exc))
-    with contextlib.suppress(anyio.RunFinishedError):
-        anyio.from_thread.run_sync(send.close, token=token)
-
-
-@contextlib.asynccontextmanager
-async def _stdin_lines() -> AsyncIterator[MemoryObjectReceiveStream[str]]:
-    """stdin as an async stream of lines, read by a daemon thread.
-
-    The SDK reads stdin on an AnyIO worker thread, and cancellation waits for that thread: a SIGTERM
-    while the client keeps stdin open would hang shutdown until the next line arrives. A daemon thread
-    blocked in read() holds up neither cancellation nor interpreter exit. Like the SDK, fd 0 points at
-    the null device while we serve, so child processes never read protocol bytes.
-    """
-    wire = os.fdopen(os.dup(0), encoding="utf-8", errors="replace")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    send, receive = anyio.create_memory_object_stream[str](0)
-    reader = threading.Thread(
-        target=_pump_lines, args=(wire, send, anyio.lowlevel.current_token()), name="stdin", daemon=True
-    )
-    reader.start()
-    try:
-        async with receive:
-            yield receive
-    finally:
-        os.dup2(wire.fileno(), 0)
-        # A reader still blocked in read() keeps its file; closing it under the thread is unsafe.
-        if not reader.is_alive():
-            wire.close()
+_CHUNK = 1 << 16
 
 
 async def serve_stdio(server: Server[Any]) -> None:
     """Serve ``server`` (one face) on stdin/stdout until stdin reaches EOF or the caller cancels."""
-    # stdio_server only iterates stdin, so a stream of lines stands in for its AsyncFile.
-    async with (
-        _stdin_lines() as lines,
-        stdio_server(stdin=lines) as (read_stream, write_stream),  # type: ignore[arg-type]
-    ):
-        logger.info("serving MCP over stdio")
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    with _claimed(0, os.devnull) as wire_in, _claimed(1, None) as wire_out:
+        reads, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, writes = anyio.create_memory_object_stream[SessionMessage](0)
+        reader = anyio.CancelScope()
+
+        async def read() -> None:
+            with reader:
+                await _read_lines(wire_in, reads)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(_write_lines, wire_out, writes)
+            logger.info("serving MCP over stdio")
+            try:
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                # The writer drains what the server already sent, then ends; the reader may still wait.
+                write_stream.close()
+                reader.cancel()
     logger.info("stdio server done")
+
+
+@contextlib.contextmanager
+def _claimed(fd: int, diversion: str | None) -> Iterator[int]:
+    """A private duplicate of ``fd`` for the protocol; ``fd`` itself points at ``diversion`` (None: stderr)."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    replacement = os.open(diversion, os.O_RDWR) if diversion else os.dup(2)
+    os.dup2(replacement, fd)
+    os.close(replacement)
+    try:
+        yield private
+    finally:
+        os.dup2(private, fd)
+        os.close(private)
+
+
+async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exception]) -> None:
+    regular = stat.S_ISREG(os.fstat(fd).st_mode)  # epoll cannot watch a file; reading one never blocks
+    buffer = b""
+    async with reads:
+        while True:
+            if not regular:
+                await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, _CHUNK)  # the descriptor is ready: this returns what is there
+            except OSError as exc:
+                logger.warning("stdin is unreadable; treating it as closed", errorMessage=str(exc))
+                return
+            if not chunk:
+                return
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    await reads.send(_parse(line))
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:  # the server answers a malformed message with an error; it does not stop
+        return exc
+
+
+async def _write_lines(fd: int, writes: ObjectReceiveStream[SessionMessage]) -> None:
+    mode = os.fstat(fd).st_mode
+    # A pipe or socket to a slow client would block the loop on a large message: write it without blocking,
+    # waiting for room. A terminal or a file is left as it is (its flags are shared with whoever opened it).
+    wait = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    if wait:
+        os.set_blocking(fd, False)
+    try:
+        async with writes:
+            async for message in writes:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await _write_all(fd, memoryview(data.encode("utf-8", "replace")), wait)
+    finally:
+        if wait:
+            os.set_blocking(fd, True)  # the flag belongs to the descriptor we restore on fd 1
+
+
+async def _write_all(fd: int, view: memoryview, wait: bool) -> None:
+    while view:
+        if wait:
+            await anyio.wait_writable(fd)
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
