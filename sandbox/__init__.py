@@ -13,11 +13,13 @@ from sandbox.errors import (
     ToolUnavailable,
     UnknownTool,
 )
+from sandbox.messages import PROGRESS_RATE, one_line
 from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
 from sandbox.pool import Sandbox
 
 __all__ = [
     "ALLOWED_MODULES",
+    "PROGRESS_RATE",
     "SNIPPET_ERRORS",
     "TOOL_ERRORS",
     "ArgumentError",
@@ -34,5 +36,6 @@ __all__ = [
     "ToolTimeout",
     "ToolUnavailable",
     "UnknownTool",
+    "one_line",
     "parse",
 ]

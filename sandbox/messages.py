@@ -30,8 +30,8 @@ __all__ = [
     "Progress",
     "is_ready",
     "job_frame",
+    "one_line",
     "parse",
-    "progress_text",
     "reply_frame",
 ]
 
@@ -140,7 +140,8 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Done:
             and (total is None or _is_number(total))
             and (text is None or isinstance(text, str))
         ):
-            return Progress(float(done), None if total is None else float(total), progress_text(text))
+            message_text = None if text is None else one_line(text, MAX_PROGRESS_MESSAGE) or None
+            return Progress(float(done), None if total is None else float(total), message_text)
     elif op == "done":
         output, error = message.get("output"), message.get("error")
         if isinstance(output, str) and (error is None or _is_error(error)):
@@ -159,11 +160,11 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Done:
     raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "done") else "unexpected message")
 
 
-def progress_text(text: str | None) -> str | None:
-    """A progress message as a client may show it: one line of at most MAX_PROGRESS_MESSAGE characters."""
-    if text is None:
-        return None
-    return _CONTROL.sub(" ", text[: MAX_PROGRESS_MESSAGE * 2]).strip()[:MAX_PROGRESS_MESSAGE] or None
+def one_line(text: str, limit: int) -> str:
+    """`text` as a client may show it in a status line: control characters and line breaks become spaces, a
+    lone surrogate (which no UTF-8 writer takes) a question mark; cut at `limit` characters."""
+    line = _CONTROL.sub(" ", text[: limit * 2]).strip()[:limit]
+    return line.encode("utf-8", "replace").decode("utf-8")
 
 
 def _is_number(value: Any) -> bool:
