@@ -22,6 +22,9 @@ Write plain Python: call tools as `pack.tool(arg=value)` (positional arguments f
 combine and filter results in code, and end with an expression: its value is the result, together \
 with anything print()ed. Only that value reaches you, so trim large results in the snippet. A failed \
 tool call raises ToolError, which you can catch. Allowed imports: {_MODULES}. No files, network or processes.
+Independent calls run at once with `parallel(lambda: a.x(), lambda: b.y(k=1))`: results in order; a failure \
+raises once all are done, or comes back as a value with return_exceptions=True; in a loop bind the variable, \
+`[lambda u=u: f.get(url=u) for u in urls]`. Report progress of long work with `progress(done, total, message)`.
 
 Example:
     sites = wix.list_sites()
