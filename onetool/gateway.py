@@ -92,7 +92,8 @@ class Gateway:
             media: set[str] = set()
             async with AsyncExitStack() as stack:
                 relay = None
-                if client is not None:
+                # A client that wants neither progress nor even the gravest log message costs the run nothing.
+                if client is not None and (client.wants_progress or client.wants_log("emergency")):
                     relay = await stack.enter_async_context(Relay(client, self._pool).running())
                 try:
                     outcome = await self._sandbox.run(
