@@ -29,6 +29,9 @@ combine and filter results in code, and end with an expression: its value is the
 anything print()ed. Only that value reaches you, so trim large results in the snippet. A failed tool call \
 raises ToolError, which you can catch. Mistakes (unknown packs, tools or arguments, missing arguments, syntax \
 errors) are reported before the code runs. Allowed imports: {_MODULES}. No files, network or processes.
+Independent calls run at once with `parallel(lambda: a.x(), lambda: b.y(k=1))`: results in order; a failure \
+raises once all are done, or comes back as a value with return_exceptions=True; in a loop bind the variable, \
+`[lambda u=u: f.get(url=u) for u in urls]`. Report progress of long work with `progress(done, total, message)`.
 
 Limits per run: {limits.timeout:g} seconds, {limits.max_calls} tool calls, and the result (and printed output) \
 is cut at {limits.max_output:,} characters.

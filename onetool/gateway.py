@@ -25,7 +25,8 @@ from onetool.describe import describe_run
 from onetool.errors import ModelError
 from onetool.logs import LogSpan, logger
 from onetool.precheck import precheck
-from onetool.registry import Pack, PackContext, Registry, load_local_packs
+from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
+from onetool.relay import Relay, RunClient
 from onetool.results import returned_media, run_result
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
@@ -76,8 +77,12 @@ class Gateway:
         """Receive one item whenever :meth:`describe_run` changed (bursts coalesce)."""
         return self._changes.subscribe()
 
-    async def run(self, code: str) -> types.CallToolResult:
-        """Run one snippet; never raises for anything the snippet or an upstream does."""
+    async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
+        """Run one snippet; never raises for anything the snippet or an upstream does.
+
+        ``client``, the MCP client that asked, gets the run's progress and its upstreams' log messages as
+        they happen, as far as it asked for them.
+        """
         with logger.contextualize(runId=uuid.uuid4().hex[:12]), LogSpan("run", codeLength=len(code)) as span:
             registry = self._registry
             failure = precheck(code, registry)
@@ -85,24 +90,40 @@ class Gateway:
                 span.add(calls=0, status="FAILED", errorType=failure.type, errorMessage=failure.message)
                 return run_result(None, "", error=failure, max_chars=self.limits.max_output)
             media: set[str] = set()
-            try:
-                outcome = await self._sandbox.run(
-                    code, packs=registry.tool_names, on_call=partial(self._on_call, media)
-                )
-            except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
-                logger.exception("sandbox failed")
-                outcome = RunResult(
-                    None, "", RunError("InternalError", f"the sandbox failed: {type(e).__name__}"), 0, 0
-                )
+            async with AsyncExitStack() as stack:
+                relay = None
+                # A client that wants neither progress nor even the gravest log message costs the run nothing.
+                if client is not None and (client.wants_progress or client.wants_log("emergency")):
+                    relay = await stack.enter_async_context(Relay(client, self._pool).running())
+                try:
+                    outcome = await self._sandbox.run(
+                        code,
+                        packs=registry.tool_names,
+                        on_call=partial(self._on_call, media, relay),
+                        on_progress=None if relay is None else relay.snippet_progress,
+                    )
+                except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
+                    logger.exception("sandbox failed")
+                    outcome = RunResult(
+                        None, "", RunError("InternalError", f"the sandbox failed: {type(e).__name__}"), 0, 0
+                    )
             span.add(calls=outcome.calls)
             if outcome.error is not None:
                 span.add(status="FAILED", errorType=outcome.error.type, errorMessage=outcome.error.message)
             return await self._shape(outcome, media)
 
-    async def _on_call(self, media: set[str], pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    async def _on_call(
+        self, media: set[str], relay: Relay | None, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
         try:
-            value = await self._registry.resolve(pack, tool).call(args, kwargs, self._ctx)
+            target = self._registry.resolve(pack, tool)
+            if isinstance(target, UpstreamTool) and relay is not None:
+                relay.follow(target.server)
+                progress = relay.upstream_progress(f"{pack}.{tool}")
+                value = await target.call(args, kwargs, self._ctx, on_progress=progress)
+            else:
+                value = await target.call(args, kwargs, self._ctx)
         except ModelError as e:
             raise TOOL_ERRORS[e.snippet_type](str(e)) from None
         except Exception as e:  # a local pack's own bug: report it, keep the host's traceback out of the model

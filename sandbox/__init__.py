@@ -1,7 +1,7 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
 from sandbox.errors import (
     SNIPPET_ERRORS,
     TOOL_ERRORS,
@@ -13,11 +13,13 @@ from sandbox.errors import (
     ToolUnavailable,
     UnknownTool,
 )
+from sandbox.messages import PROGRESS_RATE, one_line
 from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
 from sandbox.pool import Sandbox
 
 __all__ = [
     "ALLOWED_MODULES",
+    "PROGRESS_RATE",
     "SNIPPET_ERRORS",
     "TOOL_ERRORS",
     "ArgumentError",
@@ -25,6 +27,7 @@ __all__ = [
     "LimitError",
     "Limits",
     "OnCall",
+    "OnProgress",
     "PolicyError",
     "RunError",
     "RunResult",
@@ -33,5 +36,6 @@ __all__ = [
     "ToolTimeout",
     "ToolUnavailable",
     "UnknownTool",
+    "one_line",
     "parse",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "OnCall", "RunError", "RunResult"]
+__all__ = ["Limits", "OnCall", "OnProgress", "RunError", "RunResult"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class Limits:
 
 OnCall = Callable[[str, str, list[Any], dict[str, Any]], Awaitable[Any]]
 """(pack, tool, args, kwargs) -> JSON-able value; runs in a child task of the `Sandbox.run` caller."""
+
+OnProgress = Callable[[float, "float | None", "str | None"], None]
+"""(done, total, message) from the snippet's progress(): finite numbers and one short line, checked and
+rate-limited by the host. Called on the run's reading loop, so it must not block: queue, don't await."""
 
 
 @dataclass

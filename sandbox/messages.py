@@ -1,12 +1,16 @@
 """The messages of one run, typed; what the worker sends is checked here once, where it arrives.
 
-Host -> worker: the job (`job_frame`), then one reply per pack call (`reply_frame`).
-Worker -> host: `{"op": "ready"}` once confined; then any number of `{"op": "call", ...}`, each waiting
-for its reply; then `{"op": "done", ...}`. Anything else is a broken protocol (`ProtocolError`).
+Host -> worker: the job (`job_frame`), then one reply per pack call (`reply_frame`), carrying the call's id.
+Worker -> host: `{"op": "ready"}` once confined; then any number of `{"op": "call", "id": n, ...}` (up to
+MAX_IN_FLIGHT of them waiting for their replies at once, which may come back in any order) and
+`{"op": "progress", ...}` (no reply); then `{"op": "done", ...}`. Anything else is a broken protocol
+(`ProtocolError`).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +18,22 @@ from typing import Any
 from sandbox.api import Limits, RunError
 from sandbox.channel import JOB_CAP, ProtocolError, encode
 
-__all__ = ["MAX_NAME", "REPLY_ENVELOPE", "Call", "Done", "is_ready", "job_frame", "parse", "reply_frame"]
+__all__ = [
+    "MAX_CALL_ID",
+    "MAX_IN_FLIGHT",
+    "MAX_NAME",
+    "MAX_PROGRESS_MESSAGE",
+    "PROGRESS_RATE",
+    "REPLY_ENVELOPE",
+    "Call",
+    "Done",
+    "Progress",
+    "is_ready",
+    "job_frame",
+    "one_line",
+    "parse",
+    "reply_frame",
+]
 
 REPLY_ENVELOPE = 4096
 """Bytes around a payload: a reply or result may carry a full max_message payload plus this much."""
@@ -22,6 +41,17 @@ MAX_NAME = 128
 """Characters of a pack or tool name, and of an error type."""
 MAX_SOURCE = 1000
 """Characters of the snippet line an error names."""
+MAX_IN_FLIGHT = 16
+"""Pack calls a worker may have waiting for replies: parallel() keeps at most this many going. A worker
+that pipelines more is not a snippet."""
+MAX_CALL_ID = 2**31 - 1
+"""Call ids are ints from 0 to this; a run makes far fewer calls (sandbox.max_calls)."""
+MAX_PROGRESS_MESSAGE = 200
+"""Characters of a progress() message."""
+PROGRESS_RATE = 20
+"""progress() reports per second: the worker sends no more, the host passes on no more."""
+_MAX_EXACT_INT = 2**53
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +64,17 @@ class Call:
     kwargs: dict[str, Any]
     refusal: str | None = None
     """Why the call is answered with an error at once, never reaching on_call (a name that is no name)."""
+    id: int | None = None
+    """Echoed in the reply so the worker can match replies to calls; None from a worker that sends none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The snippet's own progress report (progress(done, total, message)); it gets no reply."""
+
+    done: float
+    total: float | None
+    message: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,29 +100,48 @@ def reply_frame(
     call: Call, value: Any = None, error: str | None = None, kind: str = "ToolError", *, limits: Limits
 ) -> bytes:
     """The answer to `call`: its value, or an error the snippet raises as `kind` (a TOOL_ERRORS name)."""
-    reply = {"value": value} if error is None else {"error": error, "type": kind}
+    reply: dict[str, Any] = {"value": value} if error is None else {"error": error, "type": kind}
+    if call.id is not None:
+        reply["id"] = call.id
     try:
         return encode(reply, limits.max_message)
     except ProtocolError:
         note = f"the result of {call.pack}.{call.tool} exceeds {limits.max_message} bytes"
     except (TypeError, ValueError) as exc:
         note = f"the result of {call.pack}.{call.tool} is not JSON data: {exc}"
-    return encode({"error": note}, REPLY_ENVELOPE)
+    return encode({"error": note, "id": call.id}, REPLY_ENVELOPE)
 
 
 def is_ready(message: Any) -> bool:
     return message == {"op": "ready"}
 
 
-def parse(message: Any, limits: Limits) -> Call | Done:
+def parse(message: Any, limits: Limits) -> Call | Progress | Done:
     """A decoded frame from a worker during its run, checked once; `ProtocolError` says what was wrong.
     Text the worker chose is cut to the limits here: output and error message at max_output (plus the
     note the worker adds), the error's source line at MAX_SOURCE, its type at MAX_NAME."""
     op = message.get("op") if isinstance(message, dict) else None
     if op == "call":
         pack, tool, args, kwargs = (message.get(k) for k in ("pack", "tool", "args", "kwargs"))
-        if isinstance(pack, str) and isinstance(tool, str) and isinstance(args, list) and isinstance(kwargs, dict):
-            return Call(pack, tool, args, kwargs, _name_refusal(pack, tool))
+        call_id = message.get("id")
+        if (
+            isinstance(pack, str)
+            and isinstance(tool, str)
+            and isinstance(args, list)
+            and isinstance(kwargs, dict)
+            and (call_id is None or (type(call_id) is int and 0 <= call_id <= MAX_CALL_ID))
+        ):
+            return Call(pack, tool, args, kwargs, _name_refusal(pack, tool), call_id)
+    elif op == "progress":
+        done, total, text = message.get("done"), message.get("total"), message.get("message")
+        if (
+            set(message) == {"op", "done", "total", "message"}
+            and _is_number(done)
+            and (total is None or _is_number(total))
+            and (text is None or isinstance(text, str))
+        ):
+            message_text = None if text is None else one_line(text, MAX_PROGRESS_MESSAGE) or None
+            return Progress(float(done), None if total is None else float(total), message_text)
     elif op == "done":
         output, error = message.get("output"), message.get("error")
         if isinstance(output, str) and (error is None or _is_error(error)):
@@ -97,7 +157,22 @@ def parse(message: Any, limits: Limits) -> Call | Done:
                 None if source is None else source[:MAX_SOURCE],
             )
             return Done(None, output[:cut], run_error)
-    raise ProtocolError(f"not a {op} message" if op in ("call", "done") else "unexpected message")
+    raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "done") else "unexpected message")
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` as a client may show it in a status line: control characters and line breaks become spaces, a
+    lone surrogate (which no UTF-8 writer takes) a question mark; cut at `limit` characters."""
+    line = _CONTROL.sub(" ", text[: limit * 2]).strip()[:limit]
+    return line.encode("utf-8", "replace").decode("utf-8")
+
+
+def _is_number(value: Any) -> bool:
+    """A finite float, or an int a float holds (decoding turned NaN and infinities into strings; bool is no
+    number here)."""
+    if type(value) is int:
+        return abs(value) <= _MAX_EXACT_INT
+    return type(value) is float and math.isfinite(value)
 
 
 def _name_refusal(pack: str, tool: str) -> str | None:

@@ -17,7 +17,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectSendStream, TaskGroup
 
-from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
 from sandbox.channel import ProtocolError
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
@@ -196,9 +196,11 @@ class Sandbox:
         *,
         packs: Mapping[str, Collection[str]],
         on_call: OnCall,
+        on_progress: OnProgress | None = None,
         limits: Limits | None = None,
     ) -> RunResult:
-        """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error."""
+        """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error.
+        `on_progress` gets the snippet's progress() reports; without it they are dropped."""
         limits = limits or self.limits
         frame = job_frame(code, packs, limits)
         if not await self._take_slot(limits):
@@ -209,7 +211,7 @@ class Sandbox:
             )
             return RunResult(None, "", RunError("BusyError", busy), 0)
         try:
-            return await self._run_in_worker(frame, limits, on_call)
+            return await self._run_in_worker(frame, limits, on_call, on_progress)
         finally:
             self._slots.release()
 
@@ -222,7 +224,9 @@ class Sandbox:
             return True
         return False
 
-    async def _run_in_worker(self, frame: bytes, limits: Limits, on_call: OnCall) -> RunResult:
+    async def _run_in_worker(
+        self, frame: bytes, limits: Limits, on_call: OnCall, on_progress: OnProgress | None
+    ) -> RunResult:
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
         retries = 1
@@ -231,7 +235,7 @@ class Sandbox:
             if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
-            run = Run(item, limits, on_call)
+            run = Run(item, limits, on_call, on_progress)
             try:
                 result = await run.drive(frame)
             finally:

@@ -2,7 +2,8 @@
 
 The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one in a thread,
 within the run's deadline) and checked once by sandbox/messages.py; the calls it may have waiting and
-the bytes the host holds for them are capped, and a run past a cap ends with a LimitError.
+the bytes the host holds for them are capped, and a run past a cap ends with a LimitError. Its progress
+reports are passed on at most PROGRESS_RATE a second; a worker that keeps sending far more is not a snippet.
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from sandbox.api import Limits, OnCall, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
 from sandbox.channel import ProtocolError
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
-from sandbox.messages import REPLY_ENVELOPE, Call, Done, parse, reply_frame
+from sandbox.messages import MAX_IN_FLIGHT, PROGRESS_RATE, REPLY_ENVELOPE, Call, Done, Progress, parse, reply_frame
 from sandbox.untrusted import decode_untrusted
 
-__all__ = ["MAX_IN_FLIGHT", "OFFLOAD_SIZE", "Run"]
+__all__ = ["MAX_IN_FLIGHT", "OFFLOAD_SIZE", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
 
-MAX_IN_FLIGHT = 16
-"""Pack calls a worker may have waiting for replies. A snippet makes one at a time; the rest is headroom
-for parallel calls. A worker that pipelines more is not a snippet."""
+PROGRESS_FLOOD = 1000
+"""Dropped progress reports that end the run: progress() itself never sends faster than PROGRESS_RATE."""
 HELD_MESSAGES = 4
 """The bytes of calls waiting and of replies not yet taken by the worker are capped at this many full
 messages (sandbox.max_message): one call with its reply fits twice over."""
@@ -36,12 +36,18 @@ OFFLOAD_SIZE = 256 * 1024
 class Run:
     """The host's half of one run: answer pack calls in child tasks until the worker reports, dies or times out."""
 
-    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall) -> None:
+    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall, on_progress: OnProgress | None = None) -> None:
         self.worker = worker
         self.limits = limits
         self.on_call = on_call
+        self.on_progress = on_progress
         self.calls = 0
         self._in_flight = 0
+        self._ids: set[int] = set()
+        """Ids of the calls waiting for replies: the worker matches replies by id, so none may be reused."""
+        self._progress_tokens = float(PROGRESS_RATE)
+        self._progress_at = anyio.current_time()
+        self._progress_dropped = 0
         self._held = 0
         self._max_held = HELD_MESSAGES * (limits.max_message + REPLY_ENVELOPE)
         self._answering: TaskGroup | None = None
@@ -85,9 +91,18 @@ class Run:
                 message = parse(decoded, self.limits)
                 if isinstance(message, Done):
                     return self._finish(message, len(body))
+                if isinstance(message, Progress):
+                    flooded = self._progress(message)
+                    if flooded is not None:
+                        return flooded
+                    continue
                 refused = self._refuse(len(body))
                 if refused is not None:
                     return refused
+                if message.id is not None:
+                    if message.id in self._ids:
+                        raise ProtocolError(f"call id {message.id} is already waiting for its reply")
+                    self._ids.add(message.id)
                 self._in_flight += 1
                 self._held += len(body)
                 if task_group is None:
@@ -111,6 +126,23 @@ class Run:
             )
         if self._held + size > self._max_held:
             return self._overflowed()
+        return None
+
+    def _progress(self, report: Progress) -> RunResult | None:
+        """Pass the report on if the rate allows (a token bucket), else drop it; the end of a flooding run."""
+        now = anyio.current_time()
+        self._progress_tokens = min(PROGRESS_RATE, self._progress_tokens + (now - self._progress_at) * PROGRESS_RATE)
+        self._progress_at = now
+        if self._progress_tokens < 1:
+            self._progress_dropped += 1
+            if self._progress_dropped > PROGRESS_FLOOD:
+                return self._failed(
+                    "LimitError", f"the worker sent progress reports far faster than {PROGRESS_RATE} a second"
+                )
+            return None
+        self._progress_tokens -= 1
+        if self.on_progress is not None:
+            self.on_progress(report.done, report.total, report.message)
         return None
 
     def _overflowed(self) -> RunResult:
@@ -138,6 +170,8 @@ class Run:
         finally:
             self._in_flight -= 1
             self._held -= size + len(frame)
+            if call.id is not None:
+                self._ids.discard(call.id)
 
     async def _reply(self, call: Call) -> bytes:
         try:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from onetool.config import Config
     from onetool.registry.registry import Registry
     from onetool.upstream import UpstreamPool
+    from onetool.upstream.connection import ProgressCallback
 
 CTX = "ctx"
 """The parameter through which a local tool receives its :class:`PackContext`; snippets never pass it."""
@@ -82,12 +83,17 @@ class UpstreamTool(Tool):
     def check_shape(self, positional: int, names: list[str]) -> None:
         self.schema.check_shape(self.signature, positional, names)
 
-    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
-        return await self.send(await self.schema.bind(self.signature, args, kwargs), ctx.pool)
+    async def call(
+        self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext, *, on_progress: ProgressCallback | None = None
+    ) -> Any:
+        """``on_progress`` asks the upstream for progress reports on this call and gets them."""
+        return await self.send(await self.schema.bind(self.signature, args, kwargs), ctx.pool, on_progress)
 
-    async def send(self, arguments: dict[str, Any], pool: UpstreamPool) -> Any:
+    async def send(
+        self, arguments: dict[str, Any], pool: UpstreamPool, on_progress: ProgressCallback | None = None
+    ) -> Any:
         """Call with arguments already bound and validated."""
-        result = await pool.call(self.server, self.remote_name, arguments)
+        result = await pool.call(self.server, self.remote_name, arguments, on_progress=on_progress)
         if result.is_error:
             raise ToolFailed(f"{self.pack}.{self.name} failed: {error_text(result)}")
         return to_value(result, self.output_schema)

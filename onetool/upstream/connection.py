@@ -41,10 +41,14 @@ from onetool.upstream.session import Lost, Session, Watched, describe_failure, l
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
 
-__all__ = ["Connection", "Mode"]
+__all__ = ["Connection", "LogListener", "Mode", "ProgressCallback"]
 
 Mode = Literal["auto", "legacy"]
 T = TypeVar("T")
+LogListener = Callable[[types.LoggingMessageNotificationParams], None]
+"""Gets an upstream's log messages as they arrive; it must not block (it runs on the client's receive path)."""
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+"""(progress, total, message) of one tool call, as the upstream reports it."""
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 
@@ -80,6 +84,7 @@ class Connection:
         self._stopping = False
         self._ever_connected = False
         self._scope = anyio.CancelScope()
+        self.log_listeners: set[LogListener] = set()
 
     def snapshot(self) -> ServerStatus:
         return ServerStatus(
@@ -216,11 +221,18 @@ class Connection:
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 session.refresh.set()
 
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            for listener in list(self.log_listeners):
+                listener(params)
+
         return Client(
             transport,
             mode=self._mode,
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
+            logging_callback=on_log,
+            # 2026-era servers log only on requests that opt in; who sees which level is the gateway's choice.
+            log_level="debug",
             client_info=types.Implementation(name="onetool", version=__version__),
             cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
         )
@@ -350,12 +362,20 @@ class Connection:
 
     # ----- calls (in the caller's task) -----------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], timeout: float, on_progress: ProgressCallback | None = None
+    ) -> types.CallToolResult:
+        """``on_progress``, when given, asks the upstream for progress reports and gets them."""
         # Decided before the call: a lost session empties the catalogue.
         retry = self._may_retry(tool)
         display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
         return await self.request(
-            display, lambda client: client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout, retry
+            display,
+            lambda client: client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+            ),
+            timeout,
+            retry,
         )
 
     async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:

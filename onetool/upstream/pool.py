@@ -17,7 +17,7 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
-from onetool.upstream.connection import Connection, Mode
+from onetool.upstream.connection import Connection, LogListener, Mode, ProgressCallback
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
@@ -96,16 +96,24 @@ class UpstreamPool:
             self._changes.close()
 
     async def call(
-        self, server: str, tool: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> types.CallToolResult:
         """Call ``tool`` (the upstream's own name) on ``server`` (the configured name).
 
         Awaited in the caller's task, so the caller's contextvars are on the log record.
-        An ``is_error`` result is returned, and logged as FAILED.
+        An ``is_error`` result is returned, and logged as FAILED. ``on_progress`` gets the upstream's
+        progress reports for this call.
         """
         with LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0) as span:
             conn = self._connection(server, tool)
-            result = await conn.call(tool, arguments, conn.config.timeout if timeout is None else timeout)
+            timeout = conn.config.timeout if timeout is None else timeout
+            result = await conn.call(tool, arguments, timeout, on_progress)
             text = result_text(result)
             span.add(resultLength=len(text))
             if result.is_error:
@@ -147,6 +155,12 @@ class UpstreamPool:
         if not conn.config.enabled:
             raise conn.snapshot().unavailable(display)
         return conn
+
+    def listen_logs(self, server: str, listener: LogListener) -> Callable[[], None]:
+        """Pass ``server``'s log messages to ``listener`` until the returned function is called."""
+        listeners = self._connections[server].log_listeners
+        listeners.add(listener)
+        return lambda: listeners.discard(listener)
 
     def tools(self, server: str) -> list[types.Tool]:
         conn = self._connections[server]

@@ -8,6 +8,7 @@ from anyio.abc import ObjectReceiveStream
 from mcp.types import CallToolResult, TextContent
 
 from onetool.broadcast import Broadcast
+from onetool.relay import RunClient
 
 
 class FakeGateway:
@@ -20,7 +21,7 @@ class FakeGateway:
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."
 
-    async def run(self, code: str) -> CallToolResult:
+    async def run(self, code: str, client: RunClient | None = None) -> CallToolResult:
         if code == "boom":
             raise RuntimeError("kaboom")
         if code == "fail":

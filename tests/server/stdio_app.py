@@ -12,14 +12,15 @@ import anyio
 from mcp.types import CallToolResult
 
 from onetool.logs import setup_logging
+from onetool.relay import RunClient
 from onetool.serve import build_run_server, serve_stdio
 from tests.server.fake_gateway import FakeGateway
 
 
 class NoisyGateway(FakeGateway):
-    async def run(self, code: str) -> CallToolResult:
+    async def run(self, code: str, client: RunClient | None = None) -> CallToolResult:
         print("stray output from a tool", flush=True)
-        return await super().run(code)
+        return await super().run(code, client)
 
 
 async def main() -> None:

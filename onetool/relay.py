@@ -1,0 +1,161 @@
+"""What a run tells its client before the result: progress, and the log messages of the upstreams it calls.
+
+The gateway hands :class:`Relay` the MCP client that asked for the run (a :class:`RunClient`). Reports are
+queued without waiting, so a slow or vanished client never holds up the run or an upstream's receive path,
+and one task sends them in order; when the queue is full, reports are dropped. Progress notifications of one
+run are at most PROGRESS_RATE a second and their ``progress`` value always increases, as the spec requires,
+even when the snippet's own reports and several upstream calls interleave. A run receives the log messages of
+each upstream it has called, from its first call there until the run ends, at or above the client's level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from mcp import types
+from mcp.types import LoggingLevel
+
+from onetool.logs import logger
+from sandbox import PROGRESS_RATE, one_line
+
+if TYPE_CHECKING:
+    from onetool.upstream import UpstreamPool
+    from onetool.upstream.connection import ProgressCallback
+
+__all__ = ["MAX_LOGS", "MAX_LOG_TEXT", "Relay", "RunClient"]
+
+QUEUE = 64
+"""Reports waiting for a slow client; more are dropped."""
+FLUSH_TIMEOUT = 1.0
+"""Seconds the run's result waits for queued reports to go out before it."""
+MAX_LOG_TEXT = 500
+"""Characters of one forwarded log message."""
+MAX_LOGS = 100
+"""Log messages forwarded per run; a note says when more were dropped."""
+
+
+class RunClient(Protocol):
+    """The MCP client that asked for a run, as far as the run may tell it things before its result."""
+
+    @property
+    def wants_progress(self) -> bool: ...
+
+    def wants_log(self, level: LoggingLevel) -> bool: ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None: ...
+
+
+Report = Callable[[], Awaitable[None]]
+"""One notification to send: a client method with its arguments bound."""
+
+
+class Relay:
+    def __init__(self, client: RunClient, pool: UpstreamPool) -> None:
+        self._client = client
+        self._pool = pool
+        self._queue: ObjectSendStream[Report] | None = None
+        self._last = -math.inf
+        self._tokens = float(PROGRESS_RATE)
+        self._tokens_at = anyio.current_time()
+        self._followed: dict[str, Callable[[], None]] = {}
+        self._logs = 0
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Relay]:
+        send, receive = anyio.create_memory_object_stream[Report](QUEUE)
+        self._queue = send
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._drain, receive)
+                try:
+                    yield self
+                finally:
+                    for stop in self._followed.values():
+                        stop()
+                    send.close()
+                    # What is queued goes out before the result; a client that does not read is not waited for.
+                    tg.cancel_scope.deadline = anyio.current_time() + FLUSH_TIMEOUT
+        finally:
+            self._queue = None
+
+    # ----- progress ------------------------------------------------------------------------
+
+    def snippet_progress(self, done: float, total: float | None, message: str | None) -> None:
+        """The snippet's progress(), already checked and cut by the sandbox."""
+        self._progress(done, total, message)
+
+    def upstream_progress(self, display: str) -> ProgressCallback | None:
+        """The progress callback for one call of ``display`` (``pack.tool``); None when nobody listens."""
+        if not self._client.wants_progress:
+            return None
+
+        async def forward(progress: float, total: float | None, message: str | None) -> None:
+            done = f"{progress:g}" if total is None else f"{progress:g}/{total:g}"
+            text = f"{display}: {done}" + (f" {message}" if message else "")
+            self._progress(progress, total, one_line(text, MAX_LOG_TEXT))
+
+        return forward
+
+    def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self._client.wants_progress or not self._take_token():
+            return
+        if progress <= self._last:
+            progress = math.nextafter(self._last, math.inf)
+            if total is not None and total < progress:
+                total = None
+        self._last = progress
+        self._put(partial(self._client.progress, progress, total, message))
+
+    def _take_token(self) -> bool:
+        now = anyio.current_time()
+        self._tokens = min(PROGRESS_RATE, self._tokens + (now - self._tokens_at) * PROGRESS_RATE)
+        self._tokens_at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    # ----- logs ----------------------------------------------------------------------------
+
+    def follow(self, server: str) -> None:
+        """Forward ``server``'s log messages from now until the run ends."""
+        if server not in self._followed:
+            self._followed[server] = self._pool.listen_logs(server, partial(self._log, server))
+
+    def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        if not self._client.wants_log(params.level):
+            return
+        self._logs += 1
+        if self._logs > MAX_LOGS:
+            if self._logs == MAX_LOGS + 1:
+                note = f"more than {MAX_LOGS} log messages in this run; the rest are dropped"
+                self._put(partial(self._client.log, "warning", "onetool", note))
+            return
+        data = params.data if isinstance(params.data, str) else repr(params.data)
+        self._put(partial(self._client.log, params.level, server, one_line(f"{server}: {data}", MAX_LOG_TEXT)))
+
+    # ----- sending -------------------------------------------------------------------------
+
+    def _put(self, report: Report) -> None:
+        if self._queue is None:
+            return
+        # A client that is behind loses reports: a status line is not worth holding up the run for.
+        with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._queue.send_nowait(report)
+
+    async def _drain(self, receive: ObjectReceiveStream[Report]) -> None:
+        async with receive:
+            async for report in receive:
+                try:
+                    await report()
+                except Exception as exc:  # the client went away mid-run; the run goes on
+                    logger.debug("could not notify the run's client: {!r}", exc)
