@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from onetool.registry import Pack, Registry
+from onetool.text import one_line
 from sandbox import ALLOWED_MODULES, Limits
 
+INSTRUCTIONS_CHARS = 300
+"""A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
 BUDGET_CHARS = 6_000
 """The whole description: about 1,500 tokens, what 50 typical tools with descriptions take."""
 
@@ -25,13 +28,12 @@ def intro(limits: Limits) -> str:
 Run a short Python snippet that calls tools as functions of packs, and get back only the final value.
 
 Write plain Python: call tools as `pack.tool(arg=value)` (positional arguments follow the listed order), \
-combine and filter results in code, and end with an expression: its value is the result, together with \
-anything print()ed. Only that value reaches you, so trim large results in the snippet. A failed tool call \
-raises ToolError, which you can catch. Mistakes (unknown packs, tools or arguments, missing arguments, syntax \
-errors) are reported before the code runs. Allowed imports: {_MODULES}. No files, network or processes.
-Independent calls run at once with `parallel(lambda: a.x(), lambda: b.y(k=1))`: results in order; a failure \
-raises once all are done, or comes back as a value with return_exceptions=True; in a loop bind the variable, \
-`[lambda u=u: f.get(url=u) for u in urls]`. Report progress of long work with `progress(done, total, message)`.
+combine and filter results in code, and end with an expression: its value (and anything print()ed) is all you \
+get back, so trim large results in the snippet. A failed call raises ToolError (catchable). Unknown tools or \
+arguments and syntax errors are reported before the code runs. Imports: {_MODULES}. No files, network or \
+processes. Run independent calls at once: `parallel(lambda: a.x(), lambda: b.y(k=1))` returns their results in \
+order (return_exceptions=True returns failures as values; in a loop write `lambda u=u: ...`). \
+`progress(done, total, message)` reports progress.
 
 Limits per run: {limits.timeout:g} seconds, {limits.max_calls} tool calls, and the result (and printed output) \
 is cut at {limits.max_output:,} characters.
@@ -77,6 +79,9 @@ def _header(pack: Pack, registry: Registry) -> str:
 
 def _full(pack: Pack, registry: Registry) -> str:
     lines = [_header(pack, registry)]
+    status = registry.pack_status(pack)
+    if status is not None and status.instructions:
+        lines.append(f"  # {one_line(status.instructions, INSTRUCTIONS_CHARS)}")
     for tool in pack.tools.values():
         summary = f"  # {tool.summary}" if tool.summary else ""
         lines.append(f"  {tool.signature}{summary}")

@@ -6,9 +6,10 @@ import inspect
 
 import pytest
 
-from onetool.describe import BUDGET_CHARS, describe_run
+from onetool.describe import BUDGET_CHARS, INSTRUCTIONS_CHARS, describe_run, intro
 from onetool.registry import LocalTool, Pack, Registry
 from onetool.registry.summary import MAX_SUMMARY_CHARS, summarize
+from onetool.upstream import ServerState, ServerStatus
 from sandbox import Limits
 from tests.catalogue import CATALOGUE, catalogue, upstream_tool
 
@@ -114,7 +115,7 @@ def test_shortening_takes_descriptions_from_every_pack_before_names_from_any() -
     registry = Registry({"big": pack("big", 40), "small": pack("small", 2)})
     text = describe_run(registry, LIMITS, budget=len(describe_run(registry, LIMITS)) - 1)
     assert "  big.tool_39(x: int)\n" in text and "  small.tool_1(x: int)  # Does thing 1." in text
-    text = describe_run(registry, LIMITS, budget=1_700)
+    text = describe_run(registry, LIMITS, budget=len(intro(LIMITS)) + 600)
     assert "big: 40 tools: tool_0, tool_1" in text
     assert "  small.tool_1(x: int)" in text
 
@@ -137,3 +138,13 @@ def test_a_huge_schema_cannot_blow_the_budget() -> None:
 
 def test_no_packs() -> None:
     assert describe_run(Registry({}), LIMITS).endswith("No packs are available.")
+
+
+def test_server_instructions_are_shown_under_their_pack_cut_to_one_line() -> None:
+    instructions = "Use search first.\n\nThen fetch. " + "More detail. " * 100
+    status = ServerStatus("a", "a", "stdio", True, ServerState.CONNECTED, None, 3, "2025-11-25", instructions)
+    listed = Pack(name="a", tools=pack("a", 3).tools, server="a")
+    text = describe_run(Registry({"a": listed}, {"a": status}), Limits())
+    line = text.split("\na:\n", 1)[1].splitlines()[0]
+    assert line.startswith("  # Use search first. Then fetch. More detail.")
+    assert line.endswith("...") and len(line) == len("  # ") + INSTRUCTIONS_CHARS + 3

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from onetool.inspect.text import one_line
+from onetool.text import one_line
 
 __all__ = ["DEFAULT_MAX_DESCRIPTION_LEN", "compress"]
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
-from onetool.inspect.text import one_line
+from onetool.text import one_line
 
 __all__ = [
     "HIDDEN_STATES",

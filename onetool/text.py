@@ -1,4 +1,4 @@
-"""One helper for upstream text shown inside OneTool's own text."""
+"""Upstream text shown inside OneTool's own text (descriptions, listings): one line, cut."""
 
 from __future__ import annotations
 
