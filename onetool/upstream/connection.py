@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from onetool import __version__
+from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
@@ -34,9 +35,11 @@ from onetool.upstream.http import (
     http_client_factory,
     http_reason,
     public_url,
+    secure_url,
     sse_transport,
     upgraded_url,
 )
+from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.session import Lost, Session, Watched, describe_failure, list_all_tools
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
@@ -59,6 +62,7 @@ class Connection:
         backoff_max: float,
         probe_interval: float,
         on_change: Callable[[str], None],
+        token_store: TokenStore | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -79,6 +83,11 @@ class Connection:
         self._stopping = False
         self._ever_connected = False
         self._scope = anyio.CancelScope()
+        self._auth = (
+            UpstreamAuth(name, secure_url(config.url or ""), config, token_store)
+            if config.oauth is not None and config.enabled
+            else None
+        )
 
     def snapshot(self) -> ServerStatus:
         return ServerStatus(
@@ -93,6 +102,7 @@ class Connection:
             instructions=self.instructions,
             detail=self.failure and self.failure.detail,
             fix=self.failure and self.failure.fix,
+            oauth_status=self._auth and self._auth.status(self.status, self.failure),
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -192,8 +202,12 @@ class Connection:
         url = upgraded_url(self.name, self.config)
         statuses = session.statuses = HttpStatuses()
         session.url = url
+        oauth = None
+        if self._auth is not None:
+            self._auth.begin_attempt()
+            session.auth, oauth = self._auth, self._auth.auth
         if self.config.transport == "http":
-            factory = http_client_factory(self.config, statuses)
+            factory = http_client_factory(self.config, statuses, oauth)
             http = await stack.enter_async_context(factory())
             try:
                 transport = self._watch(streamable_http_client(url, http_client=http), session)
@@ -206,7 +220,7 @@ class Connection:
             )
             statuses.codes.clear()
         return await stack.enter_async_context(
-            self._client(self._watch(sse_transport(url, self.config, statuses), session), session)
+            self._client(self._watch(sse_transport(url, self.config, statuses, oauth), session), session)
         )
 
     def _client(self, transport: Any, session: Session) -> Client:
@@ -342,6 +356,8 @@ class Connection:
     def _set_status(self, status: ServerState, failure: Failure | None) -> None:
         changed = (status, failure) != (self.status, self.failure)
         self.status, self.failure = status, failure
+        if self._auth is not None:
+            self._auth.report(status, failure)
         if status is not ServerState.CONNECTED:
             self.tools = []
         if changed:
