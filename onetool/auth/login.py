@@ -65,10 +65,13 @@ def callback_endpoint(pending: PendingFlows) -> Callable[[Request], Awaitable[Re
 
 
 @asynccontextmanager
-async def loopback_listener(pending: PendingFlows, redirect_uri: str | None = None) -> AsyncIterator[str]:
+async def loopback_listener(
+    pending: PendingFlows, redirect_uri: str | None = None, *, reuse: str | None = None
+) -> AsyncIterator[str]:
     """Serve the callback on 127.0.0.1 while the context is open; yields the redirect URI to register.
 
-    With ``redirect_uri`` (a loopback http URL) its port and path are used, else a free port.
+    With ``redirect_uri`` (a loopback http URL) its port and path are used; else ``reuse``'s port when it is
+    free (the redirect URI of a stored registration, which then stays valid), else a free port.
     """
     from onetool.http import UvicornServer
 
@@ -82,13 +85,14 @@ async def loopback_listener(pending: PendingFlows, redirect_uri: str | None = No
                 f" http://127.0.0.1:PORT{CALLBACK_PATH}"
             )
         port, path = parts.port or 80, parts.path or "/"
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    elif reuse is not None and (parts := urlsplit(reuse)).hostname == host and parts.path == CALLBACK_PATH:
+        port = parts.port or 0
     try:
-        sock.bind((host, port))
+        sock = _bind(host, port)
     except OSError as e:
-        sock.close()
-        raise AuthError(f"cannot listen on {host}:{port} for the browser's redirect: {e.strerror or e}") from None
-    sock.listen(8)
+        if redirect_uri is not None:
+            raise AuthError(f"cannot listen on {host}:{port} for the browser's redirect: {e.strerror or e}") from None
+        sock = _bind(host, 0)
     bound = sock.getsockname()[1]
     server = UvicornServer(Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])]))
     try:
@@ -101,6 +105,17 @@ async def loopback_listener(pending: PendingFlows, redirect_uri: str | None = No
                 server.should_exit = True
     finally:
         sock.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))
+        sock.listen(8)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def open_browser(url: str) -> bool:

@@ -133,6 +133,8 @@ class _Observed(OAuthClientProvider):
         return await super()._refresh_token()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response.status_code != 200:
+            await response.aread()  # for the error code; the SDK reads only a successful answer
         refreshed = await super()._handle_refresh_response(response)
         if refreshed:
             self._log.debug("server '{}': OAuth access token refreshed", self.server)
@@ -154,24 +156,37 @@ class _Observed(OAuthClientProvider):
             self.interaction.done(None)
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = super().async_auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                if outgoing is not request:
-                    outgoing.extensions[OAUTH_REQUEST] = True
-                    self._before_auth_request(outgoing)
-                response = yield outgoing
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        except OAuthFlowError as e:
-            self.problem = e
-            if self.interaction is not None:
-                self.interaction.done(str(e))
-            raise
-        finally:
-            await flow.aclose()
+        for attempt in range(2):
+            flow = super().async_auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    if outgoing is not request:
+                        outgoing.extensions[OAUTH_REQUEST] = True
+                        self._before_auth_request(outgoing)
+                    response = yield outgoing
+                    if attempt == 0 and outgoing is request and self._refresh_first(response):
+                        break  # run the SDK's flow again: it refreshes before it resends
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            except OAuthFlowError as e:
+                self.problem = e
+                if self.interaction is not None:
+                    self.interaction.done(str(e))
+                raise
+            finally:
+                await flow.aclose()
+
+    def _refresh_first(self, response: httpx2.Response) -> bool:
+        """On a 401 the SDK goes straight to a new authorization, even with a refresh token in hand (a
+        token revoked early, or clocks apart). Mark the token expired so the next run refreshes it."""
+        tokens = self.context.current_tokens
+        if response.status_code != 401 or tokens is None or tokens.refresh_token is None:
+            return False
+        self._log.debug("server '{}': the access token was refused before its expiry; refreshing it", self.server)
+        self.context.token_expiry_time = 0.0
+        return True
 
     def _before_auth_request(self, outgoing: httpx2.Request) -> None:
         if "/.well-known/" in outgoing.url.path:

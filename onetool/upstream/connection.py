@@ -161,9 +161,16 @@ class Connection:
                             client = await self._open(stack, session)
                             tools = await list_all_tools(client)
                         except anyio.get_cancelled_exc_class():
-                            if not deadline.cancel_called or self._stopping:
+                            if self._stopping:
                                 raise
-                            failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
+                            if deadline.cancel_called:
+                                failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
+                            elif (crash := await _closed_with(stack)) is not None:
+                                # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
+                                # and cancelled us; closing the stack surfaces why.
+                                failure = describe_failure(crash, session, self.name, self.config)
+                            else:
+                                raise
                         except Exception as e:
                             failure = describe_failure(e, session, self.name, self.config)
                         else:
@@ -339,6 +346,8 @@ class Connection:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
         if session.lost or self._stopping:
             return
+        if session.auth is not None:
+            failure = session.auth.failure(session.statuses) or failure
         session.lost = failure
         for scope in session.calls:
             scope.cancel()
@@ -372,7 +381,8 @@ class Connection:
             return await self._call_once(tool, arguments, timeout)
         except Lost as lost:
             if not retry:
-                raise UpstreamUnavailable(self.name, _lost(lost.failure).reason, tool=tool) from None
+                failure = _lost(lost.failure)
+                raise UpstreamUnavailable(self.name, failure.reason, tool=tool, fix=failure.fix) from None
             logger.bind(server=self.name, tool=tool).info(
                 "server '{}': retrying read-only/idempotent tool '{}' after reconnect", self.name, tool
             )
@@ -381,7 +391,8 @@ class Connection:
             try:
                 return await self._call_once(tool, arguments, timeout)
             except Lost as again:
-                raise UpstreamUnavailable(self.name, _lost(again.failure).reason, tool=tool) from None
+                failure = _lost(again.failure)
+                raise UpstreamUnavailable(self.name, failure.reason, tool=tool, fix=failure.fix) from None
 
     def _may_retry(self, tool: str) -> bool:
         """Only a tool that promises no side effects may run twice."""
@@ -421,7 +432,18 @@ class Connection:
 
 
 def _lost(failure: Failure) -> Failure:
+    if failure.oauth_status is not None:
+        return failure  # the same words whenever authorization fails, at connect or mid-session
     return Failure(f"connection lost: {failure.reason}", failure.detail, failure.fix)
+
+
+async def _closed_with(stack: AsyncExitStack) -> Exception | None:
+    """Close ``stack``; the exception its contexts raised while closing, if any."""
+    try:
+        await stack.aclose()
+    except Exception as e:
+        return e
+    return None
 
 
 def _exit_failure(session: Session) -> Failure:

@@ -48,21 +48,27 @@ class UpstreamAuth:
                 f"authorization required: {problem}", fix=auth_command(self.name), oauth_status="pending_authorization"
             )
         if problem is not None:
+            then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
             return Failure(
                 f"OAuth authentication failed: {str(problem)[:300]}",
-                fix=f"check servers.{self.name}.oauth, then {auth_command(self.name)}",
+                fix=f"check servers.{self.name}.oauth{then}",
                 oauth_status="authentication_failed",
             )
-        code = statuses.failed() if statuses is not None else None
-        if code in (401, 403):
-            # Refused after the SDK's flow had nothing left to try (a token it just obtained, a 403).
-            assert code is not None
+        code = statuses.codes[-1] if statuses is not None and statuses.codes else None
+        if code not in (401, 403):
+            return None
+        assert code is not None
+        # Refused although the SDK's flow had nothing left to try: a token it had just obtained, or a 403.
+        reason = f"the server refused the token ({http_reason(code)})"
+        if self.flow == "client_credentials":
             return Failure(
-                f"authorization required: the server refused the token ({http_reason(code)})",
-                fix=auth_command(self.name),
-                oauth_status="pending_authorization",
+                f"OAuth authentication failed: {reason}",
+                fix=f"check servers.{self.name}.oauth (client_id, client_secret, scopes)",
+                oauth_status="authentication_failed",
             )
-        return None
+        return Failure(
+            f"authorization required: {reason}", fix=auth_command(self.name), oauth_status="pending_authorization"
+        )
 
     def status(self, state: ServerState, failure: Failure | None) -> OAuthStatus:
         if state is ServerState.CONNECTED:
@@ -73,21 +79,19 @@ class UpstreamAuth:
 
     def report(self, state: ServerState, failure: Failure | None) -> None:
         """Log a change of ``oauth_status`` once (reconnect attempts repeat the same failure)."""
-        if state is ServerState.CONNECTING:
-            return
-        status = self.status(state, failure)
+        if state is ServerState.CONNECTED:
+            status: OAuthStatus = "authenticated"
+        elif failure is not None and failure.oauth_status is not None:
+            status = failure.oauth_status  # type: ignore[assignment]
+        else:
+            return  # not about authorization (a network error, the pool closing)
         if status == self._reported:
             return
         self._reported = status
         log = logger.bind(server=self.name, oauth_status=status)
-        if status == "pending_authorization":
-            log.warning(
-                "server '{}' needs authorization ({}): run `onetool auth {}`",
-                self.name,
-                failure.reason if failure else "no stored tokens",
-                self.name,
-            )
-        elif status == "authentication_failed":
-            log.error("server '{}': {}; {}", self.name, failure.reason if failure else status, failure and failure.fix)
-        else:
+        if failure is None:
             log.info("server '{}': OAuth authenticated", self.name)
+        else:
+            # The same line as the failure the connection reports, whenever it happens.
+            level = "WARNING" if status == "pending_authorization" else "ERROR"
+            log.log(level, "server '{}': {}; {}", self.name, failure.reason, failure.fix)
