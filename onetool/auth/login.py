@@ -9,15 +9,17 @@ the store. The connection then lists the tools, which proves the tokens work.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import webbrowser
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import uvicorn
 from loguru import logger
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -73,8 +75,6 @@ async def loopback_listener(
     With ``redirect_uri`` (a loopback http URL) its port and path are used; else ``reuse``'s port when it is
     free (the redirect URI of a stored registration, which then stays valid), else a free port.
     """
-    from onetool.http import UvicornServer
-
     host, port, path = "127.0.0.1", 0, CALLBACK_PATH
     if redirect_uri is not None:
         parts = urlsplit(redirect_uri)
@@ -94,7 +94,7 @@ async def loopback_listener(
             raise AuthError(f"cannot listen on {host}:{port} for the browser's redirect: {e.strerror or e}") from None
         sock = _bind(host, 0)
     bound = sock.getsockname()[1]
-    server = UvicornServer(Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])]))
+    server = _CallbackServer(Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])]))
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
@@ -105,6 +105,23 @@ async def loopback_listener(
                 server.should_exit = True
     finally:
         sock.close()
+
+
+class _CallbackServer(uvicorn.Server):
+    """uvicorn without access logs (the callback's query holds the code and the state), without its own
+    signal handling (Ctrl-C stops ``onetool auth`` at once), and telling when it listens."""
+
+    def __init__(self, app: Starlette) -> None:
+        super().__init__(uvicorn.Config(app, lifespan="off", log_config=None, access_log=False, log_level="warning"))
+        self.ready = anyio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
 
 
 def _bind(host: str, port: int) -> socket.socket:
