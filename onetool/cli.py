@@ -72,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     imp.set_defaults(func=cmd_import)
+    auth = sub.add_parser(
+        "auth", parents=[common], help="authorize OneTool for an OAuth server (in a browser); --status, --logout"
+    )
+    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of)")
+    auth.add_argument("--status", action="store_true", help="connect each OAuth server and show its oauth_status")
+    auth.add_argument("--logout", action="store_true", help="forget the server's tokens and client registration")
+    auth.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
+    auth.set_defaults(func=cmd_auth)
     return parser
 
 
@@ -232,13 +240,27 @@ def cmd_servers(args: argparse.Namespace) -> int:
     def show(pool: UpstreamPool, registry: Registry) -> int:
         rows = pool.status()
         if args.json:
-            print(json.dumps([r.__dict__ for r in rows], indent=2))
+            # oauth_status only for OAuth servers, as in proxy.list_servers()
+            print(
+                json.dumps([{k: v for k, v in r.__dict__.items() if k != "oauth_status" or v} for r in rows], indent=2)
+            )
         elif not rows:
             print("no servers configured")
         else:
-            table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "PROTOCOL", "ERROR")]
+            oauth = any(r.oauth_status for r in rows)
+            table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "PROTOCOL", *(("OAUTH",) if oauth else ()), "ERROR")]
             table += [
-                (r.name, r.pack, r.type, r.status, str(r.tool_count), r.protocol_version or "-", r.report) for r in rows
+                (
+                    r.name,
+                    r.pack,
+                    r.type,
+                    r.status,
+                    str(r.tool_count),
+                    r.protocol_version or "-",
+                    *((r.oauth_status or "-",) if oauth else ()),
+                    r.report,
+                )
+                for r in rows
             ]
             _print_table(table)
         return EXIT_OK
@@ -323,6 +345,84 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"  pack     server '{name}' is the pack '{to_identifier(name)}' in snippets")
     if output.resolve().parent != source.resolve().parent and any("command" in s for s in servers.values()):
         print(f"  note     stdio servers start in {output.resolve().parent} unless a server sets cwd")
+
+
+# ---- auth ------------------------------------------------------------------------------------
+
+
+def cmd_auth(args: argparse.Namespace) -> int:
+    import anyio
+
+    config = _setup(args, "WARNING")
+    oauth = {name: s for name, s in config.servers.items() if s.oauth is not None}
+    if args.status:
+        if args.server or args.logout:
+            print("onetool auth: --status takes no server and no --logout", file=sys.stderr)
+            return EXIT_USAGE
+        return _auth_status(oauth)
+    if not args.server or args.server not in oauth:
+        known = ", ".join(oauth) or "none (add an oauth: block to an HTTP server)"
+        what = f"'{args.server}' is not a server with an oauth block" if args.server else "name a server"
+        print(f"onetool auth: {what}; OAuth servers: {known}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.logout:
+        from onetool.auth import FileTokenStore
+
+        forgot = FileTokenStore().forget(args.server)
+        print(
+            f"server '{args.server}': " + ("tokens and client registration forgotten" if forgot else "nothing stored")
+        )
+        return EXIT_OK
+    return int(anyio.run(_authorize, args.server, oauth[args.server], not args.no_browser))
+
+
+def _auth_status(servers: dict[str, Any]) -> int:
+    import anyio
+
+    from onetool.upstream import UpstreamPool
+
+    if not servers:
+        print("no OAuth servers configured")
+        return EXIT_OK
+
+    async def go() -> None:
+        async with UpstreamPool({n: s for n, s in servers.items() if s.enabled}) as pool:
+            table = [("NAME", "OAUTH", "ERROR")]
+            table += [(s.name, s.oauth_status or "disabled", s.report) for s in pool.status()]
+            table += [(n, "disabled", "") for n, s in servers.items() if not s.enabled]
+            _print_table(table)
+
+    anyio.run(go)
+    return EXIT_OK
+
+
+async def _authorize(name: str, server: Any, browser: bool) -> int:
+    from onetool.auth import FileTokenStore, PendingFlows, resolve_flow
+    from onetool.auth.login import AuthError, authorize, loopback_listener, open_browser
+
+    if resolve_flow(name, server.oauth) == "client_credentials":
+        print(
+            f"server '{name}' uses the client-credentials flow: there is no browser step, OneTool obtains its"
+            " tokens when it connects (see onetool auth --status)"
+        )
+        return EXIT_OK
+
+    async def show(url: str) -> None:
+        print(f"Open this URL in a browser to authorize OneTool for server '{name}':\n\n  {url}\n", flush=True)
+        opened = browser and open_browser(url)
+        print(("(opened in your browser) " if opened else "") + "Waiting for the redirect...", flush=True)
+
+    store = FileTokenStore()
+    pending = PendingFlows()
+    stored = store.load(name)
+    reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
+    try:
+        async with loopback_listener(pending, server.oauth.redirect_uri, reuse=str(reuse) if reuse else None) as uri:
+            done = await authorize(name, server, store, pending=pending, redirect_uri=uri, show=show)
+    except AuthError as e:
+        print(f"onetool auth: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"server '{name}': authorized; {done.tool_count} tools")
     return EXIT_OK
 
 

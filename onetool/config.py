@@ -14,7 +14,8 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -48,6 +49,37 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class OAuthConfig(_Strict):
+    """OAuth 2.1 for an HTTP server; every key is optional (discovery and dynamic registration fill the rest)."""
+
+    client_id: str | None = Field(default=None, description="a pre-registered client (default: register dynamically)")
+    client_secret: str | None = Field(default=None, repr=False)
+    scopes: list[str] = Field(default_factory=list, description="scopes to request (default: what the server asks)")
+    flow: Literal["authorization_code", "client_credentials"] | None = Field(
+        default=None,
+        description="default: client_credentials given a client_secret and no browser, else authorization_code",
+    )
+    redirect_uri: str | None = Field(
+        default=None, description="where the authorization server sends the browser back (default: a loopback port)"
+    )
+    issuer: str | None = Field(
+        default=None, description="the authorization server the client secret belongs to; it is sent nowhere else"
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> OAuthConfig:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret needs client_id")
+        if self.flow == "client_credentials":
+            if self.client_id is None or self.client_secret is None:
+                raise ValueError("flow client_credentials needs client_id and client_secret")
+            if self.redirect_uri is not None:
+                raise ValueError("redirect_uri is only used by flow authorization_code")
+        if self.redirect_uri is not None and urlsplit(self.redirect_uri).scheme not in ("http", "https"):
+            raise ValueError(f"redirect_uri must be an http(s) URL, got '{self.redirect_uri}'")
+        return self
+
+
 class ServerConfig(_Strict):
     """One upstream MCP server: stdio (``command``) or HTTP (``url``)."""
 
@@ -59,6 +91,7 @@ class ServerConfig(_Strict):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     type: Literal["http", "sse"] | None = None
+    oauth: OAuthConfig | None = None
 
     timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
     connect_timeout: float = Field(default=20.0, gt=0, description="seconds to connect and list tools")
@@ -69,7 +102,7 @@ class ServerConfig(_Strict):
         if (self.command is None) == (self.url is None):
             raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both")
         if self.command is not None:
-            stray = [k for k in ("headers", "type") if k in self.model_fields_set]
+            stray = [k for k in ("headers", "type", "oauth") if k in self.model_fields_set]
         else:
             stray = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
         if stray:
@@ -263,9 +296,11 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
             model = ServerConfig
             continue
         annotation = model.model_fields[str(part)].annotation
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        # An optional block (``OAuthConfig | None``) names its model inside the union.
+        found = [a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not found:
             break
-        model = annotation
+        model = found[0]
     return [name for name in model.model_fields if name != "path"]
 
 

@@ -12,7 +12,8 @@ from onetool.registry import PackContext, UpstreamTool
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
     """Every configured MCP server with its live status: name, pack, type, enabled, status, error (and
-    what to fix, when waiting will not help), tools, and the server's own instructions."""
+    what to fix, when waiting will not help), tools, the server's own instructions, and for OAuth servers
+    oauth_status (authenticated, pending_authorization or authentication_failed)."""
     return [
         {
             "name": s.name,
@@ -24,6 +25,7 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
             **({"fix": s.fix} if s.fix else {}),
             "tools": s.tool_count,
             "instructions": s.instructions,
+            **({"oauth_status": s.oauth_status} if s.oauth_status else {}),
         }
         for s in ctx.pool.status()
     ]

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from onetool import __version__
+from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
@@ -34,9 +35,11 @@ from onetool.upstream.http import (
     http_client_factory,
     http_reason,
     public_url,
+    secure_url,
     sse_transport,
     upgraded_url,
 )
+from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.session import Lost, Session, Watched, describe_failure, list_all_tools
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
@@ -64,6 +67,7 @@ class Connection:
         backoff_max: float,
         probe_interval: float,
         on_change: Callable[[str], None],
+        token_store: TokenStore | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -85,6 +89,11 @@ class Connection:
         self._ever_connected = False
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
+        self._auth = (
+            UpstreamAuth(name, secure_url(config.url or ""), config, token_store)
+            if config.oauth is not None and config.enabled
+            else None
+        )
 
     def snapshot(self) -> ServerStatus:
         return ServerStatus(
@@ -99,6 +108,7 @@ class Connection:
             instructions=self.instructions,
             detail=self.failure and self.failure.detail,
             fix=self.failure and self.failure.fix,
+            oauth_status=self._auth and self._auth.status(self.status, self.failure),
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -157,9 +167,16 @@ class Connection:
                             client = await self._open(stack, session)
                             tools = await list_all_tools(client)
                         except anyio.get_cancelled_exc_class():
-                            if not deadline.cancel_called or self._stopping:
+                            if self._stopping:
                                 raise
-                            failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
+                            if deadline.cancel_called:
+                                failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
+                            elif (crash := await _closed_with(stack)) is not None:
+                                # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
+                                # and cancelled us; closing the stack surfaces why.
+                                failure = describe_failure(crash, session, self.name, self.config)
+                            else:
+                                raise
                         except Exception as e:
                             failure = describe_failure(e, session, self.name, self.config)
                         else:
@@ -198,8 +215,12 @@ class Connection:
         url = upgraded_url(self.name, self.config)
         statuses = session.statuses = HttpStatuses()
         session.url = url
+        oauth = None
+        if self._auth is not None:
+            self._auth.begin_attempt()
+            session.auth, oauth = self._auth, self._auth.auth
         if self.config.transport == "http":
-            factory = http_client_factory(self.config, statuses)
+            factory = http_client_factory(self.config, statuses, oauth)
             http = await stack.enter_async_context(factory())
             try:
                 transport = self._watch(streamable_http_client(url, http_client=http), session)
@@ -212,7 +233,7 @@ class Connection:
             )
             statuses.codes.clear()
         return await stack.enter_async_context(
-            self._client(self._watch(sse_transport(url, self.config, statuses), session), session)
+            self._client(self._watch(sse_transport(url, self.config, statuses, oauth), session), session)
         )
 
     def _client(self, transport: Any, session: Session) -> Client:
@@ -338,6 +359,8 @@ class Connection:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
         if session.lost or self._stopping:
             return
+        if session.auth is not None:
+            failure = session.auth.failure(session.statuses) or failure
         session.lost = failure
         for scope in session.calls:
             scope.cancel()
@@ -355,6 +378,8 @@ class Connection:
     def _set_status(self, status: ServerState, failure: Failure | None) -> None:
         changed = (status, failure) != (self.status, self.failure)
         self.status, self.failure = status, failure
+        if self._auth is not None:
+            self._auth.report(status, failure)
         if status is not ServerState.CONNECTED:
             self.tools = []
         if changed:
@@ -387,7 +412,8 @@ class Connection:
             return await self._once(display, send, timeout)
         except Lost as lost:
             if not retry:
-                raise UpstreamUnavailable(self.name, _lost(lost.failure).reason, tool=display) from None
+                failure = _lost(lost.failure)
+                raise UpstreamUnavailable(self.name, failure.reason, tool=display, fix=failure.fix) from None
             logger.bind(server=self.name, request=display).info(
                 "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
             )
@@ -396,7 +422,8 @@ class Connection:
             try:
                 return await self._once(display, send, timeout)
             except Lost as again:
-                raise UpstreamUnavailable(self.name, _lost(again.failure).reason, tool=display) from None
+                failure = _lost(again.failure)
+                raise UpstreamUnavailable(self.name, failure.reason, tool=display, fix=failure.fix) from None
 
     def _may_retry(self, tool: str) -> bool:
         """Only a tool that promises no side effects may run twice."""
@@ -434,7 +461,18 @@ class Connection:
 
 
 def _lost(failure: Failure) -> Failure:
+    if failure.oauth_status is not None:
+        return failure  # the same words whenever authorization fails, at connect or mid-session
     return Failure(f"connection lost: {failure.reason}", failure.detail, failure.fix)
+
+
+async def _closed_with(stack: AsyncExitStack) -> Exception | None:
+    """Close ``stack``; the exception its contexts raised while closing, if any."""
+    try:
+        await stack.aclose()
+    except Exception as e:
+        return e
+    return None
 
 
 def _exit_failure(session: Session) -> Failure:

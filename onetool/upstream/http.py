@@ -11,6 +11,7 @@ import httpx2
 from loguru import logger
 from mcp.client.sse import sse_client
 
+from onetool.auth.provider import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 
@@ -63,7 +64,8 @@ class HttpStatuses:
         self.codes: list[int] = []
 
     async def __call__(self, response: httpx2.Response) -> None:
-        self.codes.append(response.status_code)
+        if not response.request.extensions.get(OAUTH_REQUEST):  # discovery 404s say nothing about MCP
+            self.codes.append(response.status_code)
 
     def refused(self) -> bool:
         """The endpoint does not speak streamable HTTP (try SSE)."""
@@ -78,8 +80,11 @@ def http_reason(code: int) -> str:
     return f"HTTP {code} {httpx2.codes.get_reason_phrase(code)}".rstrip()
 
 
-def http_client_factory(config: ServerConfig, statuses: HttpStatuses) -> Callable[..., httpx2.AsyncClient]:
-    """Builds HTTP clients that send the server's headers on every request and record statuses."""
+def http_client_factory(
+    config: ServerConfig, statuses: HttpStatuses, oauth: httpx2.Auth | None = None
+) -> Callable[..., httpx2.AsyncClient]:
+    """Builds HTTP clients that send the server's headers on every request, record statuses, and
+    authenticate with ``auth`` (the server's OAuth provider) unless the transport passes its own."""
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
@@ -87,7 +92,7 @@ def http_client_factory(config: ServerConfig, statuses: HttpStatuses) -> Callabl
         return httpx2.AsyncClient(
             headers={**config.headers, **(headers or {})},
             timeout=timeout or httpx2.Timeout(config.connect_timeout, read=SSE_READ_TIMEOUT),
-            auth=auth,
+            auth=auth or oauth,
             follow_redirects=True,
             event_hooks={"response": [statuses]},
         )
@@ -95,10 +100,12 @@ def http_client_factory(config: ServerConfig, statuses: HttpStatuses) -> Callabl
     return factory
 
 
-def sse_transport(url: str, config: ServerConfig, statuses: HttpStatuses) -> AbstractAsyncContextManager[Any]:
+def sse_transport(
+    url: str, config: ServerConfig, statuses: HttpStatuses, auth: httpx2.Auth | None = None
+) -> AbstractAsyncContextManager[Any]:
     return sse_client(
         url,
         timeout=config.connect_timeout,
         sse_read_timeout=SSE_READ_TIMEOUT,
-        httpx_client_factory=http_client_factory(config, statuses),
+        httpx_client_factory=http_client_factory(config, statuses, auth),
     )

@@ -13,6 +13,7 @@ import anyio.abc
 import mcp.types as types
 from mcp import Client
 
+from onetool.auth.store import TokenStore
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
@@ -33,6 +34,7 @@ class UpstreamPool:
     handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` and
     ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
     ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
+    ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class UpstreamPool:
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
         probe_interval: float = 15.0,
+        token_store: TokenStore | None = None,
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
@@ -55,6 +58,7 @@ class UpstreamPool:
                 backoff_max=backoff_max,
                 probe_interval=probe_interval,
                 on_change=self._changes.publish,
+                token_store=token_store,
             )
             for name, config in servers.items()
         }

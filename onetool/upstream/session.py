@@ -17,6 +17,7 @@ from mcp.types import CONNECTION_CLOSED
 
 from onetool.config import ServerConfig
 from onetool.upstream.http import HttpStatuses, http_reason, public_url
+from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.status import Failure
 from onetool.upstream.stdio import StdioChild
 
@@ -45,6 +46,7 @@ class Session:
         self.calls: set[anyio.CancelScope] = set()
         self.statuses: HttpStatuses | None = None
         self.url: str | None = None  # of an HTTP upstream, as connected to
+        self.auth: UpstreamAuth | None = None  # of an OAuth upstream
 
 
 class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
@@ -95,6 +97,8 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
     """Why connecting (or a session) failed: a short reason for the model, the details for the log."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    if session.auth is not None and (failure := session.auth.failure(session.statuses)) is not None:
+        return failure
     child = session.child
     if child is not None and (
         child.process.returncode is not None or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)

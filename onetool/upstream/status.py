@@ -28,6 +28,8 @@ class Failure:
     """For operators (the log, the CLI): e.g. the meaningful line of the child's stderr."""
     fix: str | None = None
     """What to change when waiting will not help (a missing command, a refused credential)."""
+    oauth_status: str | None = None
+    """Set when the failure is about OAuth authorization: pending_authorization or authentication_failed."""
 
     def for_operators(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else self.reason
@@ -47,6 +49,8 @@ class ServerStatus:
     detail: str | None = None
     """The operator's view of the error (see Failure.detail); never shown to a snippet."""
     fix: str | None = None
+    oauth_status: str | None = None
+    """For OAuth servers only: authenticated, pending_authorization or authentication_failed (see ``error``)."""
 
     @property
     def report(self) -> str:

@@ -1,0 +1,97 @@
+"""The OAuth side of one upstream connection: its provider, its ``oauth_status``, its auth failures."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import httpx2
+from loguru import logger
+
+from onetool.auth.provider import AuthorizationRequired, build_provider, resolve_flow
+from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
+from onetool.config import ServerConfig
+from onetool.upstream.http import HttpStatuses, http_reason
+from onetool.upstream.status import Failure, ServerState
+
+__all__ = ["OAuthStatus", "UpstreamAuth", "auth_command"]
+
+OAuthStatus = Literal["authenticated", "pending_authorization", "authentication_failed"]
+
+
+def auth_command(server: str) -> str:
+    return f"run `onetool auth {server}`"
+
+
+class UpstreamAuth:
+    """Built once per connection, so discovered metadata and the SDK's lock outlive reconnects."""
+
+    def __init__(self, name: str, url: str, config: ServerConfig, store: TokenStore | None) -> None:
+        assert config.oauth is not None
+        self.name = name
+        self.flow = resolve_flow(name, config.oauth)
+        self.storage = ServerStorage(store or FileTokenStore(), name, url)
+        self.provider = build_provider(name, url, config.oauth, self.flow, self.storage)
+        self._reported: OAuthStatus | None = None
+
+    @property
+    def auth(self) -> httpx2.Auth:
+        return self.provider
+
+    def begin_attempt(self) -> None:
+        self.provider.reload()
+
+    def failure(self, statuses: HttpStatuses | None) -> Failure | None:
+        """Why the last attempt failed, when it was about authorization; None otherwise."""
+        problem = self.provider.problem
+        if isinstance(problem, AuthorizationRequired):
+            return Failure(
+                f"authorization required: {problem}", fix=auth_command(self.name), oauth_status="pending_authorization"
+            )
+        if problem is not None:
+            then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
+            return Failure(
+                f"OAuth authentication failed: {str(problem)[:300]}",
+                fix=f"check servers.{self.name}.oauth{then}",
+                oauth_status="authentication_failed",
+            )
+        code = statuses.codes[-1] if statuses is not None and statuses.codes else None
+        if code not in (401, 403):
+            return None
+        assert code is not None
+        # Refused although the SDK's flow had nothing left to try: a token it had just obtained, or a 403.
+        reason = f"the server refused the token ({http_reason(code)})"
+        if self.flow == "client_credentials":
+            return Failure(
+                f"OAuth authentication failed: {reason}",
+                fix=f"check servers.{self.name}.oauth (client_id, client_secret, scopes)",
+                oauth_status="authentication_failed",
+            )
+        return Failure(
+            f"authorization required: {reason}", fix=auth_command(self.name), oauth_status="pending_authorization"
+        )
+
+    def status(self, state: ServerState, failure: Failure | None) -> OAuthStatus:
+        if state is ServerState.CONNECTED:
+            return "authenticated"
+        if failure is not None and failure.oauth_status is not None:
+            return failure.oauth_status  # type: ignore[return-value]
+        return "authenticated" if self.storage.record().tokens is not None else "pending_authorization"
+
+    def report(self, state: ServerState, failure: Failure | None) -> None:
+        """Log a change of ``oauth_status`` once (reconnect attempts repeat the same failure)."""
+        if state is ServerState.CONNECTED:
+            status: OAuthStatus = "authenticated"
+        elif failure is not None and failure.oauth_status is not None:
+            status = failure.oauth_status  # type: ignore[assignment]
+        else:
+            return  # not about authorization (a network error, the pool closing)
+        if status == self._reported:
+            return
+        self._reported = status
+        log = logger.bind(server=self.name, oauth_status=status)
+        if failure is None:
+            log.info("server '{}': OAuth authenticated", self.name)
+        else:
+            # The same line as the failure the connection reports, whenever it happens.
+            level = "WARNING" if status == "pending_authorization" else "ERROR"
+            log.log(level, "server '{}': {}; {}", self.name, failure.reason, failure.fix)

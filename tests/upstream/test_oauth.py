@@ -1,0 +1,374 @@
+"""OAuth upstreams against a real OAuth-protected MCP server (tests/fixtures/oauth_server.py, on the SDK's
+server auth): the authorization-code flow with dynamic registration and PKCE, refresh mid-session, client
+credentials, state checks, pending authorization, 401 after initialize, and no secret in any log record."""
+
+from __future__ import annotations
+
+import logging
+import stat
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import httpx2
+import pytest
+
+from onetool.auth import FileTokenStore, FlowFailed, PendingFlows, StoredAuth
+from onetool.auth.login import Authorized, authorize, loopback_listener
+from onetool.config import ServerConfig
+from onetool.errors import UpstreamUnavailable
+from onetool.upstream import UpstreamPool
+from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.test_config import error_of, write
+
+OAUTH_SERVER = str(FIXTURES / "oauth_server.py")
+TTL = 2  # seconds an access token lives on the fixture server
+
+
+class OAuthServer:
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.url = f"{self.base}/mcp"
+
+    def hook(self, path: str, method: str = "GET") -> Any:
+        return httpx2.request(method, f"{self.base}/fixture/{path}").json()
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., OAuthServer]]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*flags: str) -> OAuthServer:
+        port = free_port()
+        procs.append(subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags]))
+        wait_for_port(port)
+        return OAuthServer(port)
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(5)
+
+
+@pytest.fixture
+def server(start_server: Callable[..., OAuthServer]) -> OAuthServer:
+    return start_server()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FileTokenStore:
+    return FileTokenStore(tmp_path / "state" / "oauth")
+
+
+def code_config(server: OAuthServer, **oauth: Any) -> ServerConfig:
+    return ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+
+
+def cc_config(server: OAuthServer, **extra: Any) -> ServerConfig:
+    oauth = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": server.base, **extra}
+    return ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+
+
+@dataclass(frozen=True)
+class Page:
+    status_code: int
+    text: str
+
+
+def fetch(url: str) -> Page:
+    """GET ``url`` following redirects, as a browser would (urllib: its requests are not in any log)."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return Page(response.status, response.read().decode())
+    except urllib.error.HTTPError as e:
+        return Page(e.code, e.read().decode())
+
+
+class Browser:
+    """Stands in for the user's browser: follows the authorization URL to the redirect, approving at once."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+        self.pages: list[Page] = []
+
+    async def visit(self, url: str) -> Page:
+        page = await anyio.to_thread.run_sync(fetch, url)
+        self.pages.append(page)
+        return page
+
+
+@asynccontextmanager
+async def browser_step(browser: Browser) -> AsyncIterator[Callable[[str], Any]]:
+    async with anyio.create_task_group() as tg:
+
+        async def show(url: str) -> None:
+            browser.urls.append(url)
+            tg.start_soon(browser.visit, url)
+
+        yield show
+
+
+async def run_authorization(name: str, config: ServerConfig, store: FileTokenStore, browser: Browser) -> Authorized:
+    pending = PendingFlows()
+    async with browser_step(browser) as show, loopback_listener(pending) as redirect_uri:
+        return await authorize(name, config, store, pending=pending, redirect_uri=redirect_uri, show=show)
+
+
+@asynccontextmanager
+async def pool_of(servers: dict[str, ServerConfig], store: FileTokenStore) -> AsyncIterator[UpstreamPool]:
+    async with UpstreamPool(servers, token_store=store, backoff_base=0.1, backoff_max=0.5) as pool:
+        yield pool
+
+
+# ---- authorization code ---------------------------------------------------------------------
+
+
+async def test_authorization_code_with_registration_and_pkce_then_tools_work(
+    server: OAuthServer, store: FileTokenStore
+) -> None:
+    browser = Browser()
+    done = await run_authorization("fx", code_config(server), store, browser)
+    assert done == Authorized("fx", 2)
+    page = browser.pages[0]
+    assert page.status_code == 200 and "Authorization complete" in page.text and "<b>fx</b>" in page.text
+    query = parse_qs(urlsplit(browser.urls[0]).query)
+    assert query["code_challenge_method"] == ["S256"] and "code_verifier" not in query
+    assert query["redirect_uri"][0].startswith("http://127.0.0.1:")
+    assert server.hook("stats") == {"registration": 1, "authorization_code": 1}
+
+    record = store.load("fx")
+    assert record is not None and record.tokens is not None and record.client is not None
+    assert record.url == server.url and record.tokens.refresh_token
+    assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((store.folder / "fx.json").stat().st_mode) == 0o600
+    assert [p.name for p in store.folder.iterdir()] == ["fx.json"]  # no temporary file left behind
+
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        status = pool.server_status("fx")
+        assert (status.status, status.oauth_status, status.tool_count) == ("connected", "authenticated", 2)
+        assert (await pool.call("fx", "add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+
+
+async def test_access_token_expires_and_is_refreshed_mid_session(server: OAuthServer, store: FileTokenStore) -> None:
+    await run_authorization("fx", code_config(server), store, Browser())
+    first = store.load("fx")
+    assert first is not None and first.tokens is not None
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        assert (await pool.call("fx", "add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+        await anyio.sleep(TTL + 0.5)
+        assert (await pool.call("fx", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+        assert pool.server_status("fx").oauth_status == "authenticated"
+    assert server.hook("stats")["refresh_token"] >= 1
+    after = store.load("fx")
+    assert after is not None and after.tokens is not None
+    assert after.tokens.refresh_token != first.tokens.refresh_token  # the rotated token was stored
+
+
+async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
+    server: OAuthServer, store: FileTokenStore
+) -> None:
+    await run_authorization("fx", code_config(server), store, Browser())
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        assert pool.server_status("fx").connected
+        server.hook("revoke", "POST")
+        await anyio.sleep(TTL + 0.5)
+        with pytest.raises(UpstreamUnavailable) as caught:
+            await pool.call("fx", "add", {"a": 1, "b": 2})
+        status = pool.server_status("fx")
+    reason = "authorization required: the token refresh was refused (HTTP 400 invalid_grant)"
+    assert str(caught.value) == f"server 'fx' is unavailable: {reason}; run `onetool auth fx`"
+    assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
+    record = store.load("fx")
+    assert record is not None and record.tokens is None and record.client is not None  # registration kept
+
+
+async def test_a_wrong_state_is_rejected_and_the_real_redirect_still_completes(
+    server: OAuthServer, store: FileTokenStore
+) -> None:
+    browser = Browser()
+    forged: list[Page] = []
+
+    async def forge_then_visit(url: str) -> Page:
+        redirect_uri = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+        forged.append(await anyio.to_thread.run_sync(fetch, f"{redirect_uri}?code=stolen&state=forged"))
+        return await Browser.visit(browser, url)
+
+    browser.visit = forge_then_visit  # type: ignore[method-assign]
+    assert await run_authorization("fx", code_config(server), store, browser) == Authorized("fx", 2)
+    assert forged[0].status_code == 400 and "invalid or has expired" in forged[0].text
+    assert browser.pages[0].status_code == 200
+
+
+async def test_pending_flows_match_by_state_across_servers_and_expire() -> None:
+    flows = PendingFlows(ttl=0.3, exchange_wait=0.1)
+    github, linear = flows.register("s-github", "github"), flows.register("s-linear", "linear")
+    page = await flows.resolve({"state": "s-linear", "error": "access_denied"})
+    assert page.status == 400 and page.server == "linear" and "access_denied" in page.html
+    with pytest.raises(FlowFailed, match="access_denied"):
+        await linear.wait()
+    page = await flows.resolve({"state": "s-github", "code": "c0de"})
+    assert page.server == "github" and (await github.wait()).code == "c0de"
+    assert page.status == 202  # the exchange did not report back within exchange_wait
+    assert (await flows.resolve({"state": "s-github", "code": "again"})).status == 400  # one use per state
+
+    late = flows.register("s-late", "late")
+    with pytest.raises(FlowFailed, match="no answer from the browser"):
+        await late.wait()
+    page = await flows.resolve({"state": "s-late", "code": "c0de"})
+    assert page.status == 400 and "expired" in page.html and page.server is None
+
+
+# ---- client credentials, startup, 401 after initialize ----------------------------------------
+
+
+async def test_client_credentials_server(server: OAuthServer, store: FileTokenStore) -> None:
+    async with pool_of({"m2m": cc_config(server)}, store) as pool:
+        assert pool.server_status("m2m").oauth_status == "authenticated"
+        assert (await pool.call("m2m", "add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+        await anyio.sleep(TTL + 0.5)  # no refresh token in this grant: a new one is fetched
+        assert (await pool.call("m2m", "add", {"a": 2, "b": 2})).structured_content == {"result": 4}
+    assert server.hook("stats")["client_credentials"] >= 2
+
+
+async def test_wrong_client_secret_is_an_authentication_failure(server: OAuthServer, store: FileTokenStore) -> None:
+    async with pool_of({"m2m": cc_config(server, client_secret="wrong")}, store) as pool:
+        status = pool.server_status("m2m")
+    assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
+    assert status.error is not None and status.error.startswith("OAuth authentication failed: Token exchange failed")
+    assert status.fix == "check servers.m2m.oauth"
+
+
+async def test_pending_authorization_at_startup_leaves_other_servers_working(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    async with pool_of({"fx": code_config(server), "m2m": cc_config(server)}, store) as pool:
+        fx = pool.server_status("fx")
+        assert (fx.status, fx.oauth_status) == ("failed", "pending_authorization")
+        assert (fx.error, fx.fix) == ("authorization required: no stored tokens", "run `onetool auth fx`")
+        with pytest.raises(UpstreamUnavailable, match=r"authorization required.*; run `onetool auth fx`$"):
+            await pool.call("fx", "add", {"a": 1, "b": 2})
+        assert (await pool.call("m2m", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    warnings = [r for r in log_records if r["level"] == "WARNING" and r["extra"].get("oauth_status")]
+    assert [r["message"] for r in warnings] == [
+        "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"
+    ]
+    assert server.hook("stats").get("registration") is None  # no stray registration without a browser
+
+
+async def test_401_after_initialize_on_a_plain_server_is_a_clear_failure(
+    start_server: Callable[..., OAuthServer], store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    plain = start_server("--no-auth", "--reject-list")
+    async with pool_of({"p": ServerConfig(url=plain.url, connect_timeout=5)}, store) as pool:
+        status = pool.server_status("p")
+    assert (status.status, status.error, status.oauth_status) == ("failed", "HTTP 401 Unauthorized", None)
+    retries = [r["message"] for r in log_records if "reconnect attempt 1 failed" in r["message"]]
+    assert retries[0].startswith("server 'p': reconnect attempt 1 failed (HTTP 401 Unauthorized)")
+
+
+async def test_401_after_initialize_on_an_oauth_server_gives_the_same_status_as_at_connect(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    await run_authorization("fx", code_config(server), store, Browser())
+    server.hook("reject-list", "POST")  # initialize passes, tools/list answers 401
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        status = pool.server_status("fx")
+    reason = "authorization required: the server refused the stored token"
+    assert (status.status, status.oauth_status, status.error, status.fix) == (
+        "failed",
+        "pending_authorization",
+        reason,
+        "run `onetool auth fx`",
+    )
+    retries = [r["message"] for r in log_records if "reconnect attempt 1 failed" in r["message"]]
+    assert retries == [
+        f"server 'fx': reconnect attempt 1 failed ({reason}); next in " + retries[0].split("next in ")[1]
+    ]
+    connect = [r["extra"] for r in log_records if r["extra"].get("span") == "proxy.connect"]
+    assert connect[0]["errorType"] == "UpstreamUnavailable" and reason in connect[0]["errorMessage"]
+
+
+# ---- logging and storage ----------------------------------------------------------------------
+
+
+async def test_no_token_code_verifier_state_or_secret_in_any_log_record(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    stdlib: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            stdlib.append(record.getMessage() + (self.format(record) if record.exc_info else ""))
+
+    handler, root = Capture(level=logging.DEBUG), logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        browser = Browser()
+        await run_authorization("fx", code_config(server), store, browser)
+        async with pool_of({"fx": code_config(server), "m2m": cc_config(server)}, store) as pool:
+            await anyio.sleep(TTL + 0.5)
+            await pool.call("fx", "add", {"a": 1, "b": 2})  # refreshed
+            await pool.call("m2m", "add", {"a": 1, "b": 2})
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+    secrets = set(server.hook("secrets")) | set(parse_qs(urlsplit(browser.urls[0]).query)["state"])
+    assert server.hook("stats")["refresh_token"] >= 1 and len(secrets) >= 6
+    records = [r["message"] + " " + repr(r["extra"]) for r in log_records] + stdlib
+    assert any("OAuth discovery at" in r for r in records) and any("refreshed" in r for r in records)
+    leaks = [(secret, record) for secret in secrets for record in records if secret in record]
+    assert leaks == []
+
+
+def test_flow_inference_is_logged_at_info(
+    server: OAuthServer, monkeypatch: pytest.MonkeyPatch, log_records: list[dict[str, Any]]
+) -> None:
+    from onetool.auth import resolve_flow
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    config = cc_config(server)
+    assert config.oauth is not None and resolve_flow("m2m", config.oauth) == "client_credentials"
+    assert resolve_flow("fx", code_config(server).oauth) == "authorization_code"  # type: ignore[arg-type]
+    assert resolve_flow("x", cc_config(server, flow="authorization_code").oauth) == "authorization_code"  # type: ignore[arg-type]
+    infos = [(r["level"], r["message"]) for r in log_records if "OAuth flow" in r["message"]]
+    assert infos == [
+        ("INFO", "server 'm2m': OAuth flow client_credentials (inferred: a client secret and no browser)"),
+        ("INFO", "server 'fx': OAuth flow authorization_code (inferred: no client secret)"),
+    ]
+
+
+def test_token_store_ignores_a_record_for_another_url(store: FileTokenStore) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    from onetool.auth import ServerStorage
+
+    store.save("fx", StoredAuth(url="http://127.0.0.1:1/mcp", tokens=OAuthToken(access_token="old")))
+    assert anyio.run(ServerStorage(store, "fx", "http://127.0.0.1:2/mcp").get_tokens) is None
+    assert anyio.run(ServerStorage(store, "fx", "http://127.0.0.1:1/mcp").get_tokens) is not None
+    assert store.forget("fx") and not store.forget("fx")
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{url: 'http://x/mcp', oauth: {client_idd: a}}", "servers.s.oauth.client_idd: unknown key (allowed here: "),
+        ("{command: x, oauth: {}}", "oauth cannot be used with a stdio ('command') server"),
+        ("{url: 'http://x/mcp', oauth: {flow: client_credentials}}", "needs client_id and client_secret"),
+        ("{url: 'http://x/mcp', oauth: {client_secret: s3cr3t}}", "client_secret needs client_id"),
+        ("{url: 'http://x/mcp', oauth: {redirect_uri: 'ftp://x'}}", "redirect_uri must be an http(s) URL"),
+    ],
+)
+def test_oauth_config_is_strict(tmp_path: Path, entry: str, message: str) -> None:
+    error = error_of(write(tmp_path, f"servers:\n  s: {entry}\n"))
+    assert message in error and "s3cr3t" not in error
