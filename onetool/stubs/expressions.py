@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic.json_schema import JsonSchemaMode as JsonMode
 
 from onetool.registry.schema import merge_all_of, resolve_ref
 
@@ -166,9 +167,12 @@ class TypeBuilder:
         if self._budget < 0:
             return f"{vocab('dict')}[{vocab('str')}, {ANY}]"
         description = schema.get("description")
-        spec = TypedDictSpec(
-            pascal(schema.get("title")) or hint, fields, description if isinstance(description, str) else ""
-        )
+        doc = description if isinstance(description, str) else ""
+        return self._register(TypedDictSpec(pascal(schema.get("title")) or hint, fields, doc), cid)
+
+    def _register(self, spec: TypedDictSpec, cid: int | None = None) -> str:
+        """The placeholder of ``spec``, or of an identical TypedDict made before."""
+        fields = spec.fields
         body = (spec.functional, tuple(fields))
         same = self._by_body.get(body)
         if same is not None:
@@ -209,8 +213,9 @@ class TypeBuilder:
 
     # ---- Python annotations ----------------------------------------------------------------------------------
 
-    def python(self, tp: Any, hint: str, depth: int = 0) -> str:
-        """The type of a local tool's parameter or return annotation (already resolved), or Any."""
+    def python(self, tp: Any, hint: str, mode: JsonMode = "validation", depth: int = 0) -> str:
+        """The type of a local tool's parameter (``validation``) or return (``serialization``) annotation, already
+        resolved; Any when it cannot be said."""
         if depth > _MAX_DEPTH or tp is Any:
             return ANY
         if tp is None or tp is type(None):
@@ -219,21 +224,32 @@ class TypeBuilder:
             return vocab(tp.__name__)
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if origin is typing.Union or origin is types.UnionType:
-            return self.union(self.python(a, hint, depth + 1) for a in args)
+            return self.union(self.python(a, hint, mode, depth + 1) for a in args)
         if origin is typing.Literal:
             return self.literal(list(args)) or ANY
         if origin is typing.Annotated:
-            return self.python(args[0], hint, depth + 1)
+            return self.python(args[0], hint, mode, depth + 1)
         if tp in _SEQUENCES or origin in _SEQUENCES:
-            item = self.union(self.python(a, hint + "Item", depth + 1) for a in args if a is not Ellipsis)
+            item = self.union(self.python(a, hint + "Item", mode, depth + 1) for a in args if a is not Ellipsis)
             return f"{vocab('list')}[{item if args else ANY}]"
         if tp in _MAPPINGS or origin in _MAPPINGS:
-            key, value = (self.python(a, hint, depth + 1) for a in args) if len(args) == 2 else (vocab("str"), ANY)
+            key, value = (
+                (self.python(a, hint, mode, depth + 1) for a in args) if len(args) == 2 else (vocab("str"), ANY)
+            )
             return f"{vocab('dict')}[{key}, {value}]"
+        if typing.is_typeddict(tp):
+            # pydantic refuses typing.TypedDict before Python 3.12; its fields are plain annotations anyway.
+            try:
+                hints = typing.get_type_hints(tp)
+            except Exception:
+                return ANY
+            required = getattr(tp, "__required_keys__", frozenset(hints))
+            fields = [(k, self.python(t, hint + pascal(k), mode, depth + 1), k in required) for k, t in hints.items()]
+            return self._register(TypedDictSpec(pascal(tp.__name__) or hint, fields, tp.__doc__ or ""))
         if isinstance(tp, type):
             # A model, dataclass, TypedDict or enum crosses to the snippet as its JSON form.
             try:
-                schema = TypeAdapter(tp).json_schema(mode="serialization")
+                schema = TypeAdapter(tp).json_schema(mode=mode)
             except Exception:
                 return ANY
             return self.json(schema, schema, pascal(tp.__name__) or hint, depth + 1)

@@ -148,7 +148,7 @@ def _local_method(tool: LocalTool, builder: TypeBuilder, hint: str) -> _Method:
         params.append(text)
         if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(items) or items[i + 1].kind is not p.POSITIONAL_ONLY):
             params.append("/")
-    returns = builder.python(hints["return"], hint + "Result") if "return" in hints else ANY
+    returns = builder.python(hints["return"], hint + "Result", "serialization") if "return" in hints else ANY
     return _Method(tool.name, params, returns, tool.description, {p.name for p in items})
 
 
@@ -175,7 +175,10 @@ def _local_default(value: Any, hint: Any) -> str:
     if not _literal_value(value):
         return "..."
     admits_none = hint is None or type(None) in typing.get_args(hint)
+    members = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
     if hint is Any or (value is None and admits_none) or (isinstance(hint, type) and isinstance(value, hint)):
+        return repr(value)
+    if any(type(m) is type(value) and m == value for m in members):
         return repr(value)
     return "..."
 
@@ -267,7 +270,8 @@ def _unique(preferred: str, taken: set[str]) -> str:
 
 def _docstring(text: str, indent: str) -> str:
     """A docstring literal of ``text``: nothing in it can end the literal or make the module invalid."""
-    text = text.strip()
+    # A lone surrogate cannot be a class's __doc__ (CPython encodes it to UTF-8): it becomes U+FFFD.
+    text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text.strip())
     if len(text) > _MAX_DOC_CHARS:
         text = text[:_MAX_DOC_CHARS] + " [...]"
     body = "".join(c if c == "\n" or c.isprintable() else _escape(c) for c in text.replace("\\", "\\\\"))
