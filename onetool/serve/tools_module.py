@@ -55,26 +55,30 @@ class ToolsModuleCache:
 
 
 def tools_module_routes(registry: Callable[[], Registry], listener: Listener) -> Routes:
-    cache = ToolsModuleCache(registry)
-    hosts = TransportSecurityMiddleware(loopback_security(listener.port)) if listener.loopback else None
-
-    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        refused = await hosts.validate_request(request) if hosts is not None else None
-        response = refused or await _module(request, cache)
-        await response(scope, receive, send)
-
-    app: ASGIApp = endpoint
+    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry), listener)
     if listener.token:
         app = BearerGuard(app, listener.token)
     return Routes([Route(PATH, endpoint=app, methods=["GET"])])
 
 
-async def _module(request: Request, cache: ToolsModuleCache) -> Response:
-    raw = request.query_params.get("filter")
-    if raw is not None and len(raw) > _MAX_FILTER_CHARS:
-        return PlainTextResponse(
-            f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools",
-            status_code=400,
-        )
-    return Response(await cache.text(parse_filter(raw)), media_type=MEDIA_TYPE)
+class _ModuleApp:
+    """An ASGI app (a function endpoint would be taken for a request handler, and the guards wrap ASGI apps)."""
+
+    def __init__(self, cache: ToolsModuleCache, listener: Listener) -> None:
+        self._cache = cache
+        self._hosts = TransportSecurityMiddleware(loopback_security(listener.port)) if listener.loopback else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await self._hosts.validate_request(request) if self._hosts is not None else None
+        response = refused or await self._module(request)
+        await response(scope, receive, send)
+
+    async def _module(self, request: Request) -> Response:
+        raw = request.query_params.get("filter")
+        if raw is not None and len(raw) > _MAX_FILTER_CHARS:
+            return PlainTextResponse(
+                f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools",
+                status_code=400,
+            )
+        return Response(await self._cache.text(parse_filter(raw)), media_type=MEDIA_TYPE)
