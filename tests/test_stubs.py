@@ -20,7 +20,7 @@ from mcp import types
 from onetool.registry import Pack, Registry, Tool, load_local_packs
 from onetool.registry.registry import upstream_tools
 from onetool.stubs import parse_filter, select, tools_module
-from tests.catalogue import upstream_tool
+from tests.catalogue import catalogue, upstream_tool
 from tests.conftest import FIXTURES, TESTS
 
 LOCAL_PACKS = TESTS / "gateway" / "packs"
@@ -87,6 +87,13 @@ def test_reference_module_compiles_passes_mypy_strict_and_imports(tmp_path: Path
     assert namespace["__all__"] == ["brave", "broken_helper", "everything", "proxy", "time"]
     with pytest.raises(NotImplementedError, match="run tool"):
         namespace["time"].get_current_time(timezone="UTC")
+
+
+def test_the_fifty_tool_catalogue_passes_mypy_strict(tmp_path: Path) -> None:
+    """Notion-, GitHub- and Slack-shaped schemas: nested objects, arrays of objects, enums, optional fields."""
+    module = tools_module(catalogue())
+    assert type_check(tmp_path, module) == []
+    assert len(classes_of(module)) == len(catalogue().packs)
 
 
 def test_a_snippet_type_checks_against_the_module_and_mistakes_are_flagged(tmp_path: Path) -> None:
