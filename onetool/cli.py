@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("server", nargs="?", help="only this server or pack")
     tools.set_defaults(func=cmd_tools)
 
+    stubs = sub.add_parser(
+        "stubs", parents=[common], help="write a typed Python module of every pack, to type-check snippets against"
+    )
+    stubs.add_argument("--filter", metavar="NAMES", help="comma-separated servers, packs or server__tool names")
+    stubs.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    stubs.set_defaults(func=cmd_stubs)
+
     check = sub.add_parser("check", parents=[common], help="validate the config and try each server")
     check.set_defaults(func=cmd_check)
 
@@ -138,6 +145,7 @@ async def _serve(config: Config, listener: Listener | None) -> None:
     from onetool import serve
     from onetool.gateway import Gateway
     from onetool.logs import logger
+    from onetool.serve.tools_module import tools_module_routes
 
     async with Gateway(config) as gateway, anyio.create_task_group() as tg:
 
@@ -160,6 +168,7 @@ async def _serve(config: Config, listener: Listener | None) -> None:
                 logger.info("serving MCP at {}", url)
 
             routes = [serve.mcp_routes("/mcp", run_face, listener), serve.ops_routes()]
+            routes.append(tools_module_routes(lambda: gateway.registry, listener))
             await serve.serve_http(listener, routes, on_ready=ready)
         tg.cancel_scope.cancel()
 
@@ -287,6 +296,23 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return int(_with_pool(config, show))
+
+
+def cmd_stubs(args: argparse.Namespace) -> int:
+    from onetool.stubs import parse_filter, tools_module
+
+    config = _setup(args, "ERROR")
+    text = _with_pool(config, lambda _pool, registry: tools_module(registry, parse_filter(args.filter)))
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"onetool stubs: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:

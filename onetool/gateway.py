@@ -77,6 +77,11 @@ class Gateway:
         """Receive one item whenever :meth:`describe_run` changed (bursts coalesce)."""
         return self._changes.subscribe()
 
+    @property
+    def registry(self) -> Registry:
+        """The current packs and tools: an immutable snapshot, replaced whenever a catalogue or status changes."""
+        return self._registry
+
     async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
         """Run one snippet; never raises for anything the snippet or an upstream does.
 

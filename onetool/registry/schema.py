@@ -95,7 +95,7 @@ class _Shapes:
             if isinstance(schema.get(key), list) and schema[key]:
                 return " | ".join(_first(list(dict.fromkeys(self.render(s, depth, refs) for s in schema[key]))))
         if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-            return self.render(self._merged(schema), depth, refs)
+            return self.render(merge_all_of(schema, self.root), depth, refs)
         kind = schema.get("type")
         if isinstance(kind, list):
             return " | ".join(dict.fromkeys(self._kind(schema, k, depth, refs) for k in kind))
@@ -129,47 +129,52 @@ class _Shapes:
         if ref in refs:
             self.recursive.add(ref)
             return name
-        target = self._resolve(ref)
+        target = resolve_ref(self.root, ref)
         if target is None:
             return name
         text = self.render(target, depth, (*refs, ref))
         return f"{name}{text}" if ref in self.recursive and text.startswith("{") else text
 
-    def _resolve(self, ref: str) -> Any:
-        """A local JSON pointer (``#/$defs/Item``); remote references are not followed."""
-        if not ref.startswith("#"):
-            return None
-        node: Any = self.root
-        for part in ref[1:].split("/")[1:]:
-            key = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping) and key in node:
-                node = node[key]
-            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            else:
-                return None
-        return node
 
-    def _merged(self, schema: Mapping[str, Any]) -> dict[str, Any]:
-        """``allOf`` as one schema: the parts' properties and required names together (what pydantic emits)."""
-        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-        props: dict[str, Any] = dict(merged.get("properties") or {})
-        required: list[Any] = list(merged.get("required") or [])
-        for part in schema["allOf"]:
-            if isinstance(part, Mapping) and isinstance(part.get("$ref"), str):
-                part = self._resolve(part["$ref"])
-            if not isinstance(part, Mapping):
-                continue
-            if isinstance(part.get("properties"), Mapping):
-                props.update(part["properties"])
-            if isinstance(part.get("required"), list):
-                required += part["required"]
-            for key, value in part.items():
-                if key not in ("allOf", "$ref"):
-                    merged.setdefault(key, value)
-        if props:
-            merged.update(properties=props, required=required, type=merged.get("type", "object"))
-        return merged
+def resolve_ref(root: Mapping[str, Any], ref: str) -> Any:
+    """The subschema a local JSON pointer (``#/$defs/Item``) names in ``root``; None when it names nothing.
+
+    Remote references are not followed.
+    """
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in ref[1:].split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def merge_all_of(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    """``allOf`` as one schema: the parts' properties and required names together (what pydantic emits)."""
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    props: dict[str, Any] = dict(merged.get("properties") or {})
+    required: list[Any] = list(merged.get("required") or [])
+    for part in schema["allOf"]:
+        if isinstance(part, Mapping) and isinstance(part.get("$ref"), str):
+            part = resolve_ref(root, part["$ref"])
+        if not isinstance(part, Mapping):
+            continue
+        if isinstance(part.get("properties"), Mapping):
+            props.update(part["properties"])
+        if isinstance(part.get("required"), list):
+            required += part["required"]
+        for key, value in part.items():
+            if key not in ("allOf", "$ref"):
+                merged.setdefault(key, value)
+    if props:
+        merged.update(properties=props, required=required, type=merged.get("type", "object"))
+    return merged
 
 
 def _first(items: list[str]) -> list[str]:

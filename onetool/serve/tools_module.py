@@ -1,0 +1,84 @@
+"""``GET /runtime/tools.py``: the typed module of every pack (:mod:`onetool.stubs`), for type-checking snippets.
+
+``?filter=github,myserver__echo`` selects packs and single tools. The text is cached per filter for the registry
+it was made from; the gateway builds a new registry whenever an upstream's catalogue or status changes, so the
+first request after a change gets a fresh module and an unchanged catalogue is never rendered twice. Guarded
+like ``/mcp``: the bearer token when the listener has one, else loopback Host and Origin headers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecurityMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from onetool.registry import Registry
+from onetool.serve.http import BearerGuard, Listener, Routes, loopback_security
+from onetool.stubs import parse_filter, tools_module
+
+__all__ = ["PATH", "ToolsModuleCache", "tools_module_routes"]
+
+PATH = "/runtime/tools.py"
+MEDIA_TYPE = "text/x-python; charset=utf-8"
+_MAX_CACHED = 64
+"""Filters kept per registry: clients choose filters, so the cache must not grow with them."""
+_MAX_FILTER_CHARS = 10_000
+
+
+class ToolsModuleCache:
+    """The module text per filter, for the current registry only."""
+
+    def __init__(self, registry: Callable[[], Registry]) -> None:
+        self._registry = registry
+        self._made_from: Registry | None = None
+        self._texts: dict[tuple[str, ...] | None, str] = {}
+
+    async def text(self, names: Sequence[str] | None) -> str:
+        registry = self._registry()
+        if registry is not self._made_from:
+            self._made_from, self._texts = registry, {}
+        key = tuple(names) if names is not None else None
+        text = self._texts.get(key)
+        if text is None:
+            # Hundreds of tools take milliseconds to render: off the event loop, which serves every run.
+            text = await anyio.to_thread.run_sync(tools_module, registry, names)
+            if registry is self._made_from:
+                if len(self._texts) >= _MAX_CACHED:
+                    del self._texts[next(iter(self._texts))]
+                self._texts[key] = text
+        return text
+
+
+def tools_module_routes(registry: Callable[[], Registry], listener: Listener) -> Routes:
+    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry), listener)
+    if listener.token:
+        app = BearerGuard(app, listener.token)
+    return Routes([Route(PATH, endpoint=app, methods=["GET"])])
+
+
+class _ModuleApp:
+    """An ASGI app (a function endpoint would be taken for a request handler, and the guards wrap ASGI apps)."""
+
+    def __init__(self, cache: ToolsModuleCache, listener: Listener) -> None:
+        self._cache = cache
+        self._hosts = TransportSecurityMiddleware(loopback_security(listener.port)) if listener.loopback else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await self._hosts.validate_request(request) if self._hosts is not None else None
+        response = refused or await self._module(request)
+        await response(scope, receive, send)
+
+    async def _module(self, request: Request) -> Response:
+        raw = request.query_params.get("filter")
+        if raw is not None and len(raw) > _MAX_FILTER_CHARS:
+            return PlainTextResponse(
+                f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools",
+                status_code=400,
+            )
+        return Response(await self._cache.text(parse_filter(raw)), media_type=MEDIA_TYPE)
