@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from onetool.errors import ConfigError
+from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
@@ -105,6 +106,16 @@ class SandboxConfig(_Strict):
 
 class HttpConfig(_Strict):
     token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
+    enable_inspect_endpoint: bool = Field(default=False, description="serve the inspect/exec face at /mcp/inspect")
+
+
+class InspectConfig(_Strict):
+    """The inspect/exec face (``/mcp/inspect``, ``serve --mode inspect``)."""
+
+    schema_compression: bool = Field(default=True, description="show input schemas as TypeScript-style types")
+    max_description_len: int = Field(
+        default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0, description="characters of each property description kept; 0: none"
+    )
 
 
 class Config(_Strict):
@@ -112,6 +123,7 @@ class Config(_Strict):
     packs: PacksConfig = Field(default_factory=PacksConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    inspect: InspectConfig = Field(default_factory=InspectConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")
