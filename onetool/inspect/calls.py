@@ -9,6 +9,7 @@ function is called as a snippet's call would be. Errors are raised as ModelError
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import anyio.to_thread
@@ -36,7 +37,8 @@ async def call(
     if isinstance(target, UpstreamTool):
         bound = await target.schema.bind(f"{server}.{tool.name}", [], arguments)
         result = await ctx.pool.call(target.server, target.remote_name, bound)
-        return await shaped(exec_result, result, max_chars, _result_size(result))
+        shape = partial(exec_result, output_schema=target.output_schema)
+        return await shaped(shape, result, max_chars, _result_size(result))
     try:
         value = await target.call([], arguments, ctx)
     except ModelError:
