@@ -9,6 +9,8 @@ pool (``pack_context``) and the change cues (``subscribe``); this module only sp
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import anyio.abc
@@ -70,22 +72,28 @@ class InspectGatewayLike(Protocol):
     def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """The inspect view of one registry snapshot: its servers, and the ``inspect`` description they give."""
+
+    registry: Registry
+    servers: list[CatalogueServer]
+    description: str
+
+
 class _View:
-    """The inspect view of the gateway's registry, built once per registry snapshot."""
+    """The inspect view of the gateway's current registry, built once per registry snapshot."""
 
     def __init__(self, ctx: PackContext) -> None:
         self._ctx = ctx
-        self._registry: Registry | None = None
-        self.servers: list[CatalogueServer] = []
-        self.description = ""
+        self._snapshot: _Snapshot | None = None
 
-    def current(self) -> tuple[Registry, _View]:
+    def current(self) -> _Snapshot:
         registry = self._ctx.registry()
-        if registry is not self._registry:
-            self.servers = catalogue(registry)
-            self.description = describe_inspect(self.servers)
-            self._registry = registry
-        return registry, self
+        if self._snapshot is None or self._snapshot.registry is not registry:
+            servers = catalogue(registry)
+            self._snapshot = _Snapshot(registry, servers, describe_inspect(servers))
+        return self._snapshot
 
 
 def _error(text: str) -> CallToolResult:
@@ -100,7 +108,7 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
     view = _View(ctx)
 
     async def list_tools(_: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        _, current = view.current()
+        current = view.current()
         return ListToolsResult(
             tools=[
                 Tool(name="inspect", description=current.description, input_schema=INSPECT_INPUT_SCHEMA),
@@ -109,47 +117,39 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
         )
 
     async def inspect(server_name: str, tool_name: str | None = None) -> CallToolResult:
-        _, current = view.current()
+        current = view.current()
+        find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
+        schemas = partial(
+            inspect_schemas,
+            current.servers,
+            server_name,
+            tool_name,
+            compression=options.schema_compression,
+            max_description_len=options.max_description_len,
+        )
         if tool_name is not None:
-            schema = inspect_schemas(
-                current.servers,
-                server_name,
-                tool_name,
-                compression=options.schema_compression,
-                max_description_len=options.max_description_len,
-            )
-            return await shaped(data_result, schema, max_chars, value_size(schema))
-
-        def every_tool() -> CallToolResult:
-            # A server may list hundreds of tools: compressing them all is no work for the event loop.
-            found = inspect_schemas(
-                current.servers,
-                server_name,
-                compression=options.schema_compression,
-                max_description_len=options.max_description_len,
-            )
-            return data_result(found, max_chars=max_chars)
-
-        find_server(current.servers, server_name)  # unknown names are answered without a thread hop
-        return await anyio.to_thread.run_sync(every_tool)
+            found = schemas()
+            return await shaped(data_result, found, max_chars, value_size(found))
+        # A server may list hundreds of tools: compressing them all is no work for the event loop.
+        return await anyio.to_thread.run_sync(lambda: data_result(schemas(), max_chars=max_chars))
 
     async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
-        registry, current = view.current()
+        current = view.current()
         found = find_server(current.servers, server_name)
         try:
             target = find_tool(found, tool_name)
         except UnknownTool:
             # A server that lost its connection lists no tools: say it is unavailable, not that the tool is unknown.
-            status = registry.server_status(found.name)
+            status = current.registry.server_status(found.name)
             if status is not None and not status.connected:
                 raise status.unavailable(f"{found.name}.{tool_name}") from None
             raise
         return await call(ctx, found.name, target, arguments or {}, max_chars=max_chars)
 
-    faces = {"inspect": inspect, "exec": exec_}
+    handlers = {"inspect": inspect, "exec": exec_}
 
     async def call_tool(_: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
-        handler = faces.get(params.name)
+        handler = handlers.get(params.name)
         if handler is None:
             return _error(f"Unknown tool {params.name!r}: this server has two tools, `inspect` and `exec`.")
         try:
