@@ -149,10 +149,11 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
                 routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
             def ready() -> None:
-                print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
                 logger.info("serving MCP at {} ({} face)", url, mode)
                 if config.http.enable_inspect_endpoint:
                     logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
+                # Last: a script that waits for the URL then finds the startup log complete.
+                print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
 
             await serve.serve_http(listener, routes, on_ready=ready)
         tg.cancel_scope.cancel()
