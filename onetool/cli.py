@@ -41,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", parents=[common], help="serve MCP over stdio (default) or streamable HTTP")
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    serve.add_argument(
+        "--mode",
+        choices=("run", "inspect"),
+        default="run",
+        help="the face at /mcp or on stdio: run(code) (default), or the two tools inspect and exec",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port; 0 picks a free one (default {DEFAULT_PORT})"
@@ -129,7 +135,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # The socket is bound and the token rule checked before any upstream starts: a taken port or an
         # unsafe bind fails at once instead of after every server connected.
         with serve.listen(args.host, args.port, token) if args.http else contextlib.nullcontext() as listener:
-            anyio.run(_serve, config, listener)
+            anyio.run(_serve, config, listener, args.mode)
     except* ServeError as group:
         for e in group.exceptions:
             print(f"onetool: {e}", file=sys.stderr)
@@ -137,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return status
 
 
-async def _serve(config: Config, listener: Listener | None) -> None:
+async def _serve(config: Config, listener: Listener | None, mode: str = "run") -> None:
     import signal
 
     import anyio
@@ -157,18 +163,28 @@ async def _serve(config: Config, listener: Listener | None) -> None:
                     return
 
         tg.start_soon(stop_on_signal)
-        run_face = serve.build_run_server(gateway)
+        faces = {"run": serve.build_run_server, "inspect": serve.build_inspect_server}
+        main_face = faces[mode](gateway)
         if listener is None:
-            await serve.serve_stdio(run_face)  # returns on stdin EOF
+            logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
+            await serve.serve_stdio(main_face)  # returns on stdin EOF
         else:
             url = listener.url("/mcp")
+            routes = [
+                serve.mcp_routes("/mcp", main_face, listener),
+                serve.ops_routes(),
+                tools_module_routes(lambda: gateway.registry, listener),
+            ]
+            if config.http.enable_inspect_endpoint:
+                routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
             def ready() -> None:
+                logger.info("serving MCP at {} ({} face)", url, mode)
+                if config.http.enable_inspect_endpoint:
+                    logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
+                # Last: a script that waits for the URL then finds the startup log complete.
                 print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
-                logger.info("serving MCP at {}", url)
 
-            routes = [serve.mcp_routes("/mcp", run_face, listener), serve.ops_routes()]
-            routes.append(tools_module_routes(lambda: gateway.registry, listener))
             await serve.serve_http(listener, routes, on_ready=ready)
         tg.cancel_scope.cancel()
 

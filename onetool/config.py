@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from onetool.clients import MCP_SERVERS, Converted, Loc, convert
 from onetool.errors import ConfigError
+from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.logs import logger
 
 DEFAULT_FILENAME = "onetool.yaml"
@@ -142,6 +143,16 @@ class SandboxConfig(_Strict):
 
 class HttpConfig(_Strict):
     token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
+    enable_inspect_endpoint: bool = Field(default=False, description="serve the inspect/exec face at /mcp/inspect")
+
+
+class InspectConfig(_Strict):
+    """The inspect/exec face (``/mcp/inspect``, ``serve --mode inspect``)."""
+
+    schema_compression: bool = Field(default=True, description="show input schemas as TypeScript-style types")
+    max_description_len: int = Field(
+        default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0, description="characters of each property description kept; 0: none"
+    )
 
 
 class StateConfig(_Strict):
@@ -158,6 +169,7 @@ class Config(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     state: StateConfig = Field(default_factory=StateConfig)
+    inspect: InspectConfig = Field(default_factory=InspectConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

@@ -73,6 +73,12 @@ class Gateway:
     def describe_run(self) -> str:
         return self._description
 
+    @property
+    def pack_context(self) -> PackContext:
+        """The config, the pool and the live registry: what a face that lists and calls tools itself (inspect)
+        needs. Calls made through it take the same path as a snippet's: the registry's tools and the pool."""
+        return self._ctx
+
     def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
         """Receive one item whenever :meth:`describe_run` changed (bursts coalesce)."""
         return self._changes.subscribe()

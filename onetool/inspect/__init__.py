@@ -10,6 +10,8 @@ from onetool.inspect.describe import (
     ToolLike,
     closest,
     describe_inspect,
+    find_server,
+    find_tool,
     inspect_schemas,
 )
 from onetool.inspect.toon import DEFAULT_MAX_CHARS, cut, data_result, exec_result
@@ -29,5 +31,7 @@ __all__ = [
     "data_result",
     "describe_inspect",
     "exec_result",
+    "find_server",
+    "find_tool",
     "inspect_schemas",
 ]

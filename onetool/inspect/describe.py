@@ -25,6 +25,8 @@ __all__ = [
     "ToolLike",
     "closest",
     "describe_inspect",
+    "find_server",
+    "find_tool",
     "inspect_schemas",
 ]
 
@@ -128,28 +130,15 @@ def inspect_schemas(
     ``inputSchema`` and ``outputSchema``. Unknown names raise UnknownPack / UnknownTool with the closest names;
     a failed server raises UpstreamUnavailable.
     """
-    found = _server(list(servers), server)
+    found = find_server(servers, server)
     if tool is None:
         return {"server": found.name, "tools": [_schema(t, compression, max_description_len) for t in found.tools]}
-    by_name = {t.name: t for t in found.tools}
-    hit = by_name.get(tool)
-    if hit is None:
-        names = list(by_name)
-        raise UnknownTool(
-            f"server '{found.name}' has no tool '{_shown(tool)}'.{_did_you_mean(tool, names)} "
-            f"Its tools: {', '.join(names) or 'none'}"
-        )
-    return _schema(hit, compression, max_description_len)
+    return _schema(find_tool(found, tool), compression, max_description_len)
 
 
-def closest(name: str, names: Iterable[str]) -> list[str]:
-    """Up to three of ``names`` that ``name`` may be a typo of, best first; none for a name over 64 characters."""
-    if len(name) > _SUGGEST_MAX_NAME:
-        return []
-    return difflib.get_close_matches(name, [n for n in names if len(n) <= _SUGGEST_MAX_NAME], n=3, cutoff=0.5)
-
-
-def _server(servers: list[ServerLike], name: str) -> ServerLike:
+def find_server(servers: Iterable[ServerLike], name: str) -> ServerLike:
+    """The visible server called ``name``; UnknownPack with the closest names, or UpstreamUnavailable if it failed."""
+    servers = list(servers)
     for s in servers:
         if s.name == name and s.status == "failed":
             # The stock advice points at proxy.list_servers(), which only run(code) has.
@@ -162,6 +151,25 @@ def _server(servers: list[ServerLike], name: str) -> ServerLike:
     raise UnknownPack(
         f"unknown server '{_shown(name)}'.{_did_you_mean(name, names)} Available servers: {', '.join(names) or 'none'}"
     )
+
+
+def find_tool(server: ServerLike, name: str) -> ToolLike:
+    """``server``'s tool called ``name``, or UnknownTool with the closest names and the list of its tools."""
+    for t in server.tools:
+        if t.name == name:
+            return t
+    names = [t.name for t in server.tools]
+    raise UnknownTool(
+        f"server '{server.name}' has no tool '{_shown(name)}'.{_did_you_mean(name, names)} "
+        f"Its tools: {', '.join(names) or 'none'}"
+    )
+
+
+def closest(name: str, names: Iterable[str]) -> list[str]:
+    """Up to three of ``names`` that ``name`` may be a typo of, best first; none for a name over 64 characters."""
+    if len(name) > _SUGGEST_MAX_NAME:
+        return []
+    return difflib.get_close_matches(name, [n for n in names if len(n) <= _SUGGEST_MAX_NAME], n=3, cutoff=0.5)
 
 
 def _schema(tool: ToolLike, compression: bool, max_description_len: int) -> dict[str, Any]:

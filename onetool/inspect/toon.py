@@ -21,12 +21,13 @@ ask for less; a cut data result carries the cut text in ``structuredContent`` wi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import toon_format
 from mcp import types
 
-from onetool.results import error_text, parse_text
+from onetool.results import error_text, parse_text, to_value
 
 __all__ = ["DEFAULT_MAX_CHARS", "cut", "data_result", "exec_result"]
 
@@ -36,14 +37,24 @@ DEFAULT_MAX_CHARS = 256 * 1024
 _HINT = "ask for less, e.g. with the tool's limit, page or filter arguments"
 
 
-def exec_result(result: types.CallToolResult, *, max_chars: int = DEFAULT_MAX_CHARS) -> types.CallToolResult:
-    """The inspect face's answer for one upstream tool result."""
+def exec_result(
+    result: types.CallToolResult,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    output_schema: Mapping[str, Any] | None = None,
+) -> types.CallToolResult:
+    """The inspect face's answer for one upstream tool result.
+
+    With the tool's ``output_schema``, the Python SDK's ``{"result": X}`` envelope around a non-object value is
+    read as ``X``, as ``run`` reads it: the TOON text is the value itself, and structuredContent is the same
+    envelope again.
+    """
     if result.is_error:
         text = types.TextContent(type="text", text=cut(error_text(result), max_chars, "error message", hint=""))
         return types.CallToolResult(content=[text], is_error=True)
     media = [c for c in result.content if not isinstance(c, types.TextContent)]
     if result.structured_content is not None:
-        return _with_media(data_result(result.structured_content, max_chars=max_chars), media)
+        return _with_media(data_result(to_value(result, output_schema), max_chars=max_chars), media)
     texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
     values = [parse_text(t) for t in texts]
     if not any(isinstance(v, dict | list) for v in values):

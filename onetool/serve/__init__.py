@@ -1,12 +1,14 @@
 """The gateway's faces and the transports that carry them: one module per face, route or transport.
 
 run.py     the `run` face (code mode)          fanout.py  list_changed to clients of both eras
+inspect.py the inspect/exec face
 stdio.py   MCP over stdin/stdout               http.py    the HTTP front: socket, routes, uvicorn
 ops.py     /health
 """
 
 from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
+from onetool.serve.inspect import build_inspect_server
 from onetool.serve.limits import HttpLimits
 from onetool.serve.ops import ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, build_run_server
@@ -20,6 +22,7 @@ __all__ = [
     "ListChangedFanout",
     "Listener",
     "Routes",
+    "build_inspect_server",
     "build_run_server",
     "face_server",
     "listen",

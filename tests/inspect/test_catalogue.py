@@ -1,15 +1,16 @@
-"""The catalogue fixture server (real schemas at benchmark sizes) and the benchmark's three tool lists."""
+"""The catalogue fixture server (real schemas at benchmark sizes) and the benchmark's task in the three faces."""
 
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
+import toon_format
 from jsonschema import validators
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, StdioServerParameters
 
-from bench.tokens_bench import Server, tool_lists
+from bench.tokens_bench import SERVER, cut_note, seen, task_transcripts
 from onetool.inspect import compress
 from tests.conftest import FIXTURES
 from tests.fixtures.catalogue_tools import catalogue
@@ -35,14 +36,28 @@ async def test_catalogue_server_lists_valid_real_schemas(mode: Literal["auto", "
     assert "children?: block[] /* Nested blocks */" in compress(create_page.input_schema)
 
 
-def test_tool_lists_of_the_three_faces() -> None:
-    tools = [types.Tool.model_validate(t) for t in catalogue(50)]
-    lists = tool_lists([Server(name="acme", instructions="Acme's tools.", tools=tools)])
-    assert [t["name"] for t in lists["direct"]] == [f"acme:{t.name}" for t in tools]
-    assert lists["direct"][1]["inputSchema"] == tools[1].input_schema
-    assert [t["name"] for t in lists["inspect"]] == ["inspect", "exec"]
-    inspect_text = lists["inspect"][0]["description"]
-    assert "  Server: acme - Acme's tools." in inspect_text
-    assert all(f"    - {t.name}" in inspect_text for t in tools)
-    assert [t["name"] for t in lists["run"]] == ["run"]
-    assert "acme" in lists["run"][0]["description"]
+async def test_the_benchmark_task_gives_one_answer_in_every_face() -> None:
+    faces, transcripts = await task_transcripts(10)
+    assert [t["name"] for t in faces.lists["direct"]] == [f"{SERVER}:{t['name']}" for t in catalogue(10)]
+    assert [t["name"] for t in faces.lists["inspect"]] == ["inspect", "exec"]
+    assert [t["name"] for t in faces.lists["run"]] == ["run"]
+    assert f"  Server: {SERVER} - Acme workspace tools:" in faces.lists["inspect"][0]["description"]
+
+    rows = transcripts["direct"].turns[-1][1].structured_content
+    assert rows is not None and len(rows["results"]) == 20
+    # The inspect face's TOON text decodes to the very rows the upstream sent.
+    fetched = transcripts["inspect"].turns[-1][1]
+    assert toon_format.decode(seen(fetched)) == rows == fetched.structured_content
+
+    def selected(row: dict[str, Any], name: str) -> str:
+        return str(row["properties"][name]["select"]["name"])
+
+    expected = [
+        r["properties"]["Name"]["title"][0]["plain_text"]
+        for r in rows["results"]
+        if selected(r, "Status") == "Open" and selected(r, "Priority") == "High"
+    ]
+    assert expected, "the fixture data must give the filter something to keep"
+    answer = transcripts["run"].turns[-1][1].structured_content
+    assert answer == {"result": expected}
+    assert all(cut_note(t) == "" for t in transcripts.values())

@@ -145,3 +145,16 @@ async def test_time_server_structured_result() -> None:
     assert result.structured_content == upstream.structured_content
     assert toon_format.decode(text_of(result)) == upstream.structured_content
     assert text_of(result).startswith("timezone: Etc/UTC\ndatetime: ")
+
+
+def test_python_sdk_result_envelope_is_read_as_its_value() -> None:
+    envelope = {"result": ["a", "b"]}
+    upstream = types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(envelope))], structured_content=envelope
+    )
+    schema = {"type": "object", "properties": {"result": {"type": "array"}}, "required": ["result"]}
+    result = exec_result(upstream, output_schema=schema)
+    assert text_of(result) == "[2]: a,b"
+    assert result.structured_content == envelope
+    # Without the schema that declares it, a lone "result" key is the tool's own data.
+    assert text_of(exec_result(upstream)) == "result[2]: a,b"

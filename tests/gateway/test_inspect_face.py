@@ -1,0 +1,397 @@
+"""The inspect/exec face end to end: `onetool serve` with real upstreams, real MCP clients of both eras.
+
+/mcp/inspect on an HTTP gateway that enables it, `serve --mode inspect` on stdio and over HTTP, and the CLI's
+config errors in that mode.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import pytest
+import toon_format
+from mcp import Client, StdioServerParameters, types
+
+from onetool.inspect import INSTRUCTIONS_MAX_CHARS
+from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
+from tests.gateway.conftest import (
+    ONETOOL,
+    ServedGateway,
+    gateway_config,
+    start_http_gateway,
+    stop,
+    text_of,
+    write_config,
+)
+from tests.inspect.conftest import REFERENCE_TOOLS
+
+pytestmark = pytest.mark.anyio
+
+MAX_OUTPUT = 2_000
+ERAS = ["auto", "legacy"]
+Era = Literal["auto", "legacy"]
+
+
+@pytest.fixture(scope="module")
+def inspecting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    """`onetool serve --http` with /mcp/inspect on and a small result cut."""
+    marker = f"insp-{uuid.uuid4().hex}"
+    config = gateway_config(marker, max_output=MAX_OUTPUT)
+    config["http"] = {"enable_inspect_endpoint": True}
+    served = start_http_gateway(tmp_path_factory.mktemp("inspect"), config, marker)
+    try:
+        yield served
+    finally:
+        assert stop(served.proc) == 0
+
+
+def inspect_url(served: ServedGateway) -> str:
+    return served.url + "/inspect"
+
+
+async def call(served: ServedGateway, tool: str, arguments: dict[str, Any], era: Era = "auto") -> types.CallToolResult:
+    async with Client(inspect_url(served), mode=era, read_timeout_seconds=60) as client:
+        return await client.call_tool(tool, arguments)
+
+
+async def exec_(served: ServedGateway, server: str, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    return await call(served, "exec", {"server_name": server, "tool_name": tool, "arguments": arguments})
+
+
+def decoded(result: types.CallToolResult) -> Any:
+    """The TOON text decoded, and checked against structuredContent (a non-object value is wrapped there)."""
+    assert not result.is_error, text_of(result)
+    value = toon_format.decode(text_of(result))
+    structured = result.structured_content
+    assert structured == (value if isinstance(value, dict) else {"result": value})
+    return value
+
+
+def tool_calls(served: ServedGateway, server: str, tool: str) -> int:
+    """`proxy.tool.call` records in the gateway's log for one upstream tool."""
+    pattern = re.compile(rf" proxy\.tool\.call .*\bserver={server} tool={tool}\b")
+    return sum(1 for line in served.log.read_text().splitlines() if pattern.search(line))
+
+
+# ---- where it is served --------------------------------------------------------------------------------------
+
+
+async def test_off_by_default_404(gateway: ServedGateway) -> None:
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(timeout=20) as http:
+        off = await http.post(gateway.url + "/inspect", json=initialize, headers=headers)
+        on = await http.post(gateway.url, json=initialize, headers=headers)
+    assert off.status_code == 404
+    assert on.status_code != 404
+
+
+async def test_startup_log_says_it_is_on(inspecting: ServedGateway) -> None:
+    assert f"inspect/exec endpoint on at {inspect_url(inspecting)}" in inspecting.log.read_text()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_two_tools_described_from_the_live_catalogue(inspecting: ServedGateway, era: Era) -> None:
+    async with Client(inspect_url(inspecting), mode=era) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == ["inspect", "exec"]
+    text = tools[0].description or ""
+    assert "  Server: time\n    - get_current_time: Get current time in a specific timezone\n" in text
+    assert "  Server: fx - fault fixture server, mode ok\n" in text
+    # The local pack `brave` wins over server-everything's echo; the upstream's other tools stay.
+    assert "    - echo: Local echo: wins over the upstream tool of the same name." in text
+    assert "    - get-tiny-image: Returns a tiny MCP logo image." in text
+    assert "    - web_search: An async local tool." in text
+    assert "  Server: proxy\n" in text  # a purely local pack is a server too
+    # Failed and disabled servers are left out; the failed one is named in the closing line.
+    assert "Server: broken-server" not in text and "Server: off" not in text
+    assert text.endswith("\nUnavailable (failed to connect): broken-server")
+
+
+async def test_instructions_cut_at_300_characters(inspecting: ServedGateway) -> None:
+    async with Client(inspect_url(inspecting)) as client:
+        text = (await client.list_tools()).tools[0].description or ""
+    line = next(line for line in text.splitlines() if line.startswith("  Server: brave - "))
+    shown = line.removeprefix("  Server: brave - ")
+    assert len(REFERENCE_TOOLS["everything"]["instructions"]) > INSTRUCTIONS_MAX_CHARS
+    assert shown.startswith("# Everything Server – Server Instructions Audience: These instructions")
+    assert len(shown) == INSTRUCTIONS_MAX_CHARS + len("...") and shown.endswith("...")
+
+
+# ---- inspect ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_inspect_one_tool(inspecting: ServedGateway, era: Era) -> None:
+    value = decoded(await call(inspecting, "inspect", {"server_name": "fx", "tool_name": "add"}, era))
+    assert value == {
+        "name": "add",
+        "description": "",
+        "input": "{a: integer, b: integer}",
+        "output": "{result: integer}",
+    }
+
+
+async def test_inspect_server_lists_every_tool_compressed(inspecting: ServedGateway) -> None:
+    value = decoded(await call(inspecting, "inspect", {"server_name": "time"}))
+    assert value["server"] == "time"
+    assert [t["name"] for t in value["tools"]] == ["get_current_time", "convert_time"]
+    assert value["tools"][0]["input"].startswith("{timezone: string /* IANA timezone name (e.g., 'America/New_York'")
+    assert value["tools"][0]["output"] == "{timezone: string, datetime: string, day_of_week: string, is_dst: boolean}"
+
+
+async def test_inspect_local_pack(inspecting: ServedGateway) -> None:
+    value = decoded(await call(inspecting, "inspect", {"server_name": "brave", "tool_name": "web_search"}))
+    assert value["input"] == "{query: string, count?: integer = 3}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"server_name": "tme"}, "unknown server 'tme'. Did you mean 'time'? Available servers: brave, broken_helper,"),
+        ({"server_name": "broken-server"}, "server 'broken-server' is unavailable: it failed to connect"),
+        ({"server_name": "off"}, "unknown server 'off'."),
+        (
+            {"server_name": "time", "tool_name": "current_time"},
+            "server 'time' has no tool 'current_time'. Did you mean 'get_current_time'? Its tools: get_current_time,",
+        ),
+        ({"server_name": 7}, "inspect: argument 'server_name': 7 is not of type 'string'"),
+        ({"server": "time"}, "inspect got unknown argument 'server'; it accepts: server_name, tool_name"),
+    ],
+)
+async def test_inspect_bad_names(inspecting: ServedGateway, arguments: dict[str, Any], message: str) -> None:
+    result = await call(inspecting, "inspect", arguments)
+    assert result.is_error
+    assert text_of(result).startswith(message), text_of(result)
+
+
+# ---- exec ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_exec_structured_result_round_trips_through_toon(inspecting: ServedGateway, era: Era) -> None:
+    result = await call(
+        inspecting,
+        "exec",
+        {"server_name": "time", "tool_name": "get_current_time", "arguments": {"timezone": "UTC"}},
+        era,
+    )
+    value = decoded(result)
+    assert value["timezone"] == "UTC" and isinstance(value["is_dst"], bool)
+    assert text_of(result).startswith("timezone: UTC\ndatetime: ")  # TOON, not JSON
+
+
+async def test_exec_local_pack_list_round_trips_through_toon(inspecting: ServedGateway) -> None:
+    result = await exec_(inspecting, "brave", "web_search", {"query": "mcp", "count": 2})
+    assert text_of(result) == "[2]{title,rank}:\n  mcp #1,1\n  mcp #2,2"
+    assert decoded(result) == [{"title": "mcp #1", "rank": 1}, {"title": "mcp #2", "rank": 2}]
+
+
+async def test_exec_image_passes_through(inspecting: ServedGateway) -> None:
+    result = await exec_(inspecting, "brave", "get-tiny-image")
+    assert not result.is_error
+    images = [c for c in result.content if isinstance(c, types.ImageContent)]
+    assert len(images) == 1 and images[0].mime_type == "image/png" and images[0].data.startswith("iVBOR")
+    assert "Here's the image you requested:" in text_of(result)
+
+
+async def test_exec_resource_passes_through(inspecting: ServedGateway) -> None:
+    result = await exec_(inspecting, "brave", "get-resource-reference", {"resourceType": "Text", "resourceId": 2})
+    assert not result.is_error
+    resources = [c for c in result.content if isinstance(c, types.EmbeddedResource)]
+    assert len(resources) == 1
+    assert str(resources[0].resource.uri) == "demo://resource/dynamic/text/2"
+    assert isinstance(resources[0].resource, types.TextResourceContents)
+
+
+async def test_exec_result_cut_at_max_output(inspecting: ServedGateway) -> None:
+    result = await exec_(inspecting, "fx", "echo", {"message": "x" * 5_000})
+    text = text_of(result)
+    assert text.startswith('"echo: xxx')  # the TOON of a string that holds ": " is quoted
+    assert f"[result cut: showing {MAX_OUTPUT:,} of 5,008 characters; ask for less" in text
+    assert result.structured_content == {"result": text, "truncated": True}
+    assert len(text) < MAX_OUTPUT + 200
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "arguments", "message"),
+    [
+        ("fx", "add", {"a": "one", "b": 2}, "fx.add: argument 'a': 'one' is not of type 'integer'"),
+        ("fx", "add", {"a": 1}, "fx.add is missing required argument 'b'"),
+        ("fx", "add", {"a": 1, "b": 2, "c": 3}, "fx.add got unknown argument 'c'; it accepts: a, b"),
+        ("fx", "count", {"items": ["a", 2]}, "fx.count: argument 'items.1': 2 is not of type 'string'"),
+    ],
+)
+async def test_exec_validates_before_the_upstream_is_called(
+    inspecting: ServedGateway, server: str, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    before = tool_calls(inspecting, server, tool)
+    result = await exec_(inspecting, server, tool, arguments)
+    assert result.is_error
+    assert text_of(result) == message
+    assert tool_calls(inspecting, server, tool) == before
+
+
+async def test_exec_calls_through_the_pool_with_its_log_span(inspecting: ServedGateway) -> None:
+    before = tool_calls(inspecting, "fx", "add")
+    assert decoded(await exec_(inspecting, "fx", "add", {"a": 2, "b": 3})) == 5
+    with anyio.fail_after(5):
+        while tool_calls(inspecting, "fx", "add") == before:
+            await anyio.sleep(0.05)
+    assert tool_calls(inspecting, "fx", "add") == before + 1
+
+
+async def test_exec_upstream_error_is_the_upstream_message(inspecting: ServedGateway) -> None:
+    result = await exec_(inspecting, "fx", "fail", {"message": "the disk is full"})
+    assert result.is_error
+    assert text_of(result) == "fx.fail failed: the disk is full"
+
+
+async def test_exec_timeout_cancels_the_call(inspecting: ServedGateway) -> None:
+    # brave's timeout is 3 s.
+    result = await exec_(inspecting, "brave", "trigger-long-running-operation", {"duration": 30, "steps": 2})
+    assert result.is_error
+    assert "timed out after 3.0 s and was cancelled" in text_of(result)
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "message"),
+    [
+        ("fxx", "add", "unknown server 'fxx'. Did you mean 'fx'? Available servers:"),
+        ("fx", "ad", "server 'fx' has no tool 'ad'. Did you mean 'add'? Its tools: echo, add,"),
+        ("brave", "get_tiny_image", "server 'brave' has no tool 'get_tiny_image'. Did you mean 'get-tiny-image'?"),
+        ("broken-server", "x", "server 'broken-server' is unavailable: it failed to connect"),
+    ],
+)
+async def test_exec_unknown_names_answer_with_the_closest(
+    inspecting: ServedGateway, server: str, tool: str, message: str
+) -> None:
+    result = await exec_(inspecting, server, tool)
+    assert result.is_error
+    assert text_of(result).startswith(message), text_of(result)
+
+
+# ---- list_changed ----------------------------------------------------------------------------------------------
+
+
+async def test_catalogue_change_reaches_inspect_clients_of_both_eras(tmp_path: Path) -> None:
+    config = {
+        "servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}},
+        "http": {"enable_inspect_endpoint": True},
+    }
+    served = start_http_gateway(tmp_path, config, f"lc-{uuid.uuid4().hex}")
+    try:
+        legacy_heard = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if getattr(message, "method", "") == "notifications/tools/list_changed":
+                legacy_heard.set()
+
+        url = inspect_url(served)
+        async with Client(url, mode="legacy", message_handler=on_message) as legacy, Client(url) as modern:
+            before = (await modern.list_tools()).tools[0].description or ""
+            assert "    - add\n" in before and "shiny" not in before
+            async with modern.listen(tools_list_changed=True) as events:
+                added = await legacy.call_tool(
+                    "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
+                )
+                assert text_of(added) == "added shiny"
+                with anyio.fail_after(10):
+                    await legacy_heard.wait()
+                    async for _ in events:
+                        break
+            for client in (legacy, modern):
+                after = (await client.list_tools()).tools[0].description or ""
+                assert "    - shiny\n" in after
+            ran = await modern.call_tool("exec", {"server_name": "fx", "tool_name": "shiny"})
+            assert text_of(ran) == "I am shiny"
+    finally:
+        assert stop(served.proc) == 0
+
+
+# ---- serve --mode inspect --------------------------------------------------------------------------------------
+
+
+SMALL_CONFIG = {
+    "servers": {
+        "time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]},
+        "fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]},
+    }
+}
+
+
+@pytest.fixture
+async def stdio_inspect(tmp_path: Path) -> AsyncIterator[StdioServerParameters]:
+    args = ["serve", "--mode", "inspect", "--config", str(write_config(tmp_path, SMALL_CONFIG))]
+    yield StdioServerParameters(command=ONETOOL, args=[*args, "--log-file", str(tmp_path / "gateway.log")])
+    assert "face: inspect/exec (serve --mode inspect)" in (tmp_path / "gateway.log").read_text()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era) -> None:
+    async with Client(stdio_inspect, mode=era, read_timeout_seconds=60) as client:
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == ["inspect", "exec"]
+        assert "  Server: time\n" in (tools[0].description or "")
+        found = await client.call_tool("inspect", {"server_name": "fx", "tool_name": "add"})
+        added = await client.call_tool("exec", {"server_name": "fx", "tool_name": "add", "arguments": {"a": 1, "b": 2}})
+        wrong = await client.call_tool(
+            "exec", {"server_name": "fx", "tool_name": "add", "arguments": {"a": "1", "b": 2}}
+        )
+    assert decoded(found)["input"] == "{a: integer, b: integer}"
+    assert decoded(added) == 3
+    assert wrong.is_error and text_of(wrong) == "fx.add: argument 'a': '1' is not of type 'integer'"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_mode_inspect_serves_it_at_mcp(tmp_path: Path, era: Era) -> None:
+    served = start_http_gateway(tmp_path, SMALL_CONFIG, "unused", "--mode", "inspect")
+    try:
+        async with Client(served.url, mode=era) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["inspect", "exec"]
+            result = await client.call_tool(
+                "exec", {"server_name": "time", "tool_name": "get_current_time", "arguments": {"timezone": "UTC"}}
+            )
+        assert decoded(result)["timezone"] == "UTC"
+        async with httpx2.AsyncClient(timeout=20) as http:
+            assert (await http.post(served.url + "/inspect", json={})).status_code == 404
+    finally:
+        assert stop(served.proc) == 0
+
+
+# ---- config errors ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.yaml", None, "cannot read config file: No such file or directory"),
+        ("bad.yaml", "servers:\n  time: [unclosed\n", "invalid YAML (line 3, column 1)"),
+        ("bad.json", '{"servers": {"time": {"command": "x",}', "invalid YAML"),
+        ("wrong.json", '{"servers": ["time"]}', "invalid configuration: servers: Input should be a valid dictionary"),
+        ("unknown.yaml", "inspect:\n  compression: true\n", "inspect.compression: unknown key (allowed here: schema_"),
+    ],
+)
+def test_config_errors_exit_2_with_one_message(tmp_path: Path, name: str, content: str | None, message: str) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    done = subprocess.run(
+        [ONETOOL, "serve", "--mode", "inspect", "--config", str(path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"onetool: {path}: ") and message in lines[0], lines[0]
