@@ -41,9 +41,11 @@ from onetool.upstream.session import Lost, Session, Watched, describe_failure, l
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
 
-__all__ = ["Connection", "Mode"]
+__all__ = ["Connection", "Mode", "Notify"]
 
 Mode = Literal["auto", "legacy"]
+Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
+"""Called with (server, notification) for every notification an upstream sends; must not block."""
 T = TypeVar("T")
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
@@ -60,6 +62,7 @@ class Connection:
         backoff_max: float,
         probe_interval: float,
         on_change: Callable[[str], None],
+        on_notification: Notify | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -68,6 +71,7 @@ class Connection:
         self._backoff_max = backoff_max
         self._probe_interval = probe_interval
         self._on_change = on_change
+        self._on_notification = on_notification
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled in the config")
         self.tools: list[types.Tool] = []
@@ -215,6 +219,8 @@ class Connection:
             # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 session.refresh.set()
+            if self._on_notification is not None and not isinstance(message, Exception):
+                await self._on_notification(self.name, message)
 
         return Client(
             transport,

@@ -17,7 +17,7 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
-from onetool.upstream.connection import Connection, Mode
+from onetool.upstream.connection import Connection, Mode, Notify
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
@@ -33,6 +33,7 @@ class UpstreamPool:
     handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` and
     ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
     ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
+    ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class UpstreamPool:
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
         probe_interval: float = 15.0,
+        on_notification: Notify | None = None,
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
@@ -55,6 +57,7 @@ class UpstreamPool:
                 backoff_max=backoff_max,
                 probe_interval=probe_interval,
                 on_change=self._changes.publish,
+                on_notification=on_notification,
             )
             for name, config in servers.items()
         }
@@ -136,9 +139,16 @@ class UpstreamPool:
 
     async def _request(self, server: str, display: str, send: Callable[[Client], Awaitable[T]]) -> T:
         """A request other than a tool call: reads only, so it may be sent again after a reconnect."""
+        return await self.request(server, display, send, retry=True)
+
+    async def request(self, server: str, display: str, send: Callable[[Client], Awaitable[T]], *, retry: bool) -> T:
+        """Any request on ``server``'s live session, with its timeout; ``display`` names it in errors.
+
+        ``retry``: send it again after a reconnect (only for requests without side effects).
+        """
         conn = self._connection(server, display)
         with LogSpan("proxy.request", server=server, request=display):
-            return await conn.request(display, send, conn.config.timeout, retry=True)
+            return await conn.request(display, send, conn.config.timeout, retry=retry)
 
     def _connection(self, server: str, display: str) -> Connection:
         conn = self._connections.get(server)
