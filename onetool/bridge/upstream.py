@@ -93,7 +93,6 @@ class BridgedUpstream:
         async with UpstreamPool(
             {self.name: self.config}, backoff_base=self._backoff_base, on_notification=self._on_notification
         ) as pool:
-            self._wanted = anyio.Event()
             self._pool = pool
             self._last_used = anyio.current_time()
             async with anyio.create_task_group() as tg, pool.subscribe() as changes:
@@ -105,6 +104,7 @@ class BridgedUpstream:
                 # New requests wait for the next opening from here on, not on a pool that is closing.
                 self._pool = None
                 self._connected = anyio.Event()
+                self._wanted = anyio.Event()
                 tg.cancel_scope.cancel()
 
     async def _on_notification(self, server: str, notification: types.ServerNotification) -> None:

@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import EVERYTHING_JS, TIME_SERVER
-from tests.upstream.conftest import _stat, all_pids
+from tests.upstream.conftest import FAULT_SERVER, _stat, all_pids
 
 TOKEN = "bridge-test-token"
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
@@ -29,6 +29,11 @@ ONETOOL = str(Path(sys.executable).with_name("onetool"))
 def everything(name: str = "everything", **extra: Any) -> dict[str, Any]:
     """A POST /convert body for server-everything over stdio."""
     return {"serverName": name, "command": "node", "args": [str(EVERYTHING_JS), "stdio"], **extra}
+
+
+def fault(name: str, mode: str = "ok", **extra: Any) -> dict[str, Any]:
+    """A POST /convert body for the fault fixture server (tests/fixtures/fault_server.py) in ``mode``."""
+    return {"serverName": name, "command": sys.executable, "args": [FAULT_SERVER, mode], **extra}
 
 
 def time_server(name: str = "time") -> dict[str, Any]:
