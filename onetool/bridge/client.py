@@ -45,7 +45,8 @@ class Conversion:
 class BridgeClient:
     def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = url.rstrip("/")
-        self._token = token
+        self.token = token
+        """Also the token of every URL the bridge serves."""
         self._timeout = timeout
 
     @classmethod
@@ -113,7 +114,7 @@ class BridgeClient:
         return [_conversion(item) for item in answer.get("servers", [])]
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
             async with httpx2.AsyncClient(timeout=self._timeout, headers=headers) as http:
                 response = await http.request(method, f"{self.url}{path}", **kwargs)
