@@ -142,7 +142,10 @@ class BridgedServers:
     def _allocate(self) -> Listener:
         base = self._limits.base_port
         if base == 0:
-            return listen(self._host, 0, self._token)
+            try:
+                return listen(self._host, 0, self._token)
+            except ServeError as e:
+                raise BridgeError(500, str(e)) from None
         taken = {s.port for s in self._servers.values()}
         for port in range(base, min(base + _PORT_SCAN, 65536)):
             if port in taken:

@@ -95,7 +95,7 @@ class BridgedUpstream:
         ) as pool:
             self._pool = pool
             self._last_used = anyio.current_time()
-            async with anyio.create_task_group() as tg, pool.subscribe() as changes:
+            async with pool.subscribe() as changes, anyio.create_task_group() as tg:
                 self._sync(pool)
                 if task_status is not None:
                     task_status.started(pool.server_status(self.name))
