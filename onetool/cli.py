@@ -13,6 +13,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import anyio
+
+    from onetool.bridge.service import BridgeOptions
     from onetool.config import Config
     from onetool.registry import Registry
     from onetool.serve import Listener
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_PORT = 8765
+DEFAULT_BRIDGE_PORT = 8080
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +97,34 @@ def build_parser() -> argparse.ArgumentParser:
     auth.add_argument("--logout", action="store_true", help="forget the server's tokens and client registration")
     auth.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
     auth.set_defaults(func=cmd_auth)
+
+    bridge = sub.add_parser(
+        "bridge", help="serve stdio MCP servers over streamable HTTP for a gateway that cannot run them (/convert API)"
+    )
+    bridge.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    bridge.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_BRIDGE_PORT,
+        help=f"API port; 0 picks a free one (default {DEFAULT_BRIDGE_PORT})",
+    )
+    bridge.add_argument(
+        "--base-port",
+        type=int,
+        default=9001,
+        help="bridged servers get ports from here upward; 0: any free (default 9001)",
+    )
+    bridge.add_argument("--token", help="bearer token for the API and every served URL (default $ONETOOL_BRIDGE_TOKEN)")
+    bridge.add_argument("--max-servers", type=int, metavar="N", help="refuse (429) to bridge more than N servers")
+    bridge.add_argument(
+        "--idle-timeout",
+        type=float,
+        metavar="MIN",
+        help="stop a server nobody called for MIN minutes (until the next call)",
+    )
+    bridge.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    bridge.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    bridge.set_defaults(func=cmd_bridge)
     return parser
 
 
@@ -466,6 +498,68 @@ async def _authorize(name: str, server: Any, browser: bool) -> int:
         return EXIT_FAILED
     print(f"server '{name}': authorized; {done.tool_count} tools")
     return EXIT_OK
+
+
+# ---- bridge ----------------------------------------------------------------------------------
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    import anyio
+
+    from onetool.bridge.servers import BridgeLimits
+    from onetool.bridge.service import BridgeOptions
+    from onetool.config import ENV_BRIDGE_TOKEN
+    from onetool.errors import ServeError
+    from onetool.logs import setup_logging
+
+    for flag, value in (("--max-servers", args.max_servers), ("--idle-timeout", args.idle_timeout)):
+        if value is not None and value <= 0:
+            print(f"onetool bridge: {flag} must be positive", file=sys.stderr)
+            return EXIT_USAGE
+    setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or "INFO", args.log_file)
+    limits = BridgeLimits(
+        base_port=args.base_port,
+        max_servers=args.max_servers,
+        idle_timeout=args.idle_timeout * 60 if args.idle_timeout else None,
+    )
+    options = BridgeOptions(args.host, args.port, args.token or os.environ.get(ENV_BRIDGE_TOKEN) or None, limits)
+    status = EXIT_OK
+    try:
+        anyio.run(_bridge, options)
+    except* ServeError as group:
+        for e in group.exceptions:
+            print(f"onetool bridge: {e}", file=sys.stderr)
+        status = EXIT_FAILED
+    return status
+
+
+async def _bridge(options: BridgeOptions) -> None:
+    import anyio
+
+    from onetool.bridge.service import run_bridge
+    from onetool.logs import logger
+
+    def ready(url: str) -> None:
+        print(url, flush=True)  # scripts read the API's URL here
+        logger.info("bridge API at {}", url)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        await run_bridge(options, on_ready=ready)
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    import signal
+
+    import anyio
+
+    from onetool.logs import logger
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            logger.info("received {}, shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
 
 
 def _print_table(rows: list[tuple[str, ...]]) -> None:

@@ -12,7 +12,7 @@ import json
 import keyword
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -27,6 +27,8 @@ from onetool.logs import logger
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
+ENV_BRIDGE_URL = "ONETOOL_BRIDGE_URL"
+ENV_BRIDGE_TOKEN = "ONETOOL_BRIDGE_TOKEN"
 
 _VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
@@ -163,6 +165,20 @@ class StateConfig(_Strict):
     )
 
 
+class BridgeConfig(_Strict):
+    """Where the gateway finds ``onetool bridge`` (to convert stdio servers); ``$ONETOOL_BRIDGE_URL`` and
+    ``$ONETOOL_BRIDGE_TOKEN`` override the file (see :meth:`resolved`)."""
+
+    url: str | None = Field(default=None, description="base URL of the bridge, e.g. http://bridge-host:8080")
+    token: str | None = Field(default=None, repr=False, description="the bridge's bearer token")
+
+    def resolved(self, environ: Mapping[str, str] | None = None) -> BridgeConfig:
+        env = os.environ if environ is None else environ
+        return self.model_copy(
+            update={"url": env.get(ENV_BRIDGE_URL) or self.url, "token": env.get(ENV_BRIDGE_TOKEN) or self.token}
+        )
+
+
 class Config(_Strict):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     packs: PacksConfig = Field(default_factory=PacksConfig)
@@ -170,6 +186,7 @@ class Config(_Strict):
     http: HttpConfig = Field(default_factory=HttpConfig)
     state: StateConfig = Field(default_factory=StateConfig)
     inspect: InspectConfig = Field(default_factory=InspectConfig)
+    bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")
@@ -258,6 +275,11 @@ def validate(raw: dict[str, Any], path: Path, where: Callable[[Loc], Loc] | None
 
 def _as_is(loc: Loc) -> Loc:
     return loc
+
+
+def expand_vars(value: Any, source: str, environ: Mapping[str, str] | None = None) -> Any:
+    """``${VAR}`` references in ``value`` expanded as in a config file; errors name ``source`` and the key."""
+    return _expand(value, dict(os.environ if environ is None else environ), Path(source), (), _as_is)
 
 
 def _expand(value: Any, environ: dict[str, str], path: Path, at: Loc, where: Callable[[Loc], Loc]) -> Any:

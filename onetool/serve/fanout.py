@@ -21,14 +21,20 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__
 from onetool.logs import logger
 
-__all__ = ["ChangeSubscription", "ListChangedFanout", "connection_of", "face_server"]
+__all__ = ["ChangeSubscription", "ListChanged", "ListChangedFanout", "connection_of", "face_server"]
 
 ChangeSubscription = Callable[[], contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]]
 """Opens a stream that yields once per change of what a face lists (e.g. ``Gateway.subscribe``)."""
@@ -38,6 +44,15 @@ CallTool = Callable[[ServerRequestContext[Any, Any], CallToolRequestParams], Awa
 
 # A client that stops reading must not stall the change fan-out for everyone else.
 _PUSH_TIMEOUT = 5.0
+
+ListChanged = ToolsListChanged | PromptsListChanged | ResourcesListChanged
+_TOOLS = ToolsListChanged()
+# What each change is called in the log, and how a handshake-era session is told.
+_SEND: dict[type[ListChanged], tuple[str, Callable[[ServerSession], Awaitable[None]]]] = {
+    ToolsListChanged: ("tools/list_changed", ServerSession.send_tool_list_changed),
+    PromptsListChanged: ("prompts/list_changed", ServerSession.send_prompt_list_changed),
+    ResourcesListChanged: ("resources/list_changed", ServerSession.send_resource_list_changed),
+}
 
 
 class ListChangedFanout:
@@ -80,16 +95,24 @@ class ListChangedFanout:
             async for _ in changes:
                 await self.push()
 
-    async def push(self) -> None:
-        logger.debug("tools/list_changed", handshakeSessions=len(self._sessions))
-        await self.bus.publish(ToolsListChanged())
+    async def push(self, event: ListChanged = _TOOLS) -> None:
+        """Tell every client that a list changed: the tools, or (for a proxy's resources and prompts) another."""
+        name, send = _SEND[type(event)]
+        logger.debug(name, handshakeSessions=len(self._sessions))
+        await self.bus.publish(event)
+        await self.broadcast(send)
+
+    async def broadcast(self, send: Callable[[ServerSession], Awaitable[None]]) -> None:
+        """``send(session)`` to every live handshake-era connection, at once; one that stops reading is dropped."""
         async with anyio.create_task_group() as tg:
             for key, session in list(self._sessions.items()):
-                tg.start_soon(self._push_one, key, session)
+                tg.start_soon(self._push_one, key, session, send)
 
-    async def _push_one(self, key: int, session: ServerSession) -> None:
+    async def _push_one(
+        self, key: int, session: ServerSession, send: Callable[[ServerSession], Awaitable[None]]
+    ) -> None:
         with anyio.move_on_after(_PUSH_TIMEOUT) as scope:
-            await session.send_tool_list_changed()
+            await send(session)
         if scope.cancelled_caught:
             logger.warning("dropping an MCP client that stopped reading notifications")
             self._sessions.pop(key, None)

@@ -1,4 +1,4 @@
-"""Runtime state: servers added at run time, overrides, approved tool fingerprints, the audit log.
+"""Runtime state: servers added at run time, overrides, approved tool fingerprints, converted servers, the audit log.
 
 The public API is re-exported here. Names load lazily, so ``import onetool.state.paths`` (the discovery file
 needs it) does not pay for SQLAlchemy and Alembic, and the CLI stays fast when a gateway is running.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from onetool.state.fingerprint import canonical_json, describe_change, tool_fingerprint
     from onetool.state.paths import runtime_dir, state_dir
-    from onetool.state.records import Actor, AddedServer, ApprovedTool, AuditEntry, Override
+    from onetool.state.records import Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
     from onetool.state.store import StateStore
 
 _EXPORTS = {
@@ -21,6 +21,7 @@ _EXPORTS = {
     "AddedServer": "records",
     "ApprovedTool": "records",
     "AuditEntry": "records",
+    "ConvertedServer": "records",
     "Override": "records",
     "canonical_json": "fingerprint",
     "describe_change": "fingerprint",
@@ -34,6 +35,7 @@ __all__ = [
     "AddedServer",
     "ApprovedTool",
     "AuditEntry",
+    "ConvertedServer",
     "Override",
     "StateStore",
     "canonical_json",

@@ -91,3 +91,18 @@ audit_log = Table(
     Column("details", JSON, nullable=False),
     Index(None, "server", "id"),
 )
+
+# Stdio servers converted to HTTP through a bridge (onetool bridge): what to send it again, where it serves them.
+# A row means "converted_from_stdio"; reverting deletes it, and the server's own entry applies again.
+conversions = Table(
+    "conversions",
+    metadata,
+    Column("server", String(NAME), primary_key=True),
+    Column("command", Text, nullable=False),
+    Column("args", JSON, nullable=False),
+    Column("env", JSON, nullable=False),  # the stdio env as given: it may hold secrets
+    Column("url", Text, nullable=False),
+    Column("converted_by", String(ACTOR), nullable=False),
+    Column("converted_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)

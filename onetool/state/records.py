@@ -56,3 +56,18 @@ class AuditEntry:
     action: str
     server: str | None
     details: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ConvertedServer:
+    """A stdio server the bridge at ``url`` serves: its original command, args and env, to re-register or revert."""
+
+    server: str
+    command: str
+    args: list[str]
+    env: dict[str, str] = field(repr=False)  # may hold secrets
+    url: str
+    converted_by: Actor
+    converted_at: datetime
+    updated_at: datetime
+    """When the URL was last stored (a re-registration may move the server to another port)."""

@@ -1,4 +1,5 @@
-"""The state store: servers added at run time, per-server overrides, approved tool fingerprints, an audit log.
+"""The state store: servers added at run time, per-server overrides, approved tool fingerprints, converted servers,
+an audit log.
 
     store = await StateStore.open(config.state.url)     # or: async with await StateStore.open(...) as store:
     await store.set_quarantined("wix", True, actor="api")
@@ -13,7 +14,7 @@ The store does not know the config: callers check names and validate specs (``on
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -27,8 +28,8 @@ from onetool.errors import ServerExists, StateError
 from onetool.state.engine import Target, create_engine
 from onetool.state.fingerprint import canonical_json, fingerprint_of
 from onetool.state.migrate import upgrade
-from onetool.state.models import approved_tools, audit_log, overrides, servers
-from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, Override
+from onetool.state.models import approved_tools, audit_log, conversions, overrides, servers
+from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
 
 if TYPE_CHECKING:
     from mcp.types import Tool
@@ -178,6 +179,68 @@ class StateStore:
         async with self._transaction(f"forget server '{name}'") as conn:
             await _forget(conn, name)
             await _audit(conn, actor, "forget_server", name, {})
+
+    # --- servers converted to HTTP through a bridge -------------------------------------------------
+
+    async def conversions(self) -> dict[str, ConvertedServer]:
+        async with self._transaction("read the converted servers") as conn:
+            rows = await conn.execute(select(conversions).order_by(conversions.c.server))
+            return {row.server: ConvertedServer(**row._mapping) for row in rows}
+
+    async def conversion(self, name: str) -> ConvertedServer | None:
+        async with self._transaction(f"read the conversion of '{name}'") as conn:
+            row = (await conn.execute(select(conversions).where(conversions.c.server == name))).first()
+            return ConvertedServer(**row._mapping) if row is not None else None
+
+    async def record_conversion(
+        self, name: str, *, command: str, args: Sequence[str], env: Mapping[str, str], url: str, actor: Actor
+    ) -> ConvertedServer:
+        """Store that ``name`` (a stdio server: ``command``, ``args``, ``env``) is served at ``url`` by a bridge.
+
+        Converting a server again replaces its record (the bridge may serve it at a new URL).
+        """
+        _check_actor(actor)
+        async with self._transaction(f"record the conversion of '{name}'") as conn:
+            now = _now()
+            record = ConvertedServer(
+                server=name,
+                command=command,
+                args=list(args),
+                env=dict(env),
+                url=url,
+                converted_by=actor,
+                converted_at=now,
+                updated_at=now,
+            )
+            await conn.execute(delete(conversions).where(conversions.c.server == name))
+            await conn.execute(insert(conversions).values(**vars(record)))
+            # env values may be secrets: the log names the keys only
+            await _audit(conn, actor, "convert_server", name, {"url": url, "env_keys": sorted(env)})
+            return record
+
+    async def set_conversion_url(self, name: str, url: str, actor: Actor) -> ConvertedServer | None:
+        """The bridge now serves ``name`` at ``url`` (re-registered after a restart); None if it is not converted."""
+        _check_actor(actor)
+        async with self._transaction(f"update the conversion of '{name}'") as conn:
+            changed = await conn.execute(
+                update(conversions).where(conversions.c.server == name).values(url=url, updated_at=_now())
+            )
+            if changed.rowcount == 0:
+                return None
+            await _audit(conn, actor, "conversion_url", name, {"url": url})
+            row = (await conn.execute(select(conversions).where(conversions.c.server == name))).one()
+            return ConvertedServer(**row._mapping)
+
+    async def remove_conversion(self, name: str, actor: Actor) -> ConvertedServer | None:
+        """Forget that ``name`` was converted (reverted, or removed); the record it had, or None."""
+        _check_actor(actor)
+        async with self._transaction(f"remove the conversion of '{name}'") as conn:
+            row = (await conn.execute(select(conversions).where(conversions.c.server == name))).first()
+            if row is None:
+                return None
+            await conn.execute(delete(conversions).where(conversions.c.server == name))
+            await _audit(conn, actor, "revert_server", name, {"url": row.url})
+            return ConvertedServer(**row._mapping)
 
     # --- audit log -----------------------------------------------------------------------------------
 

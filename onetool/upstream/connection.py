@@ -44,9 +44,11 @@ from onetool.upstream.session import Lost, Session, Watched, describe_failure, l
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
 
-__all__ = ["Connection", "LogListener", "Mode", "ProgressCallback"]
+__all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
 Mode = Literal["auto", "legacy"]
+Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
+"""Called with (server, notification) for every notification an upstream sends; must not block."""
 T = TypeVar("T")
 LogListener = Callable[[types.LoggingMessageNotificationParams], None]
 """Gets an upstream's log messages as they arrive; it must not block (it runs on the client's receive path)."""
@@ -68,6 +70,7 @@ class Connection:
         probe_interval: float,
         on_change: Callable[[str], None],
         token_store: TokenStore | None = None,
+        on_notification: Notify | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -76,6 +79,7 @@ class Connection:
         self._backoff_max = backoff_max
         self._probe_interval = probe_interval
         self._on_change = on_change
+        self._on_notification = on_notification
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled in the config")
         self.tools: list[types.Tool] = []
@@ -241,6 +245,8 @@ class Connection:
             # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 session.refresh.set()
+            if self._on_notification is not None and not isinstance(message, Exception):
+                await self._on_notification(self.name, message)
 
         async def on_log(params: types.LoggingMessageNotificationParams) -> None:
             for listener in list(self.log_listeners):

@@ -18,7 +18,7 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
-from onetool.upstream.connection import Connection, LogListener, Mode, ProgressCallback
+from onetool.upstream.connection import Connection, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
@@ -35,6 +35,7 @@ class UpstreamPool:
     ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
     ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
     ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
+    ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class UpstreamPool:
         backoff_max: float = 60.0,
         probe_interval: float = 15.0,
         token_store: TokenStore | None = None,
+        on_notification: Notify | None = None,
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
@@ -59,6 +61,7 @@ class UpstreamPool:
                 probe_interval=probe_interval,
                 on_change=self._changes.publish,
                 token_store=token_store,
+                on_notification=on_notification,
             )
             for name, config in servers.items()
         }
@@ -148,9 +151,16 @@ class UpstreamPool:
 
     async def _request(self, server: str, display: str, send: Callable[[Client], Awaitable[T]]) -> T:
         """A request other than a tool call: reads only, so it may be sent again after a reconnect."""
+        return await self.request(server, display, send, retry=True)
+
+    async def request(self, server: str, display: str, send: Callable[[Client], Awaitable[T]], *, retry: bool) -> T:
+        """Any request on ``server``'s live session, with its timeout; ``display`` names it in errors.
+
+        ``retry``: send it again after a reconnect (only for requests without side effects).
+        """
         conn = self._connection(server, display)
         with LogSpan("proxy.request", server=server, request=display):
-            return await conn.request(display, send, conn.config.timeout, retry=True)
+            return await conn.request(display, send, conn.config.timeout, retry=retry)
 
     def _connection(self, server: str, display: str) -> Connection:
         conn = self._connections.get(server)

@@ -1,0 +1,163 @@
+"""``onetool bridge``: the /convert management API, and one MCP endpoint per bridged stdio server.
+
+    POST   /convert         {serverName, command, args, env?, timeout?} -> 201 {serverName, url, port, status}
+    GET    /convert         -> {servers: [...], count}
+    GET    /convert/{name}  -> 200 {serverName, url, port, status} | 404
+    DELETE /convert/{name}  -> 200 {serverName, status: "stopped"} | 404
+    GET    /health          -> {status: "ok", servers: N}   (no token needed: it tells nothing but a count)
+
+Errors are ``{"error": message}`` (a 400 also names the ``field``): 400 bad request, 401 no or wrong token,
+409 already converted (with the running server's url), 429 --max-servers reached, 500 the process
+cannot start (with the reason; never its env or stderr). With a token, every route but /health and
+every served MCP URL needs ``Authorization: Bearer <token>``; without one (loopback only), requests
+must name a loopback host and come from no foreign Origin, so a web page cannot drive the bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from onetool.bridge.errors import BridgeError
+from onetool.bridge.request import parse_convert
+from onetool.bridge.servers import BridgedServers, BridgeLimits
+from onetool.errors import ServeError
+from onetool.hosts import is_loopback
+from onetool.logs import LogSpan, logger
+from onetool.serve import Listener, Routes, listen, serve_http
+from onetool.serve.http import BearerGuard
+
+__all__ = ["BridgeOptions", "management_routes", "run_bridge"]
+
+MAX_BODY: Final = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token: str | None = None
+    limits: BridgeLimits = field(default_factory=BridgeLimits)
+
+
+async def run_bridge(options: BridgeOptions, *, on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve the bridge until cancelled; ``on_ready(base_url)`` once it listens. Every child is gone on return."""
+    _check_token(options.host, options.token)
+    with listen(options.host, options.port, options.token) as listener:
+        servers = BridgedServers(options.host, options.token, options.limits)
+        routes = management_routes(servers, listener)
+
+        def ready() -> None:
+            if on_ready is not None:
+                on_ready(listener.url(""))
+
+        await servers.running(lambda: serve_http(listener, [routes], on_ready=ready))
+
+
+def _check_token(host: str, token: str | None) -> None:
+    """Without a token only a loopback bind: the API starts any command, the endpoints reach any server."""
+    if token:
+        return
+    try:
+        address = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0][4][0]
+    except socket.gaierror as e:
+        raise ServeError(f"cannot resolve host {host!r}: {e.strerror}") from None
+    if not is_loopback(str(address)):
+        raise ServeError(
+            f"refusing to serve the bridge on {host} without a token: set --token or $ONETOOL_BRIDGE_TOKEN "
+            "(only a loopback address may go without one)"
+        )
+
+
+def management_routes(servers: BridgedServers, listener: Listener) -> Routes:
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "servers": len(servers.list())})
+
+    async def collection(request: Request) -> Response:
+        if request.method == "GET":
+            views = [s.view() for s in servers.list()]
+            return JSONResponse({"servers": views, "count": len(views)})
+        name, config = parse_convert(await _json_body(request))
+        with LogSpan("bridge.convert", server=name, command=config.command):
+            try:
+                # The URL names the bridge as this client reached it: a bind address like 0.0.0.0 is no address.
+                public_host = request.url.hostname or str(listener.sock.getsockname()[0])
+                server = await servers.convert(name, config, public_host)
+            except BridgeError as e:
+                if e.status == 409 and name in {s.name for s in servers.list()}:
+                    return JSONResponse({"error": e.message, **servers.get(name).view()}, status_code=409)
+                raise
+        return JSONResponse({**server.view(), "status": "running"}, status_code=201)
+
+    async def item(request: Request) -> Response:
+        name = request.path_params["name"]
+        if request.method == "GET":
+            return JSONResponse(servers.get(name).view())
+        with LogSpan("bridge.delete", server=name):
+            await servers.remove(name)
+        return JSONResponse({"serverName": name, "status": "stopped"})
+
+    return Routes(
+        [
+            Route("/health", endpoint=_api(health, None), methods=["GET"]),
+            Route("/convert", endpoint=_api(collection, listener.token), methods=["GET", "POST"]),
+            Route("/convert/{name}", endpoint=_api(item, listener.token), methods=["GET", "DELETE"]),
+        ]
+    )
+
+
+def _api(handler: Callable[[Request], Awaitable[Response]], token: str | None) -> ASGIApp:
+    """A route's app: errors as JSON, behind the bearer token (or the loopback-only guard without one)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except BridgeError as e:
+            body = {"error": e.message} | ({"field": e.field} if e.field else {})
+            return JSONResponse(body, status_code=e.status)
+
+    app = request_response(endpoint)
+    return BearerGuard(app, token) if token else _LoopbackOnly(app)
+
+
+async def _json_body(request: Request) -> Any:
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise BridgeError(415, "send the body as JSON (Content-Type: application/json)")
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_BODY:
+            raise BridgeError(413, f"the body is over {MAX_BODY} bytes")
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise BridgeError(400, f"the body is not valid JSON: {e}", field="body") from None
+
+
+class _LoopbackOnly:
+    """Token-free serving: a loopback Host and no foreign Origin (blocks DNS rebinding and cross-site posts)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        host = urlsplit(f"//{headers.get('host', '')}").hostname
+        origin = headers.get("origin")
+        if host is not None and is_loopback(host) and (origin is None or is_loopback(urlsplit(origin).hostname or "")):
+            await self._app(scope, receive, send)
+            return
+        logger.warning("bridge: refused a request for host {!r} from origin {!r}", host, origin)
+        await JSONResponse({"error": "only loopback clients may use a bridge without a token"}, status_code=403)(
+            scope, receive, send
+        )

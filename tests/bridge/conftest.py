@@ -1,0 +1,143 @@
+"""The bridge as a real process (`onetool bridge --port 0 ...`), its API, MCP clients of it, and a process census."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import EVERYTHING_JS, TIME_SERVER
+from tests.upstream.conftest import FAULT_SERVER, _stat, all_pids
+
+TOKEN = "bridge-test-token"
+ONETOOL = str(Path(sys.executable).with_name("onetool"))
+
+
+def everything(name: str = "everything", **extra: Any) -> dict[str, Any]:
+    """A POST /convert body for server-everything over stdio."""
+    return {"serverName": name, "command": "node", "args": [str(EVERYTHING_JS), "stdio"], **extra}
+
+
+def fault(name: str, mode: str = "ok", **extra: Any) -> dict[str, Any]:
+    """A POST /convert body for the fault fixture server (tests/fixtures/fault_server.py) in ``mode``."""
+    return {"serverName": name, "command": sys.executable, "args": [FAULT_SERVER, mode], **extra}
+
+
+def time_server(name: str = "time") -> dict[str, Any]:
+    return {"serverName": name, "command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}
+
+
+@dataclass
+class BridgeProcess:
+    process: subprocess.Popen[str]
+    url: str
+    log: Path
+    token: str | None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def api(
+        self, method: str, path: str, *, token: str | None = "default", headers: dict[str, str] | None = None, **kw: Any
+    ) -> httpx2.Response:
+        token = self.token if token == "default" else token
+        headers = ({"Authorization": f"Bearer {token}"} if token else {}) | (headers or {})
+        return httpx2.request(method, f"{self.url}{path}", headers=headers, timeout=60, **kw)
+
+    def convert(self, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.api("POST", "/convert", json=body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def children(self) -> dict[int, str]:
+        """The bridge's live child processes: pid -> state."""
+        return {pid: st[0] for pid in all_pids() if (st := _stat(pid)) is not None and st[1] == self.pid}
+
+    def stop(self, timeout: float = 10.0) -> float:
+        """SIGTERM; seconds until the process exited."""
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout)
+        elapsed = time.monotonic() - started
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+        return elapsed
+
+
+def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN) -> BridgeProcess:
+    log = tmp / f"bridge-{time.monotonic_ns()}.log"
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_BRIDGE_TOKEN"}
+    command = [ONETOOL, "bridge", "--port", "0", "--log-file", str(log), "--log-level", "DEBUG", *args]
+    if token:
+        command += ["--token", token]
+    with open(log.with_suffix(".stderr"), "w") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], 30)
+    line = process.stdout.readline().strip() if ready else ""
+    if not line.startswith("http://"):
+        process.kill()
+        process.communicate()
+        raise RuntimeError(f"the bridge did not start: {log.with_suffix('.stderr').read_text()}")
+    return BridgeProcess(process, line, log, token)
+
+
+@pytest.fixture
+def bridge_factory(tmp_path: Path) -> Iterator[Any]:
+    """start(*args) -> a running bridge, stopped (and its exit checked) at the end of the test."""
+    started: list[BridgeProcess] = []
+
+    def start(*args: str, token: str | None = TOKEN) -> BridgeProcess:
+        bridge = start_bridge(tmp_path, *args, token=token)
+        started.append(bridge)
+        return bridge
+
+    yield start
+    for bridge in started:
+        if bridge.process.poll() is None:
+            bridge.stop()
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
+    """One bridge for a whole module (base port 0: any free port)."""
+    process = start_bridge(tmp_path_factory.mktemp("bridge"), "--base-port", "0")
+    yield process
+    process.stop()
+
+
+@asynccontextmanager
+async def mcp_client(url: str, mode: str = "auto", token: str | None = TOKEN, **kwargs: Any) -> AsyncIterator[Client]:
+    """An MCP client of a bridged URL, with the bearer header on an httpx2 client."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, read_timeout_seconds=30, **kwargs) as client:  # type: ignore[arg-type]
+            yield client
+
+
+def process_groups(pids: set[int]) -> list[int]:
+    """Live processes (not zombies) in the process groups led by ``pids``."""
+    return [pid for pid in all_pids() if (st := _stat(pid)) is not None and st[2] in pids and st[0] != "Z"]
+
+
+def wait_until(condition: Any, timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)

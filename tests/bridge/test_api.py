@@ -1,0 +1,163 @@
+"""The /convert API of a real `onetool bridge` process: every status code, the token, ports and limits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import httpx2
+import pytest
+
+from tests.bridge.conftest import ONETOOL, TOKEN, BridgeProcess, everything, process_groups, time_server
+from tests.conftest import free_port
+
+
+def test_convert_get_list_delete(bridge: BridgeProcess) -> None:
+    created = bridge.convert(everything("api-everything"))
+    assert created["serverName"] == "api-everything"
+    assert created["status"] == "running"
+    assert created["url"] == f"http://127.0.0.1:{created['port']}/mcp"
+    children = set(bridge.children())
+    assert children, "the stdio server runs as a child of the bridge"
+
+    one = bridge.api("GET", "/convert/api-everything")
+    assert one.status_code == 200 and one.json() == created
+    listed = bridge.api("GET", "/convert").json()
+    assert created in listed["servers"] and listed["count"] == len(listed["servers"])
+    assert bridge.api("GET", "/health").json() == {"status": "ok", "servers": listed["count"]}
+
+    deleted = bridge.api("DELETE", "/convert/api-everything")
+    assert deleted.status_code == 200 and deleted.json() == {"serverName": "api-everything", "status": "stopped"}
+    assert process_groups(children) == [], "DELETE leaves no process of the server"
+    assert not children & set(bridge.children())
+
+    for method in ("GET", "DELETE"):
+        gone = bridge.api(method, "/convert/api-everything")
+        assert gone.status_code == 404 and "api-everything" in gone.json()["error"]
+
+
+def test_converting_twice_is_409_with_the_running_url(bridge: BridgeProcess) -> None:
+    created = bridge.convert(time_server("api-time"))
+    again = bridge.api("POST", "/convert", json=time_server("api-time"))
+    assert again.status_code == 409
+    assert again.json()["url"] == created["url"] and "already converted" in again.json()["error"]
+    assert bridge.api("DELETE", "/convert/api-time").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"command": "node", "args": []}, "serverName"),
+        ({"serverName": "x", "args": []}, "command"),
+        ({"serverName": "x", "command": "node"}, "args"),
+        ({"serverName": "a/b", "command": "node", "args": []}, "serverName"),
+        ({"serverName": "x", "command": 7, "args": []}, "command"),
+        ({"serverName": "x", "command": "node", "args": "index.js"}, "args"),
+        ({"serverName": "x", "command": "node", "args": ["a", 2]}, "args[1]"),
+        ({"serverName": "x", "command": "node", "args": [], "env": {"TOKEN": 12345}}, "env.TOKEN"),
+        ({"serverName": "x", "command": "node", "args": [], "env": ["A=1"]}, "env"),
+        ({"serverName": "x", "command": "node", "args": [], "timeout": -1}, "timeout"),
+        ({"serverName": "x", "command": "node", "args": [], "cwd": "/tmp"}, "cwd"),
+        ({"serverName": "x", "command": "node", "args": ["${BRIDGE_TEST_UNSET_VARIABLE}"]}, "args"),
+        (["not", "an", "object"], "body"),
+    ],
+)
+def test_bad_request_names_the_field(bridge: BridgeProcess, body: Any, field: str) -> None:
+    response = bridge.api("POST", "/convert", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == field
+    assert field.split("[")[0].split(".")[0] in response.json()["error"]
+    assert "12345" not in response.text, "a value is never echoed: it may be a secret"
+
+
+def test_body_must_be_json(bridge: BridgeProcess) -> None:
+    wrong_type = bridge.api("POST", "/convert", content=b"{}", headers={"Content-Type": "text/plain"})
+    assert wrong_type.status_code == 415
+    broken = bridge.api("POST", "/convert", content=b"{", headers={"Content-Type": "application/json"})
+    assert broken.status_code == 400 and broken.json()["field"] == "body"
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "reason"),
+    [
+        ("no-such-command-for-the-bridge", [], "command not found: no-such-command-for-the-bridge"),
+        (sys.executable, ["-c", "import sys; sys.exit(3)"], "process exited with status 3"),
+    ],
+)
+def test_a_process_that_cannot_start_is_500_with_the_reason(
+    bridge: BridgeProcess, command: str, args: list[str], reason: str
+) -> None:
+    secret = "do-not-show-this-value"
+    body = {"serverName": "broken", "command": command, "args": args, "env": {"SECRET": secret}}
+    response = bridge.api("POST", "/convert", json=body)
+    assert response.status_code == 500
+    assert reason in response.json()["error"]
+    assert secret not in response.text
+    assert bridge.api("GET", "/convert/broken").status_code == 404, "nothing is left of a failed start"
+    assert bridge.children() == {}
+
+
+def test_everything_needs_the_token_but_health(bridge: BridgeProcess) -> None:
+    created = bridge.convert(time_server("api-token"))
+    for headers in ({}, {"Authorization": "Bearer wrong-token"}):
+        token = headers.get("Authorization", "").removeprefix("Bearer ") or None
+        for method, path in (("GET", "/convert"), ("GET", "/convert/api-token"), ("DELETE", "/convert/api-token")):
+            assert bridge.api(method, path, token=token).status_code == 401
+        assert bridge.api("POST", "/convert", token=token, json=time_server("other")).status_code == 401
+        assert httpx2.post(created["url"], json={}, headers=headers).status_code == 401, "the served MCP URL too"
+    assert bridge.api("GET", "/health", token=None).status_code == 200
+    assert bridge.api("DELETE", "/convert/api-token").status_code == 200
+
+
+def test_ports_from_the_base_port_upward(bridge_factory: Any) -> None:
+    base = free_port()
+    bridge: BridgeProcess = bridge_factory("--base-port", str(base))
+    first = bridge.convert(time_server("p1"))
+    second = bridge.convert(time_server("p2"))
+    assert first["port"] == base
+    assert second["port"] > base
+    bridge.api("DELETE", "/convert/p1")
+    assert bridge.convert(time_server("p3"))["port"] == base, "a freed port is given out again"
+
+
+def test_max_servers_is_429(bridge_factory: Any) -> None:
+    bridge: BridgeProcess = bridge_factory("--base-port", "0", "--max-servers", "1")
+    bridge.convert(time_server("only"))
+    full = bridge.api("POST", "/convert", json=time_server("one-too-many"))
+    assert full.status_code == 429 and "--max-servers" in full.json()["error"]
+    bridge.api("DELETE", "/convert/only")
+    assert bridge.api("POST", "/convert", json=time_server("one-too-many")).status_code == 201
+
+
+def test_refuses_to_start_without_a_token_off_loopback() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_BRIDGE_TOKEN"}
+    result = subprocess.run(
+        [ONETOOL, "bridge", "--host", "0.0.0.0", "--port", "0"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 1
+    assert "without a token" in result.stderr and "--token" in result.stderr
+
+
+def test_without_a_token_only_loopback_clients(bridge_factory: Any) -> None:
+    bridge: BridgeProcess = bridge_factory("--base-port", "0", token=None)
+    assert bridge.api("GET", "/convert").status_code == 200
+    rebinding = bridge.api("GET", "/convert", headers={"Host": "attacker.example"})
+    assert rebinding.status_code == 403
+    cross_site = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "https://attacker.example"})
+    assert cross_site.status_code == 403
+    assert bridge.children() == {}
+
+
+def test_token_from_the_environment() -> None:
+    env = {**os.environ, "ONETOOL_BRIDGE_TOKEN": TOKEN}
+    command = [ONETOOL, "bridge", "--host", "0.0.0.0", "--port", "0", "--base-port", "0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as process:
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip().replace("0.0.0.0", "127.0.0.1")
+            assert httpx2.get(f"{url}/convert").status_code == 401
+            assert httpx2.get(f"{url}/convert", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        finally:
+            process.terminate()
