@@ -143,6 +143,13 @@ class ServerControl:
         self._require(name)
         return self._view(name)
 
+    def report(self, name: str) -> dict[str, Any]:
+        """One server for an admin: its full view, every tool it offers (held or not), its held changes."""
+        view = self.get(name)
+        held = {h.tool: h for h in self.held() if h.server == name}
+        tools = [{"name": t.name, "description": t.description or "", "held": t.name in held} for t in self.tools(name)]
+        return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
+
     def held(self) -> list[HeldTool]:
         out: list[HeldTool] = []
         pool = self._live()
