@@ -14,9 +14,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mcp.server import Server
+
     from onetool.attach import Target
     from onetool.config import Config
     from onetool.control import ServerControl
+    from onetool.gateway import Gateway
     from onetool.registry import Registry
     from onetool.serve import Listener
     from onetool.upstream import UpstreamPool
@@ -195,7 +198,7 @@ async def _serve(config: Config, listener: Listener | None) -> None:
         tg.cancel_scope.cancel()
 
 
-async def _serve_http(gateway: Any, run_face: Any, listener: Listener, config: Config) -> None:
+async def _serve_http(gateway: Gateway, run_face: Server[Any], listener: Listener, config: Config) -> None:
     from onetool import discovery, serve
     from onetool.attach import ENV_ADMIN_TOKEN
     from onetool.logs import logger
@@ -205,7 +208,7 @@ async def _serve_http(gateway: Any, run_face: Any, listener: Listener, config: C
     endpoints = ["/mcp"]
     routes = [
         serve.mcp_routes("/mcp", run_face, listener),
-        serve.ops_routes(gateway, listener, endpoints),
+        serve.ops_routes(gateway.control.list, listener, endpoints),
         serve.admin_routes(gateway, admin_token),
     ]
 

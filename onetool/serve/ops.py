@@ -10,8 +10,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,7 +18,7 @@ from starlette.routing import Route, request_response
 from starlette.types import ASGIApp
 
 from onetool import __version__
-from onetool.control import ServerControl
+from onetool.control import ServerView
 from onetool.serve.http import BearerGuard, Listener, Routes
 
 __all__ = ["MCP_ENDPOINTS", "ops_routes"]
@@ -27,22 +26,20 @@ __all__ = ["MCP_ENDPOINTS", "ops_routes"]
 MCP_ENDPOINTS = ("/mcp", "/mcp/direct", "/mcp/inspect")
 
 
-class OpsGateway(Protocol):
-    control: ServerControl
-
-
-def ops_routes(gateway: OpsGateway, listener: Listener, endpoints: Sequence[str] = ("/mcp",)) -> Routes:
-    """``endpoints``: the MCP paths this server mounts (/status tells which of MCP_ENDPOINTS are on)."""
-    control = gateway.control
+def ops_routes(
+    servers: Callable[[], Sequence[ServerView]], listener: Listener, endpoints: Sequence[str] = ("/mcp",)
+) -> Routes:
+    """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
+    (/status tells which of MCP_ENDPOINTS are on)."""
 
     async def health(_request: Request) -> JSONResponse:
-        counts = Counter(view.status for view in control.list())
+        counts = Counter(view.status for view in servers())
         return JSONResponse({"status": "ok", "servers": dict(sorted(counts.items()))})
 
     async def ready(_request: Request) -> JSONResponse:
         waiting = [
             {"name": v.name, "status": v.status}
-            for v in control.list()
+            for v in servers()
             if v.enabled and not v.quarantined and v.status != "connected"
         ]
         return JSONResponse({"ready": not waiting, "not_ready": waiting}, status_code=503 if waiting else 200)
@@ -52,7 +49,7 @@ def ops_routes(gateway: OpsGateway, listener: Listener, endpoints: Sequence[str]
             {
                 "version": __version__,
                 "endpoints": {path: path in endpoints for path in MCP_ENDPOINTS},
-                "servers": [view.public() for view in control.list()],
+                "servers": [view.public() for view in servers()],
             }
         )
 

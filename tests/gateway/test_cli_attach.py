@@ -134,3 +134,12 @@ def test_changes_without_a_gateway_wait_for_it(tmp_path: Path) -> None:
         assert [s["name"] for s in json.loads(cli("servers", "--json").stdout)] == ["time"]
     finally:
         assert stop(served.proc) == 0
+
+
+def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None:
+    state = Path(os.environ["ONETOOL_STATE_DIR"])
+    state.mkdir(parents=True)
+    (state / "onetool.db").write_text("not a database")
+    proc = cli("serve", "--http", "--config", str(write_config(tmp_path, CONFIG)))
+    assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
+    assert (state / "onetool.db").read_text() == "not a database"
