@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import PYTHON, TIME_SERVER
 from tests.gateway.admin import cli, discovered
-from tests.gateway.conftest import start_http_gateway, stop, write_config
+from tests.gateway.conftest import ONETOOL, start_http_gateway, stop, write_config
 
 CONFIG = {"servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}}
 SNIPPETS = [
@@ -143,3 +143,19 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
     proc = cli("serve", "--http", "--config", str(write_config(tmp_path, CONFIG)))
     assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
     assert (state / "onetool.db").read_text() == "not a database"
+
+
+def test_serve_prints_the_url_once(tmp_path: Path) -> None:
+    """On stdout, for scripts; the log (here on stderr, as under `make run`) does not repeat it."""
+    proc = subprocess.Popen(
+        [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    url = proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0 and url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    assert (url + "\n" + out + err).count(url) == 1, err
