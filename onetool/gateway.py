@@ -152,4 +152,3 @@ class Gateway:
         async with self._pool.subscribe() as changes:
             async for server in changes:
                 await self.control.refresh(server)
-                self._publish()

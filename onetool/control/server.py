@@ -92,9 +92,10 @@ class ServerControl:
 
     async def attach(self, pool: UpstreamPool, on_change: Callable[[], None]) -> None:
         """Start controlling ``pool``; ``on_change()`` after every change of what a face may show."""
-        self._pool, self._on_change = pool, on_change
+        self._pool = pool
         for name in self._servers:
-            await self.refresh(name)
+            await self._report(name, self._review(name))
+        self._on_change = on_change
 
     # ----- what faces see ------------------------------------------------------------------------
 
@@ -114,12 +115,22 @@ class ServerControl:
         return self._live().tools(server)
 
     async def refresh(self, server: str) -> None:
-        """Re-check a server's tools against their approval after its catalogue or status changed."""
+        """After a server's catalogue or status changed: re-check its tools against their approval, tell the
+        faces, then log and audit what changed after approval."""
+        fresh = self._review(server)
+        # Faces first: a held tool must be gone from them before anyone can read that it is held.
+        self._on_change()
+        await self._report(server, fresh)
+
+    def _review(self, server: str) -> list[HeldTool]:
         s = self._servers.get(server)
         pool = self._live()
         if s is None or server not in pool:
-            return
-        for held in s.trust.review(server, pool.tools(server)):
+            return []
+        return s.trust.review(server, pool.tools(server))
+
+    async def _report(self, server: str, fresh: list[HeldTool]) -> None:
+        for held in fresh:
             logger.bind(server=server, tool=held.tool).warning(
                 "server '{}': tool '{}' changed after approval; it is held until an admin approves it "
                 "(onetool servers approve {} --tool {}):\n{}",
@@ -183,7 +194,7 @@ class ServerControl:
             if name in self._live():
                 await self._live().remove(name)
             self._log(name, "removed", actor)
-            self._on_change()
+            await self.refresh(name)
 
     async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
         async with self._lock:
@@ -261,7 +272,6 @@ class ServerControl:
 
     async def _changed(self, name: str) -> ServerView:
         await self.refresh(name)
-        self._on_change()
         return self._view(name)
 
     def _view(self, name: str) -> ServerView:

@@ -1,4 +1,4 @@
-"""The upstream pool: every configured server, connected in parallel, called by name."""
+"""The upstream pool: every server, connected in parallel, called by name; servers come and go while it runs."""
 
 from __future__ import annotations
 
