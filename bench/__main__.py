@@ -6,8 +6,10 @@ Each ``bench/*_bench.py`` module has ``async def run() -> list[Row]``.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -32,4 +34,7 @@ async def main(only: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1:])
+    with tempfile.TemporaryDirectory() as home:
+        # Gateways started here keep their state store and discovery file here, not in the user's folders.
+        os.environ["ONETOOL_STATE_DIR"], os.environ["ONETOOL_RUNTIME_DIR"] = f"{home}/state", f"{home}/run"
+        anyio.run(main, sys.argv[1:])

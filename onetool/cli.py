@@ -8,15 +8,20 @@ each command imports what it needs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import anyio
+    from mcp.server import Server
 
+    from onetool.attach import Target
     from onetool.bridge.service import BridgeOptions
     from onetool.config import Config
+    from onetool.control import ServerControl
+    from onetool.gateway import Gateway
     from onetool.registry import Registry
     from onetool.serve import Listener
     from onetool.upstream import UpstreamPool
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_PORT = 8765
 DEFAULT_BRIDGE_PORT = 8080
+SERVER_ACTIONS = ("remove", "enable", "disable", "restart", "quarantine", "approve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,12 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
         "become objects in a sandboxed Python snippet.",
     )
     parser.add_argument("--version", action="version", version=f"onetool {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config", metavar="FILE", help="config file (default: $ONETOOL_CONFIG, else ./onetool.yaml, else none)"
-    )
-    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
-    common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    common, remote = _common_options(None), _remote_options(None)
+    # Under `servers ACTION` too, where a default would overwrite what was given before ACTION.
+    later = [_common_options(argparse.SUPPRESS), _remote_options(argparse.SUPPRESS)]
+    later_add = [later[0], _remote_options(argparse.SUPPRESS, ("--gateway",))]
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", parents=[common], help="serve MCP over stdio (default) or streamable HTTP")
@@ -52,19 +56,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="the face at /mcp or on stdio: run(code) (default), or the two tools inspect and exec",
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port; 0 picks a free one (default {DEFAULT_PORT})"
-    )
+    serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
     serve.set_defaults(func=cmd_serve)
 
-    run = sub.add_parser("run", parents=[common], help="run a snippet once and print its result")
+    run = sub.add_parser(
+        "run", parents=[common, remote], help="run a snippet (on the running gateway, if any) and print its result"
+    )
     run.add_argument("-c", dest="code", metavar="CODE", help="the code to run")
     run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
     run.set_defaults(func=cmd_run)
 
-    servers = sub.add_parser("servers", parents=[common], help="connect and show each server's status")
+    servers = sub.add_parser(
+        "servers", parents=[common, remote], help="show or change the servers (of the running gateway, if any)"
+    )
     servers.add_argument("--json", action="store_true", help="print JSON")
     servers.set_defaults(func=cmd_servers)
+    actions = servers.add_subparsers(dest="action", metavar="ACTION")
+    show = actions.add_parser("show", parents=later, help="one server: its tools, held changes, last error")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    add = actions.add_parser("add", parents=later_add, help="add a server (kept in the state store)")
+    add.add_argument("name")
+    kind = add.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--command", help="a stdio server: the command to start")
+    kind.add_argument("--url", dest="server_url", metavar="URL", help="an HTTP server: its URL")
+    add.add_argument("--arg", action="append", default=[], help="an argument of --command (repeat)")
+    add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
+    add.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
+    add.add_argument("--quarantined", action="store_true", help="show none of its tools until approved")
+    for action in SERVER_ACTIONS:
+        one = actions.add_parser(action, parents=later, help=f"{action} a server")
+        one.add_argument("name")
+        if action == "approve":
+            one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
 
     tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
     tools.add_argument("server", nargs="?", help="only this server or pack")
@@ -128,13 +152,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _common_options(default: Any) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False, argument_default=default)
+    common.add_argument(
+        "--config", metavar="FILE", help="config file (default: $ONETOOL_CONFIG, else ./onetool.yaml, else none)"
+    )
+    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    return common
+
+
+def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway")) -> argparse.ArgumentParser:
+    """How to reach the running gateway. ``servers add`` takes ``--url`` for the server, so only ``--gateway``."""
+    remote = argparse.ArgumentParser(add_help=False, argument_default=default)
+    remote.add_argument(
+        *flags,
+        dest="gateway_url",
+        metavar="URL",
+        help="the running gateway's URL (default: the one the discovery file names)",
+    )
+    remote.add_argument(
+        "--token", metavar="TOKEN", help="its admin token (default: from the discovery file, else $ONETOOL_ADMIN_TOKEN)"
+    )
+    return remote
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from onetool.errors import ConfigError
+    from onetool.errors import ConfigError, StateError
 
     try:
         return int(args.func(args))
-    except ConfigError as e:
+    except (ConfigError, StateError) as e:
         print(f"onetool: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -183,7 +232,6 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     from onetool import serve
     from onetool.gateway import Gateway
     from onetool.logs import logger
-    from onetool.serve.tools_module import tools_module_routes
 
     async with Gateway(config) as gateway, anyio.create_task_group() as tg:
 
@@ -201,35 +249,77 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
             logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
             await serve.serve_stdio(main_face)  # returns on stdin EOF
         else:
-            url = listener.url("/mcp")
-            routes = [
-                serve.mcp_routes("/mcp", main_face, listener),
-                serve.ops_routes(),
-                tools_module_routes(lambda: gateway.registry, listener),
-            ]
-            if config.http.enable_inspect_endpoint:
-                routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
-
-            def ready() -> None:
-                logger.info("serving MCP at {} ({} face)", url, mode)
-                if config.http.enable_inspect_endpoint:
-                    logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
-                # Last: a script that waits for the URL then finds the startup log complete.
-                print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
-
-            await serve.serve_http(listener, routes, on_ready=ready)
+            await _serve_http(gateway, main_face, mode, listener, config)
         tg.cancel_scope.cancel()
+
+
+async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, listener: Listener, config: Config) -> None:
+    from onetool import discovery, serve
+    from onetool.attach import ENV_ADMIN_TOKEN
+    from onetool.logs import logger
+    from onetool.serve.tools_module import tools_module_routes
+
+    url = listener.url("/mcp")
+    admin_token = os.environ.get(ENV_ADMIN_TOKEN) or config.http.admin_token or discovery.generate_token()
+    endpoints = ["/mcp"]
+    routes = [
+        serve.mcp_routes("/mcp", main_face, listener),
+        serve.ops_routes(gateway.control.list, listener, endpoints),
+        serve.admin_routes(gateway, admin_token),
+        tools_module_routes(lambda: gateway.registry, listener),
+    ]
+    if config.http.enable_inspect_endpoint:
+        endpoints.append("/mcp/inspect")
+        routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
+
+    def ready() -> None:
+        logger.info("serving MCP at {} ({} face)", url, mode)
+        if config.http.enable_inspect_endpoint:
+            logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
+        # Last, and once: a script that waits for the URL on stdout then finds the startup log complete.
+        print(url, flush=True)
+
+    try:
+        published = discovery.write(url, admin_token)
+    except OSError as e:
+        published = None
+        logger.warning("cannot write the discovery file {}: {}", discovery.discovery_file(), e)
+    else:
+        if published is None:
+            logger.info(
+                "another gateway owns the discovery file {}: the CLI finds this one only with --url and --token",
+                discovery.discovery_file(),
+            )
+        else:
+            logger.info(
+                "endpoints: {}, /admin (its token is in {}), /health, /ready, /status", ", ".join(endpoints), published
+            )
+    try:
+        await serve.serve_http(listener, routes, on_ready=ready)
+    finally:
+        if published is not None:
+            discovery.remove(path=published)
 
 
 # ---- run -------------------------------------------------------------------------------------
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import anyio
-
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
+    from onetool import attach
+
+    try:
+        target = attach.find(args.gateway_url, args.token)
+        if target is not None:
+            return print_result(target.request("POST", "/admin/run", {"code": code}))
+    except attach.NotRunning:
+        pass  # a stale discovery file: run here instead
+    except attach.AttachError as e:
+        return _attach_failed("run", e)
+    import anyio
+
     # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
     config = _setup(args, "ERROR")
     return anyio.run(_run, config, code)
@@ -255,80 +345,206 @@ def _read_code(args: argparse.Namespace) -> str | None:
 
 
 async def _run(config: Config, code: str) -> int:
-    from mcp import types
-
     from onetool.gateway import Gateway
 
     async with Gateway(config, warm_workers=1) as gateway:
         result = await gateway.run(code)
-    texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
-    others = [c.type for c in result.content if not isinstance(c, types.TextContent)]
-    out = sys.stderr if result.is_error else sys.stdout
+    return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def print_result(result: dict[str, Any]) -> int:
+    """Print a CallToolResult (as JSON data, however it was obtained): its text on stdout, or on stderr when
+    it is an error; the exit status."""
+    content = result.get("content") or []
+    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    others = [str(c.get("type")) for c in content if c.get("type") != "text"]
+    out = sys.stderr if result.get("isError") else sys.stdout
     for text in texts:
         print(text, file=out)
     if others:
         print(f"[{len(others)} more content part(s): {', '.join(others)}]", file=out)
-    return EXIT_FAILED if result.is_error else EXIT_OK
+    return EXIT_FAILED if result.get("isError") else EXIT_OK
+
+
+def _attach_failed(command: str, error: Exception) -> int:
+    print(f"onetool {command}: {error}", file=sys.stderr)
+    return EXIT_USAGE if getattr(error, "status", 0) in (400, 401, 404) else EXIT_FAILED
 
 
 # ---- servers, tools, check -------------------------------------------------------------------
 
 
 def _with_pool(config: Config, body: Any) -> Any:
-    """Connect every server, build the registry, hand both to ``body``."""
+    """Connect every server (with the state store's added servers and overrides), build the registry of what
+    snippets see, hand the control plane, pool and registry to ``body``."""
     import anyio
 
+    from onetool.control import ServerControl
     from onetool.registry import Registry, load_local_packs
+    from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
     async def go() -> Any:
         local = load_local_packs(config.packs.dirs)
-        async with UpstreamPool(config.servers) as pool:
-            return body(pool, Registry.build(local, pool))
+        async with await StateStore.open(config.state.url) as store:
+            control = await ServerControl.load(config, store)
+            async with UpstreamPool(control.configs()) as pool:
+                await control.attach(pool, lambda: None)
+                return body(control, pool, Registry.build(local, pool, control.shown))
 
     return anyio.run(go)
 
 
 def cmd_servers(args: argparse.Namespace) -> int:
-    import json
+    from onetool import attach
+
+    action = args.action or "list"
+    try:
+        target = attach.find(args.gateway_url, args.token)
+        if target is not None:
+            return _servers_attached(target, action, args)
+    except attach.NotRunning:
+        pass  # a stale discovery file: no gateway runs
+    except attach.AttachError as e:
+        return _attach_failed("servers", e)
+    return _servers_here(action, args)
+
+
+def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> int:
+    from onetool.attach import server_path
+
+    if action == "list":
+        _print_servers(target.request("GET", "/admin/servers")["servers"], args.json)
+    elif action == "show":
+        _print_report(target.request("GET", server_path(args.name)), args.json)
+    elif action == "add":
+        view = target.request("POST", "/admin/servers", {"name": args.name, "spec": _spec(args)})
+        _print_servers([view], False)
+    elif action == "remove":
+        target.request("DELETE", server_path(args.name))
+        print(f"removed server '{args.name}'")
+    else:
+        body = {"tools": args.tool} if action == "approve" and args.tool else None
+        _print_servers([target.request("POST", server_path(args.name, action), body)], False)
+    return EXIT_OK
+
+
+def _servers_here(action: str, args: argparse.Namespace) -> int:
+    """No gateway runs: connect the servers here to show them, or record a change in the state store."""
+    import anyio
+
+    from onetool.control import ControlError
+    from onetool.control.offline import change_offline
 
     config = _setup(args, "ERROR")
+    if action in ("list", "show"):
 
-    def show(pool: UpstreamPool, registry: Registry) -> int:
-        rows = pool.status()
-        if args.json:
-            # oauth_status only for OAuth servers, as in proxy.list_servers()
-            print(
-                json.dumps([{k: v for k, v in r.__dict__.items() if k != "oauth_status" or v} for r in rows], indent=2)
-            )
-        elif not rows:
-            print("no servers configured")
-        else:
-            oauth = any(r.oauth_status for r in rows)
-            table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "PROTOCOL", *(("OAUTH",) if oauth else ()), "ERROR")]
-            table += [
-                (
-                    r.name,
-                    r.pack,
-                    r.type,
-                    r.status,
-                    str(r.tool_count),
-                    r.protocol_version or "-",
-                    *((r.oauth_status or "-",) if oauth else ()),
-                    r.report,
-                )
-                for r in rows
-            ]
-            _print_table(table)
+        def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> None:
+            if action == "list":
+                _print_servers([v.to_dict() for v in control.list()], args.json)
+            else:
+                _print_report(control.report(args.name), args.json)
+
+        try:
+            _with_pool(config, show)
+        except ControlError as e:
+            return _attach_failed("servers", e)
         return EXIT_OK
+    try:
+        spec = _spec(args) if action == "add" else None
+        print(anyio.run(change_offline, config, action, args.name, spec))
+    except ControlError as e:
+        return _attach_failed("servers", e)
+    return EXIT_OK
 
-    return int(_with_pool(config, show))
+
+def _spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The config entry `servers add` describes."""
+    spec: dict[str, Any]
+    if args.command is not None:
+        spec = {"command": args.command, "args": args.arg, "env": _pairs(args.env, "--env")}
+    else:
+        spec = {"url": args.server_url, "headers": _pairs(args.header, "--header")}
+    if args.quarantined:
+        spec["quarantined"] = True
+    return {k: v for k, v in spec.items() if v or k in ("command", "url")}
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    from onetool.errors import ConfigError
+
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} {item.split('=')[0]!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(views, indent=2))
+        return
+    if not views:
+        print("no servers configured")
+        return
+    oauth = any(v.get("oauth_status") for v in views)
+    table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "HELD", "PROTOCOL", *(("OAUTH",) if oauth else ()))]
+    table[0] += ("ADDED BY", "ERROR")
+    table += [
+        (
+            v["name"],
+            v["pack"],
+            v["type"],
+            v["status"],
+            str(v["tool_count"]),
+            str(len(v["held_tools"])),
+            v["protocol_version"] or "-",
+            *((v.get("oauth_status") or "-",) if oauth else ()),
+            v["added_by"] or "config",
+            _error(v),
+        )
+        for v in views
+    ]
+    _print_table(table)
+
+
+def _error(view: dict[str, Any]) -> str:
+    """The error as an operator reads it: with the detail and what to fix."""
+    parts = [view.get("error") or ""]
+    if view.get("detail"):
+        parts.append(f"({view['detail']})")
+    if view.get("fix"):
+        parts.append(f"- {view['fix']}")
+    return " ".join(parts).strip()
+
+
+def _print_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    _print_servers([report], False)
+    if report["instructions"]:
+        print(f"\ninstructions: {report['instructions']}")
+    print(f"\ntools ({len(report['tools'])}):")
+    for tool in report["tools"]:
+        mark = "  HELD " if tool["held"] else "       "
+        print(f"{mark}{tool['name']}" + (f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""))
+    if report["quarantined"]:
+        print(f"\nquarantined: no face shows its tools; approve them with: onetool servers approve {report['name']}")
+    for held in report["held"]:
+        if held["reason"] == "changed after approval":
+            print(
+                f"\nheld: {held['tool']} changed after approval; approve it with: onetool servers approve "
+                f"{report['name']} --tool {held['tool']}\n{held['diff']}"
+            )
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
     config = _setup(args, "ERROR")
 
-    def show(pool: UpstreamPool, registry: Registry) -> int:
+    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
         wanted = args.server
         packs = [p for p in registry.packs.values() if wanted in (None, p.name, p.server)]
         if wanted and not packs:
@@ -368,7 +584,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     where = str(config.path) if config.path else "no config file (empty configuration)"
     print(f"config: {where}: OK")
 
-    def show(pool: UpstreamPool, registry: Registry) -> int:
+    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
         local = [p.name for p in registry.packs.values() if any(t.source == "local" for t in p.tools.values())]
         print(f"local packs: {', '.join(local) or 'none'}")
         failed = 0

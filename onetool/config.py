@@ -99,6 +99,9 @@ class ServerConfig(_Strict):
     timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
     connect_timeout: float = Field(default=20.0, gt=0, description="seconds to connect and list tools")
     enabled: bool = True
+    quarantined: bool = Field(
+        default=False, description="connect and read its tools, but show and call none until an admin approves it"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
@@ -145,6 +148,11 @@ class SandboxConfig(_Strict):
 
 class HttpConfig(_Strict):
     token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
+    admin_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="bearer token for /admin (default: $ONETOOL_ADMIN_TOKEN, else one generated at start)",
+    )
     enable_inspect_endpoint: bool = Field(default=False, description="serve the inspect/exec face at /mcp/inspect")
 
 
@@ -271,6 +279,20 @@ def validate(raw: dict[str, Any], path: Path, where: Callable[[Loc], Loc] | None
         return Config.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_describe(path, e, where or _as_is)) from None
+
+
+def validate_server(name: str, spec: Any) -> ServerConfig:
+    """One server entry given at run time (admin API, ``onetool servers add``), checked as a config entry is.
+
+    Values are taken as given: no ``${VAR}`` expansion, and a relative ``cwd`` is relative to the gateway's folder.
+    """
+    if not isinstance(spec, dict):
+        got = type(spec).__name__
+        raise ConfigError(f"server '{name}': expected a mapping (command/args/env or url/headers), got {got}")
+    try:
+        return Config.model_validate({"servers": {name: spec}}).servers[name]
+    except ValidationError as e:
+        raise ConfigError(_describe(Path(f"server '{name}'"), e, _as_is)) from None
 
 
 def _as_is(loc: Loc) -> Loc:

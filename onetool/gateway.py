@@ -1,9 +1,11 @@
 """The gateway: one object that owns the upstream pool, the sandbox, the pack registry and the run.
 
-``async with Gateway(config) as gw`` connects every enabled server (in parallel), pre-starts sandbox workers
-and builds the registry; then ``await gw.run(code)`` serves ``run``: pre-check -> sandbox -> shaped result.
-A watcher task rebuilds the registry when an upstream's catalogue or status changes and tells subscribers
-(the MCP faces, which send ``notifications/tools/list_changed``) when the ``run`` description changed.
+``async with Gateway(config) as gw`` opens the state store, merges the servers added at run time and the
+overrides kept there with the config's (``gw.control``), connects every enabled server (in parallel), pre-starts
+sandbox workers and builds the registry from the tools faces may see; then ``await gw.run(code)`` serves
+``run``: pre-check -> sandbox -> shaped result. A watcher task re-checks an upstream's tools against their
+approval and rebuilds the registry when its catalogue or status changes; control actions do the same. Each
+such change is told to subscribers (the MCP faces, which send ``notifications/tools/list_changed``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcp import types
 
 from onetool.broadcast import Broadcast
 from onetool.config import Config, SandboxConfig
+from onetool.control import ServerControl
 from onetool.describe import describe_run
 from onetool.errors import ModelError
 from onetool.logs import LogSpan, logger
@@ -28,6 +31,7 @@ from onetool.precheck import precheck
 from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
 from onetool.relay import Relay, RunClient
 from onetool.results import returned_media, run_result
+from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
 
@@ -43,18 +47,23 @@ class Gateway:
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
         self._description = ""
-        self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read describe_run(): bursts coalesce
+        self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.
         self._local = load_local_packs(self.config.packs.dirs)
         async with AsyncExitStack() as stack:
+            # The store before any process starts: a corrupt or locked one is a startup error (StateError).
+            store = await StateStore.open(self.config.state.url)
+            stack.push_async_callback(store.aclose)
+            self.control = await ServerControl.load(self.config, store)
             # The sandbox's workers boot in the background while the upstreams connect.
             self._sandbox = await stack.enter_async_context(
                 Sandbox(self.limits, warm=self._warm, max_concurrent_runs=self.config.sandbox.max_concurrent_runs)
             )
-            self._pool = await stack.enter_async_context(UpstreamPool(self.config.servers))
+            self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs()))
+            await self.control.attach(self._pool, self._publish)
             self._rebuild()
             self._registry.log_shadowing()
             self._ctx = PackContext(config=self.config, pool=self._pool, registry=lambda: self._registry)
@@ -80,13 +89,19 @@ class Gateway:
         return self._ctx
 
     def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
-        """Receive one item whenever :meth:`describe_run` changed (bursts coalesce)."""
+        """Receive one item whenever what a face shows may have changed: a server's status or visible tools,
+        an add, remove, enable, disable, quarantine or approval (bursts coalesce)."""
         return self._changes.subscribe()
 
     @property
     def registry(self) -> Registry:
         """The current packs and tools: an immutable snapshot, replaced whenever a catalogue or status changes."""
         return self._registry
+
+    def visible_tools(self, server: str) -> list[types.Tool]:
+        """The server's upstream tools every face may show and call: none while it is disabled, not connected
+        or quarantined; held tools (changed after approval) left out."""
+        return self.control.shown(server) or []
 
     async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
         """Run one snippet; never raises for anything the snippet or an upstream does.
@@ -157,16 +172,18 @@ class Gateway:
         # Serialising and cutting megabytes must not hold up other clients' runs.
         return await anyio.to_thread.run_sync(shape)
 
-    def _rebuild(self) -> bool:
-        self._registry = Registry.build(self._local, self._pool)
-        old, self._description = self._description, describe_run(self._registry, self.limits)
-        return old != self._description
+    def _rebuild(self) -> None:
+        self._registry = Registry.build(self._local, self._pool, self.control.shown)
+        self._description = describe_run(self._registry, self.limits)
+
+    def _publish(self) -> None:
+        self._rebuild()
+        self._changes.publish(None)
 
     async def _watch(self) -> None:
         async with self._pool.subscribe() as changes:
-            async for _ in changes:
-                if self._rebuild():
-                    self._changes.publish(None)
+            async for server in changes:
+                await self.control.refresh(server)
 
 
 def limits_of(sandbox: SandboxConfig) -> Limits:

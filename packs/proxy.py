@@ -11,8 +11,8 @@ from onetool.registry import PackContext, UpstreamTool
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
-    """Every configured MCP server with its live status: name, pack, type, enabled, status, error (and
-    what to fix, when waiting will not help), tools, the server's own instructions, and for OAuth servers
+    """Every MCP server (but quarantined ones) with its live status: name, pack, type, enabled, status, error
+    (and what to fix, when waiting will not help), tools, the server's own instructions, and for OAuth servers
     oauth_status (authenticated, pending_authorization or authentication_failed)."""
     return [
         {
@@ -27,7 +27,7 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
             "instructions": s.instructions,
             **({"oauth_status": s.oauth_status} if s.oauth_status else {}),
         }
-        for s in ctx.pool.status()
+        for s in ctx.registry().servers()
     ]
 
 
@@ -39,8 +39,8 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     registry = ctx.registry()
     pack = registry.packs.get(_pack_name(server, ctx))
     if pack is None:
-        names = [s.name for s in ctx.pool.status()]
-        local = [p for p in registry.packs if p not in {s.pack for s in ctx.pool.status()}]
+        names = [s.name for s in ctx.registry().servers()]
+        local = [p for p in registry.packs if p not in {s.pack for s in ctx.registry().servers()}]
         raise ModelError(
             f"unknown server '{server}'; servers: {', '.join(names) or 'none'}"
             + (f"; local packs: {', '.join(local)}" if local else "")
@@ -67,7 +67,7 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
     registry = ctx.registry()
     pack = registry.packs.get(_pack_name(server, ctx))
     if pack is None or pack.server is None:
-        raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.pool.status())}")
+        raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.registry().servers())}")
     match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
     match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
     if match is None:
@@ -106,7 +106,7 @@ def _plain(model: BaseModel) -> dict[str, Any]:
 
 def _server(server: str, ctx: PackContext) -> str:
     """The configured name of ``server``, given as configured (``github-api``) or as its pack (``github_api``)."""
-    statuses = ctx.pool.status()
+    statuses = ctx.registry().servers()
     for s in statuses:
         if server in (s.name, s.pack):
             return s.name
@@ -115,7 +115,7 @@ def _server(server: str, ctx: PackContext) -> str:
 
 def _pack_name(server: str, ctx: PackContext) -> str:
     """Accept the configured server name (``github-api``) or its pack name (``github_api``)."""
-    for s in ctx.pool.status():
+    for s in ctx.registry().servers():
         if server in (s.name, s.pack):
             return s.pack
     return server

@@ -21,6 +21,29 @@ PYTHON = sys.executable
 TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test (nor any gateway or CLI it starts) reads or writes the user's state store or discovery file."""
+    base = tmp_path_factory.mktemp("onetool-home")
+    saved = {k: os.environ.get(k) for k in ("ONETOOL_STATE_DIR", "ONETOOL_RUNTIME_DIR")}
+    os.environ["ONETOOL_STATE_DIR"], os.environ["ONETOOL_RUNTIME_DIR"] = str(base / "state"), str(base / "run")
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def _own_state_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own store and runtime folder: a gateway shared by a package (started with the session's
+    folders) is not attached to by a test's `onetool run`, and one test's overrides do not leak into another."""
+    base = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("ONETOOL_STATE_DIR", str(base / "state"))
+    monkeypatch.setenv("ONETOOL_RUNTIME_DIR", str(base / "run"))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -9,8 +9,8 @@ gateway builds a new one whenever an upstream catalogue or status changes.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from onetool.config import to_identifier
@@ -73,13 +73,30 @@ class Registry:
             f" (see proxy.list_tools(server='{pack}'))"
         )
 
+    def servers(self) -> list[ServerStatus]:
+        """The servers a snippet may know about (a quarantined one is left out), in pool order."""
+        return list(self._status.values())
+
     @classmethod
-    def build(cls, local: Mapping[str, Pack], pool: UpstreamPool) -> Registry:
-        """Merge local packs with the pool's current catalogue (local wins per tool name)."""
+    def build(
+        cls,
+        local: Mapping[str, Pack],
+        pool: UpstreamPool,
+        visible: Callable[[str], Sequence[types.Tool] | None] | None = None,
+    ) -> Registry:
+        """Merge local packs with the pool's current catalogue (local wins per tool name).
+
+        ``visible(server)`` gives the tools snippets may see and call (default: all the pool has), or None for
+        a server that must stay invisible altogether (quarantined): it gets no pack and no status.
+        """
         packs = dict(local)
-        status = {s.name: s for s in pool.status()}
+        seen = visible or pool.tools
+        catalogue = {s.name: seen(s.name) for s in pool.status()}
+        status = {
+            s.name: replace(s, tool_count=len(shown)) for s in pool.status() if (shown := catalogue[s.name]) is not None
+        }
         for server, st in status.items():
-            upstream = upstream_tools(st.pack, server, pool.tools(server))
+            upstream = upstream_tools(st.pack, server, catalogue[server] or ())
             mine = packs.get(st.pack)
             if mine is None:
                 packs[st.pack] = Pack(name=st.pack, tools=upstream, server=server)

@@ -3,18 +3,20 @@
 run.py     the `run` face (code mode)          fanout.py  list_changed to clients of both eras
 inspect.py the inspect/exec face
 stdio.py   MCP over stdin/stdout               http.py    the HTTP front: socket, routes, uvicorn
-ops.py     /health
+ops.py     /health /ready /status             admin.py   /admin: the control plane's JSON API
 """
 
+from onetool.serve.admin import admin_routes
 from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
 from onetool.serve.inspect import build_inspect_server
 from onetool.serve.limits import HttpLimits
-from onetool.serve.ops import ops_routes
+from onetool.serve.ops import MCP_ENDPOINTS, ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, build_run_server
 from onetool.serve.stdio import serve_stdio
 
 __all__ = [
+    "MCP_ENDPOINTS",
     "RUN_INPUT_SCHEMA",
     "ChangeSubscription",
     "GatewayLike",
@@ -22,6 +24,7 @@ __all__ = [
     "ListChangedFanout",
     "Listener",
     "Routes",
+    "admin_routes",
     "build_inspect_server",
     "build_run_server",
     "face_server",

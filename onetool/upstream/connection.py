@@ -81,7 +81,7 @@ class Connection:
         self._on_change = on_change
         self._on_notification = on_notification
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
-        self.failure: Failure | None = None if config.enabled else Failure("disabled in the config")
+        self.failure: Failure | None = None if config.enabled else Failure("disabled")
         self.tools: list[types.Tool] = []
         self.protocol_version: str | None = None
         self.instructions: str | None = None

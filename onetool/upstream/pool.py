@@ -1,4 +1,4 @@
-"""The upstream pool: every configured server, connected in parallel, called by name."""
+"""The upstream pool: every server, connected in parallel, called by name; servers come and go while it runs."""
 
 from __future__ import annotations
 
@@ -51,20 +51,16 @@ class UpstreamPool:
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
-        self._connections = {
-            name: Connection(
-                name,
-                config,
-                mode=mode,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                probe_interval=probe_interval,
-                on_change=self._changes.publish,
-                token_store=token_store,
-                on_notification=on_notification,
-            )
-            for name, config in servers.items()
+        self._options: dict[str, Any] = {
+            "mode": mode,
+            "backoff_base": backoff_base,
+            "backoff_max": backoff_max,
+            "probe_interval": probe_interval,
+            "token_store": token_store,
+            "on_notification": on_notification,
         }
+        self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
+        self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended
         self._tg: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
@@ -74,7 +70,7 @@ class UpstreamPool:
         try:
             with LogSpan("proxy.init", serverCount=len(enabled)) as span:
                 for conn in enabled:
-                    self._tg.start_soon(conn.run, name=f"upstream owner {conn.name}")
+                    self._start(conn)
                 for conn in enabled:
                     await conn.first_attempt.wait()
                 connected = [c for c in enabled if c.status is ServerState.CONNECTED]
@@ -101,6 +97,52 @@ class UpstreamPool:
             await tg.__aexit__(None, None, None)
         finally:
             self._changes.close()
+
+    # ----- servers that come and go while the pool runs ------------------------------------------
+
+    async def put(self, name: str, config: ServerConfig) -> ServerStatus:
+        """Add ``name``, or replace its connection (restart, enable, disable, new spec); its status after the
+        first connection attempt. The old connection's owner task, and any process it started, are gone first."""
+        await self._end(name)
+        conn = self._connections[name] = self._connection_for(name, config)
+        self._changes.publish(name)
+        if config.enabled:
+            self._start(conn)
+            await conn.first_attempt.wait()
+        return conn.snapshot()
+
+    async def remove(self, name: str) -> None:
+        """Stop ``name`` and wait until its owner task (and any process it started) is gone."""
+        await self._end(name)
+        del self._connections[name]
+        self._changes.publish(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._connections
+
+    def _connection_for(self, name: str, config: ServerConfig) -> Connection:
+        return Connection(name, config, on_change=self._changes.publish, **self._options)
+
+    def _start(self, conn: Connection) -> None:
+        if self._tg is None:
+            raise RuntimeError("the pool is not open")
+        done = self._owners[conn.name] = anyio.Event()
+
+        async def own() -> None:
+            try:
+                await conn.run()
+            finally:
+                done.set()
+
+        self._tg.start_soon(own, name=f"upstream owner {conn.name}")
+
+    async def _end(self, name: str) -> None:
+        conn = self._connections.get(name)
+        done = self._owners.pop(name, None)
+        if conn is None or done is None:
+            return
+        conn.stop()
+        await done.wait()
 
     async def call(
         self,

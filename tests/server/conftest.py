@@ -12,8 +12,8 @@ from onetool.serve import Listener, build_run_server, listen, mcp_routes, ops_ro
 
 
 def run_face_routes(gateway: Any, listener: Listener) -> list[Any]:
-    """The routes `onetool serve --http` mounts: the run face at /mcp and /health."""
-    return [mcp_routes("/mcp", build_run_server(gateway), listener), ops_routes()]
+    """The routes `onetool serve --http` mounts: the run face at /mcp and the ops routes (with no servers)."""
+    return [mcp_routes("/mcp", build_run_server(gateway), listener), ops_routes(list, listener)]
 
 
 @asynccontextmanager

@@ -1,0 +1,106 @@
+"""The control plane: `onetool run` on a running gateway vs standalone, list_changed delay after admin actions."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import yaml
+from mcp import Client
+
+from bench import Row, median_p90, ms
+
+ROOT = Path(__file__).resolve().parent.parent
+ONETOOL = str(Path(sys.executable).with_name("onetool"))
+TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
+
+
+def _wall(args: list[str], env: dict[str, str], n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        subprocess.run([ONETOOL, *args], capture_output=True, check=True, env=env)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _admin(url: str, token: str, path: str) -> None:
+    request = urllib.request.Request(
+        url.rsplit("/mcp", 1)[0] + path, method="POST", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+async def _list_changed_delays(url: str, token: str, n: int) -> list[float]:
+    """Request start -> the /mcp client's notifications/tools/list_changed, for alternating disable/enable."""
+    heard: list[float] = []
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", "") == "notifications/tools/list_changed":
+            heard.append(time.perf_counter())
+
+    delays = []
+    async with Client(url, mode="legacy", message_handler=on_message) as client:
+        await client.list_tools()
+        for i in range(n):
+            await anyio.sleep(0.3)  # the previous action's notifications are in
+            start = time.perf_counter()
+            action = "disable" if i % 2 == 0 else "enable"
+            await anyio.to_thread.run_sync(_admin, url, token, f"/admin/servers/time/{action}")
+            with anyio.fail_after(10):
+                while not any(t > start for t in heard):
+                    await anyio.sleep(0.001)
+            delays.append(min(t for t in heard if t > start) - start)
+    return delays
+
+
+async def run() -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        config = folder / "onetool.yaml"
+        config.write_text(yaml.safe_dump({"servers": {"time": {"command": TIME_SERVER}}}))
+        env = {**os.environ, "ONETOOL_STATE_DIR": str(folder / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "run")}
+        alone = {**env, "ONETOOL_RUNTIME_DIR": str(folder / "no-gateway")}
+        standalone = _wall(["run", "--config", str(ROOT / "onetool.yaml"), "-c", "1+1"], alone, 3)
+        gateway = subprocess.Popen(
+            [ONETOOL, "serve", "--http", "--config", str(config), "--log-level", "WARNING"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        try:
+            assert gateway.stdout is not None
+            url = gateway.stdout.readline().strip()
+            token = json.loads((folder / "run" / "gateway.json").read_text())["admin_token"]
+            attached = _wall(["run", "-c", "1+1"], env, 20)
+            delays = await _list_changed_delays(url, token, 20)
+        finally:
+            gateway.terminate()
+            gateway.wait(15)
+    rows.append(
+        Row("control", "onetool run -c '1+1' attached, wall (median / p90 of 20)", median_p90(attached), "0.3 s")
+    )
+    rows.append(
+        Row(
+            "control",
+            "onetool run -c '1+1' standalone, example config (median of 3)",
+            ms(statistics.median(standalone)),
+        )
+    )
+    rows.append(
+        Row("control", "admin disable/enable -> list_changed on /mcp (median / p90 of 20)", median_p90(delays), "1 s")
+    )
+    return rows

@@ -1,0 +1,48 @@
+"""Server changes while no gateway runs: straight to the state store, applied when the gateway starts.
+
+Only what needs no live server can wait: add, remove, enable, disable, quarantine. Approval records the
+tools as they are now, and restart needs a running server, so both need the gateway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onetool.config import Config
+from onetool.control import rules
+from onetool.control.views import ControlError
+from onetool.state import StateStore
+
+LATER = "applies when the gateway starts"
+_NEEDS_GATEWAY = {"approve": "it records the tools as they are now", "restart": "nothing runs to restart"}
+
+
+async def change_offline(config: Config, action: str, name: str, spec: dict[str, Any] | None = None) -> str:
+    """Record ``action`` on ``name`` in the store (as the CLI); what was done, for the user."""
+    if action in _NEEDS_GATEWAY:
+        raise ControlError(
+            f"no gateway is running, and {action} needs one ({_NEEDS_GATEWAY[action]}); start it with "
+            "`onetool serve --http`",
+            409,
+        )
+    async with await StateStore.open(config.state.url) as store:
+        added = await store.added_servers()
+        names = [*config.servers, *(n for n in added if n not in config.servers)]
+        if action == "add":
+            _, stored = rules.new_server(name, spec, names, "cli")
+            await store.add_server(name, stored, "cli")
+            return f"added server '{name}'; {LATER}"
+        if name not in names:
+            raise rules.unknown(name, names)
+        if action == "remove":
+            if name in config.servers:
+                raise rules.in_config_file(name, config.path)
+            await store.remove_server(name, "cli")
+            return f"removed server '{name}'; {LATER}"
+        if action in ("enable", "disable"):
+            await store.set_enabled(name, action == "enable", "cli")
+        elif action == "quarantine":
+            await store.set_quarantined(name, True, "cli")
+        else:
+            raise ControlError(f"unknown action '{action}'")
+        return f"{action}d server '{name}'; {LATER}"

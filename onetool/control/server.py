@@ -1,0 +1,311 @@
+"""The gateway's control plane: the live set of servers, their overrides and their trust, changed at run time.
+
+Config-file servers and servers added at run time (kept in the state store) are merged at startup, with the
+store's overrides (enabled, quarantined) applied. Each change goes to the store first (with its audit entry),
+then to the running pool, then to the faces (``on_change``); a failed store write changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from onetool.config import Config, ServerConfig, to_identifier, validate_server
+from onetool.control import rules
+from onetool.control.trust import Trust
+from onetool.control.views import ControlError, HeldTool, ServerView
+from onetool.errors import ConfigError, StateError
+from onetool.logs import logger
+from onetool.state.records import Actor
+from onetool.upstream.status import ServerState
+
+if TYPE_CHECKING:
+    from mcp import types
+
+    from onetool.state import StateStore
+    from onetool.upstream import UpstreamPool
+
+
+@dataclass
+class _Server:
+    config: ServerConfig
+    """As the config file or the add gave it."""
+    added_by: Actor | None
+    enabled: bool
+    trust: Trust
+
+    def pool_config(self) -> ServerConfig:
+        if self.config.enabled == self.enabled:
+            return self.config
+        return self.config.model_copy(update={"enabled": self.enabled})
+
+
+class ServerControl:
+    """Build with :meth:`load`, then :meth:`attach` the pool made from :meth:`configs`."""
+
+    def __init__(self, servers: dict[str, _Server], store: StateStore, config_path: Path | None) -> None:
+        self._servers = servers
+        self._store = store
+        self._config_path = config_path
+        self._pool: UpstreamPool | None = None
+        self._on_change: Callable[[], None] = lambda: None
+        self._lock = anyio.Lock()  # one change at a time: each reads the state the previous one left
+
+    @classmethod
+    async def load(cls, config: Config, store: StateStore) -> ServerControl:
+        """The config's servers, the servers added at run time, and the store's overrides and approvals."""
+        servers = {name: (s, None) for name, s in config.servers.items()}
+        packs = {to_identifier(name): name for name in servers}
+        for name, added in (await store.added_servers()).items():
+            if to_identifier(name) in packs:
+                logger.warning(
+                    "server '{}' (added by {}) clashes with '{}' in the config file: the file's server is used",
+                    name,
+                    added.added_by,
+                    packs[to_identifier(name)],
+                )
+                continue
+            try:
+                servers[name] = (validate_server(name, added.spec), added.added_by)
+            except ConfigError as e:
+                logger.error("{}; remove it with `onetool servers remove {}`", e, name)
+                continue
+            packs[to_identifier(name)] = name
+        overrides = await store.overrides()
+        loaded: dict[str, _Server] = {}
+        for name, (server, added_by) in servers.items():
+            o = overrides.get(name)
+            enabled = server.enabled if o is None or o.enabled is None else o.enabled
+            quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
+            approved_at = o.approved_at if o is not None else None
+            approved = await store.approved_tools(name) if approved_at is not None else {}
+            loaded[name] = _Server(server, added_by, enabled, Trust(quarantined, approved_at, approved))
+        return cls(loaded, store, config.path)
+
+    def configs(self) -> dict[str, ServerConfig]:
+        """What the pool connects: each server with its enabled override applied."""
+        return {name: s.pool_config() for name, s in self._servers.items()}
+
+    async def attach(self, pool: UpstreamPool, on_change: Callable[[], None]) -> None:
+        """Start controlling ``pool``; ``on_change()`` after every change of what a face may show."""
+        self._pool = pool
+        for name in self._servers:
+            await self._report(name, self._review(name))
+        self._on_change = on_change
+
+    # ----- what faces see ------------------------------------------------------------------------
+
+    def shown(self, server: str) -> list[types.Tool] | None:
+        """The tools every face may show and call; None for a quarantined server (invisible altogether)."""
+        pool = self._live()
+        s = self._servers.get(server)
+        if s is None:
+            return pool.tools(server) if server in pool else []
+        if s.trust.quarantined:
+            return None
+        return s.trust.visible(pool.tools(server))
+
+    def tools(self, server: str) -> list[types.Tool]:
+        """Every tool the server offers now, held or not: for an admin's review."""
+        self._require(server)
+        return self._live().tools(server)
+
+    async def refresh(self, server: str) -> None:
+        """After a server's catalogue or status changed: re-check its tools against their approval, tell the
+        faces, then log and audit what changed after approval."""
+        fresh = self._review(server)
+        # Faces first: a held tool must be gone from them before anyone can read that it is held.
+        self._on_change()
+        await self._report(server, fresh)
+
+    def _review(self, server: str) -> list[HeldTool]:
+        s = self._servers.get(server)
+        pool = self._live()
+        if s is None or server not in pool:
+            return []
+        return s.trust.review(server, pool.tools(server))
+
+    async def _report(self, server: str, fresh: list[HeldTool]) -> None:
+        for held in fresh:
+            logger.bind(server=server, tool=held.tool).warning(
+                "server '{}': tool '{}' changed after approval; it is held until an admin approves it "
+                "(onetool servers approve {} --tool {}):\n{}",
+                server,
+                held.tool,
+                server,
+                held.tool,
+                held.diff,
+            )
+            try:
+                await self._store.record("tool_changed", "gateway", server, {"tool": held.tool, "diff": held.diff})
+            except StateError as e:
+                logger.error("could not audit the change of {}.{}: {}", server, held.tool, e)
+
+    # ----- reading -------------------------------------------------------------------------------
+
+    def list(self) -> list[ServerView]:
+        return [self._view(status.name) for status in self._live().status() if status.name in self._servers]
+
+    def get(self, name: str) -> ServerView:
+        self._require(name)
+        return self._view(name)
+
+    def report(self, name: str) -> dict[str, Any]:
+        """One server for an admin: its full view, every tool it offers (held or not), its held changes."""
+        view = self.get(name)
+        held = {h.tool: h for h in self.held() if h.server == name}
+        tools = [{"name": t.name, "description": t.description or "", "held": t.name in held} for t in self.tools(name)]
+        return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
+
+    def held(self) -> list[HeldTool]:
+        out: list[HeldTool] = []
+        pool = self._live()
+        for name, s in self._servers.items():
+            if s.trust.quarantined:
+                out += [_quarantined(name, t) for t in (pool.tools(name) if name in pool else [])]
+            else:
+                out += s.trust.held.values()
+        return out
+
+    # ----- changes -------------------------------------------------------------------------------
+
+    async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerView:
+        async with self._lock:
+            config, stored = rules.new_server(name, spec, self._servers, actor)
+            added = await self._store.add_server(name, stored, actor)
+            self._servers[name] = _Server(config, added.added_by, config.enabled, Trust(config.quarantined))
+            self._log(name, "added", actor, quarantined=config.quarantined)
+            await self._live().put(name, config)
+            return await self._changed(name)
+
+    async def remove(self, name: str, *, actor: Actor) -> None:
+        async with self._lock:
+            s = self._servers.get(name)
+            if s is not None and s.added_by is None:
+                raise rules.in_config_file(name, self._config_path)
+            # An added server whose stored spec no longer loads is not running, but can still be removed.
+            if not await self._store.remove_server(name, actor) and s is None:
+                raise rules.unknown(name, self._servers)
+            self._servers.pop(name, None)
+            if name in self._live():
+                await self._live().remove(name)
+            self._log(name, "removed", actor)
+            await self.refresh(name)
+
+    async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
+        async with self._lock:
+            s = self._require(name)
+            await self._store.set_enabled(name, enabled, actor)
+            if s.enabled != enabled:
+                s.enabled = enabled
+                await self._live().put(name, s.pool_config())
+            self._log(name, "enabled" if enabled else "disabled", actor)
+            return await self._changed(name)
+
+    async def restart(self, name: str, *, actor: Actor) -> ServerView:
+        async with self._lock:
+            s = self._require(name)
+            if not s.enabled:
+                raise ControlError(f"server '{name}' is disabled; enable it to start it", 409)
+            await self._store.record("restart_server", actor, name)
+            self._log(name, "restarted", actor)
+            await self._live().put(name, s.pool_config())
+            return await self._changed(name)
+
+    async def quarantine(self, name: str, *, actor: Actor) -> ServerView:
+        async with self._lock:
+            s = self._require(name)
+            await self._store.set_quarantined(name, True, actor)
+            s.trust.quarantined, s.trust.approved_at = True, None
+            self._log(name, "quarantined", actor)
+            return await self._changed(name)
+
+    async def approve(self, name: str, *, actor: Actor, tools: Sequence[str] | None = None) -> ServerView:
+        """Let a quarantined server's tools in (recording them as approved), or the named held tools.
+
+        For the admin API and the CLI only: no MCP tool may reach this.
+        """
+        async with self._lock:
+            s = self._require(name)
+            status = self._live().server_status(name)
+            if status.status is not ServerState.CONNECTED:
+                raise ControlError(
+                    f"server '{name}' is {status.status}: its tools cannot be reviewed now; approve it once it is "
+                    "connected",
+                    409,
+                )
+            current = {t.name: t for t in self._live().tools(name)}
+            if tools is None:
+                override = await self._store.approve_server(name, actor, current.values())
+                s.trust.quarantined, s.trust.approved_at = False, override.approved_at
+                s.trust.approved = await self._store.approved_tools(name)
+                self._log(name, "approved", actor, tools=len(current))
+            else:
+                if s.trust.quarantined:
+                    raise ControlError(f"server '{name}' is quarantined: approve the server, not single tools", 409)
+                unheld = [t for t in tools if t not in s.trust.held]
+                if unheld or not tools:
+                    raise ControlError(
+                        f"server '{name}' holds no tool named {', '.join(map(repr, unheld)) or '(none given)'}; "
+                        f"held: {', '.join(s.trust.held) or 'none'}"
+                    )
+                s.trust.approved |= await self._store.approve_tools(name, [current[t] for t in tools], actor)
+                self._log(name, "tools approved", actor, tools=sorted(tools))
+            return await self._changed(name)
+
+    # ----- helpers -------------------------------------------------------------------------------
+
+    def _live(self) -> UpstreamPool:
+        if self._pool is None:
+            raise RuntimeError("the control plane has no pool yet")
+        return self._pool
+
+    def _require(self, name: str) -> _Server:
+        s = self._servers.get(name)
+        if s is None:
+            raise rules.unknown(name, self._servers)
+        return s
+
+    async def _changed(self, name: str) -> ServerView:
+        await self.refresh(name)
+        return self._view(name)
+
+    def _view(self, name: str) -> ServerView:
+        s = self._servers[name]
+        st = self._live().server_status(name)
+        return ServerView(
+            name=name,
+            pack=st.pack,
+            type=st.type,
+            status="quarantined" if s.trust.quarantined and s.enabled else str(st.status),
+            enabled=s.enabled,
+            quarantined=s.trust.quarantined,
+            error=st.error,
+            detail=st.detail,
+            fix=st.fix,
+            tool_count=st.tool_count,
+            held_tools=sorted(s.trust.held),
+            protocol_version=st.protocol_version,
+            instructions=st.instructions,
+            added_by=s.added_by,
+            oauth_status=st.oauth_status,
+        )
+
+    @staticmethod
+    def _log(name: str, done: str, actor: Actor, **fields: Any) -> None:
+        logger.bind(server=name, actor=actor, **fields).info("server '{}' {} by {}", name, done, actor)
+
+
+def _quarantined(server: str, tool: types.Tool) -> HeldTool:
+    return HeldTool(
+        server=server,
+        tool=tool.name,
+        reason="server quarantined",
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema),
+        diff=None,
+    )

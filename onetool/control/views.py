@@ -1,0 +1,70 @@
+"""What the control plane hands out: one server as operators see it, a held tool, and its error."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from onetool.errors import OneToolError
+
+HeldReason = Literal["server quarantined", "changed after approval"]
+
+
+class ControlError(OneToolError):
+    """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One server as operators see it (admin API, CLI, /status, the upstream_servers tool)."""
+
+    name: str
+    pack: str
+    type: str
+    status: str
+    """A ServerState value, or "quarantined" for an enabled server that awaits approval."""
+    enabled: bool
+    quarantined: bool
+    error: str | None
+    detail: str | None
+    """The operator's view of the error (an upstream's stderr line): never for an MCP client."""
+    fix: str | None
+    tool_count: int
+    held_tools: list[str] = field(default_factory=list)
+    """Tools changed (or new) after approval, awaiting approval again."""
+    protocol_version: str | None = None
+    instructions: str | None = None
+    added_by: str | None = None
+    """None for a config-file server, else the actor that added it."""
+    oauth_status: str | None = None
+    """For an OAuth server: authenticated, pending_authorization or authentication_failed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, for the admin API and the CLI."""
+        return asdict(self)
+
+    def public(self) -> dict[str, Any]:
+        """JSON-able, without ``detail``: for anything an MCP client sees."""
+        data = asdict(self)
+        del data["detail"]
+        return data
+
+
+@dataclass(frozen=True)
+class HeldTool:
+    """A tool no face shows until an admin approves it, with what the admin needs to review it."""
+
+    server: str
+    tool: str
+    reason: HeldReason
+    description: str
+    input_schema: dict[str, Any]
+    diff: str | None
+    """For a changed tool: a unified diff from the approved definition (from nothing for a new tool)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,142 @@
+"""The admin API under /admin (JSON), always behind the admin token, also on loopback.
+
+    GET    /admin/servers                  every server, with full status (the error's detail included)
+    POST   /admin/servers                  {"name": ..., "spec": {...one config entry...}} -> 201, the server
+    GET    /admin/servers/{name}           the server, its tools and its held changes
+    DELETE /admin/servers/{name}           remove a server added at run time
+    POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional)
+    GET    /admin/held                     every held tool, for review
+    POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints)
+
+A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
+Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict),
+500 (the state store failed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from mcp.types import CallToolResult
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route, Router
+
+from onetool.control import ControlError, ServerControl
+from onetool.errors import StateError
+from onetool.serve.http import BearerGuard, Routes
+from onetool.state.records import Actor
+
+__all__ = ["ACTOR_HEADER", "AdminGateway", "admin_routes"]
+
+ACTOR_HEADER = "X-OneTool-Actor"
+_ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
+_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve")
+
+
+class AdminGateway(Protocol):
+    control: ServerControl
+
+    async def run(self, code: str) -> CallToolResult: ...
+
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def _json(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """One place that turns a handler's value or failure into the API's JSON."""
+
+    async def endpoint(request: Request) -> JSONResponse:
+        try:
+            return JSONResponse(await handler(request), status_code=status)
+        except ControlError as e:
+            return JSONResponse({"error": str(e)}, status_code=e.status)
+        except StateError as e:
+            return JSONResponse({"error": str(e)}, status_code=500)
+
+    return endpoint
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise ControlError(f"the request body is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ControlError(f"the request body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _actor(request: Request) -> Actor:
+    given = request.headers.get(ACTOR_HEADER, "api")
+    actor = _ACTORS.get(given)
+    if actor is None:
+        raise ControlError(f"{ACTOR_HEADER} must be one of {', '.join(_ACTORS)}, got {given!r}")
+    return actor
+
+
+def admin_routes(gateway: AdminGateway, admin_token: str) -> Routes:
+    control = gateway.control
+
+    async def list_servers(_request: Request) -> Any:
+        return {"servers": [view.to_dict() for view in control.list()]}
+
+    async def show(request: Request) -> Any:
+        return control.report(request.path_params["name"])
+
+    async def add(request: Request) -> Any:
+        body = await _body(request)
+        name, spec = body.get("name"), body.get("spec")
+        if not isinstance(name, str) or not isinstance(spec, dict):
+            raise ControlError('expected {"name": "...", "spec": {...}} (spec: one server entry as in the config)')
+        return (await control.add(name, spec, actor=_actor(request))).to_dict()
+
+    async def remove(request: Request) -> Any:
+        name = request.path_params["name"]
+        await control.remove(name, actor=_actor(request))
+        return {"removed": name}
+
+    async def act(request: Request) -> Any:
+        name, action, actor = request.path_params["name"], request.path_params["action"], _actor(request)
+        if action in ("enable", "disable"):
+            view = await control.set_enabled(name, action == "enable", actor=actor)
+        elif action == "restart":
+            view = await control.restart(name, actor=actor)
+        elif action == "quarantine":
+            view = await control.quarantine(name, actor=actor)
+        elif action == "approve":
+            tools = (await _body(request)).get("tools")
+            if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+                raise ControlError('"tools" must be a list of tool names')
+            view = await control.approve(name, actor=actor, tools=tools)
+        else:
+            raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
+        return view.to_dict()
+
+    async def held(_request: Request) -> Any:
+        return {"held": [h.to_dict() for h in control.held()]}
+
+    async def run(request: Request) -> Any:
+        code = (await _body(request)).get("code")
+        if not isinstance(code, str):
+            raise ControlError('expected {"code": "..."}')
+        result = await gateway.run(code)
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    router = Router(
+        [
+            Route("/servers", _json(list_servers), methods=["GET"]),
+            Route("/servers", _json(add, 201), methods=["POST"]),
+            Route("/servers/{name}", _json(show), methods=["GET"]),
+            Route("/servers/{name}", _json(remove), methods=["DELETE"]),
+            Route("/servers/{name}/{action}", _json(act), methods=["POST"]),
+            Route("/held", _json(held), methods=["GET"]),
+            Route("/run", _json(run), methods=["POST"]),
+        ]
+    )
+    return Routes([Mount("/admin", app=BearerGuard(router, admin_token))])

@@ -1,0 +1,110 @@
+"""/health, /ready and /status: what probes and operators read, and who may read it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
+from tests.gateway.admin import origin
+from tests.gateway.conftest import start_http_gateway, stop, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+def get(url: str, path: str, token: str | None = None) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(origin(url) + path, headers=headers), timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def until(check: Any, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return found
+
+
+async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back(tmp_path: Path) -> None:
+    flag = tmp_path / "refuse"
+    # The fixture server refuses to start while the flag file exists, so its restart fails until it is gone.
+    starter = (
+        f'test -e "{flag}" && {{ echo refusing >&2; exit 3; }}; exec "{PYTHON}" "{FIXTURES / "fault_server.py"}" ok'
+    )
+    marker = f"st-{uuid.uuid4().hex}"
+    config = {
+        "servers": {
+            "fx": {"command": "sh", "args": ["-c", starter]},
+            "time": {"command": TIME_SERVER},
+            "off": {"command": "node", "enabled": False},
+            "q": {"command": TIME_SERVER, "quarantined": True},
+        }
+    }
+    served = start_http_gateway(tmp_path, config, marker)
+    try:
+        assert get(served.url, "/ready") == (200, {"ready": True, "not_ready": []})
+        status, health = get(served.url, "/health")
+        assert status == 200 and health == {
+            "status": "ok",
+            "servers": {"connected": 2, "disabled": 1, "quarantined": 1},
+        }
+        pid = json.loads(text_of(await served.run("fx.pid()")))
+        flag.touch()
+        os.kill(pid, signal.SIGKILL)
+        status, body = until(lambda: (r := get(served.url, "/ready"))[0] == 503 and r)
+        assert body["ready"] is False and [s["name"] for s in body["not_ready"]] == ["fx"]
+        assert get(served.url, "/health")[0] == 200  # alive, if not ready
+        flag.unlink()
+        until(lambda: get(served.url, "/ready")[0] == 200)
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) -> None:
+    marker = f"st-{uuid.uuid4().hex}"
+    config = {
+        "servers": {
+            "time": {"command": TIME_SERVER},
+            "broken": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "exit"], "connect_timeout": 5},
+        }
+    }
+    served = start_http_gateway(tmp_path, config, marker, env={"ONETOOL_TOKEN": "mcp-secret"})
+    try:
+        assert get(served.url, "/status")[0] == 401  # a token is set: /status needs it, like /mcp
+        assert get(served.url, "/health")[0] == 200 and get(served.url, "/ready")[0] == 503  # probes do not
+        status, body = get(served.url, "/status", token="mcp-secret")
+        assert status == 200
+        assert body["endpoints"] == {"/mcp": True, "/mcp/direct": False, "/mcp/inspect": False}
+        by_name = {s["name"]: s for s in body["servers"]}
+        assert by_name["time"] == {
+            "name": "time",
+            "pack": "time",
+            "type": "stdio",
+            "status": "connected",
+            "enabled": True,
+            "quarantined": False,
+            "error": None,
+            "fix": None,
+            "tool_count": 2,
+            "held_tools": [],
+            "protocol_version": "2026-07-28",
+            "instructions": by_name["time"]["instructions"],
+            "added_by": None,
+        }
+        assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
+        assert "detail" not in by_name["broken"]  # the upstream's stderr is for operators only
+    finally:
+        assert stop(served.proc) == 0
