@@ -109,6 +109,13 @@ class SandboxConfig(_Strict):
 
 class HttpConfig(_Strict):
     token: str | None = Field(default=None, repr=False, description="bearer token clients must send")
+    enable_direct_endpoint: bool = Field(
+        default=False, description="serve /mcp/direct: every upstream tool as server:tool, plus management tools"
+    )
+    direct_separator: Literal[":", "__", "."] = Field(
+        default=":",
+        description="between server and tool names on /mcp/direct; '__' or '.' for clients that reject ':'",
+    )
 
 
 class StateConfig(_Strict):

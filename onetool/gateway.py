@@ -27,11 +27,40 @@ from onetool.logs import LogSpan, logger
 from onetool.precheck import precheck
 from onetool.registry import Pack, PackContext, Registry, load_local_packs
 from onetool.results import returned_media, run_result
-from onetool.upstream import UpstreamPool
+from onetool.upstream import ServerStatus, UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
 
 _SHAPE_ON_LOOP_BYTES = 256 * 1024
 """A run result up to this size is shaped on the event loop; a larger one in a worker thread."""
+
+
+# ---- STAND-IN for helper A's control plane (issue 10); drop this class, and the block in Gateway, at merge ----
+class _ControlStandIn:
+    """STAND-IN for helper A's ServerControl (drop at merge): lists the pool's servers, changes nothing."""
+
+    def __init__(self, pool: UpstreamPool) -> None:
+        self._pool = pool
+
+    def list(self) -> list[ServerStatus]:
+        return self._pool.status()
+
+    def held(self) -> list[Any]:
+        raise NotImplementedError("the control plane (helper A) has not landed")
+
+    async def add(self, name: str, spec: Any, *, actor: str) -> Any:
+        raise NotImplementedError("the control plane (helper A) has not landed")
+
+    async def remove(self, name: str, *, actor: str) -> None:
+        raise NotImplementedError("the control plane (helper A) has not landed")
+
+    async def set_enabled(self, name: str, enabled: bool, *, actor: str) -> Any:
+        raise NotImplementedError("the control plane (helper A) has not landed")
+
+    async def restart(self, name: str, *, actor: str) -> Any:
+        raise NotImplementedError("the control plane (helper A) has not landed")
+
+
+# ---- end of STAND-IN ----
 
 
 class Gateway:
@@ -68,6 +97,21 @@ class Gateway:
     ) -> None:
         self._changes.close()
         await self._stack.aclose()
+
+    @property
+    def pool(self) -> UpstreamPool:
+        """The upstream pool, for faces that call upstream tools by their own names (/mcp/direct)."""
+        return self._pool
+
+    # ---- STAND-IN for helper A's control plane (issue 10, ISSUE10-INTERFACE.md); drop this block at merge ----
+    @property
+    def control(self) -> _ControlStandIn:
+        return _ControlStandIn(self._pool)
+
+    def visible_tools(self, server: str) -> list[types.Tool]:
+        return self._pool.tools(server)
+
+    # ---- end of STAND-IN ----
 
     def describe_run(self) -> str:
         return self._description

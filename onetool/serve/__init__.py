@@ -1,10 +1,12 @@
 """The gateway's faces and the transports that carry them: one module per face, route or transport.
 
 run.py     the `run` face (code mode)          fanout.py  list_changed to clients of both eras
+direct.py  the /mcp/direct face: server:tool   manage.py  its management tools (upstream_servers, ...)
 stdio.py   MCP over stdin/stdout               http.py    the HTTP front: socket, routes, uvicorn
 ops.py     /health
 """
 
+from onetool.serve.direct import build_direct_server
 from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
 from onetool.serve.limits import HttpLimits
@@ -20,6 +22,7 @@ __all__ = [
     "ListChangedFanout",
     "Listener",
     "Routes",
+    "build_direct_server",
     "build_run_server",
     "face_server",
     "listen",
