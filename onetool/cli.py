@@ -146,18 +146,16 @@ async def _serve(config: Config, listener: Listener | None) -> None:
             await serve.serve_stdio(run_face)  # returns on stdin EOF
         else:
             url = listener.url("/mcp")
-            direct = config.http.enable_direct_endpoint
 
             def ready() -> None:
                 print(url, flush=True)  # stdout is free in HTTP mode; scripts read the URL here
                 logger.info("serving MCP at {}", url)
-                if direct:
-                    logger.info("direct endpoint on: every upstream tool at {}", listener.url("/mcp/direct"))
 
             routes = [serve.mcp_routes("/mcp", run_face, listener), serve.ops_routes()]
-            if direct:
+            if config.http.enable_direct_endpoint:
                 direct_face = serve.build_direct_server(gateway, config.http.direct_separator)
                 routes.append(serve.mcp_routes("/mcp/direct", direct_face, listener))
+                logger.info("direct endpoint on: every upstream tool at {}", listener.url("/mcp/direct"))
             await serve.serve_http(listener, routes, on_ready=ready)
         tg.cancel_scope.cancel()
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.errors import ModelError
 from onetool.registry.schema import ToolSchema
@@ -162,10 +163,10 @@ class DirectFace:
             return error_result(catalogue.unknown(name, self._separator))
         try:
             bound = await target.schema.bind(name, [], arguments)
-            # The upstream's result, as it sent it: not reshaped, not cut.
-            return await self._gateway.pool.call(target.server, target.tool.name, bound)
+            result = await self._gateway.pool.call(target.server, target.tool.name, bound)
         except ModelError as e:
             return error_result(str(e))
+        return _unstamped(result)
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == "run":
@@ -174,6 +175,19 @@ class DirectFace:
             return MANAGEMENT_TOOLS[name].input_schema
         target = self.catalogue().tools.get(name)
         return target.tool.input_schema if target else None
+
+
+def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
+    """The upstream's result as it sent it (not reshaped, not cut), less the 2026 era's ``serverInfo`` stamp.
+
+    That stamp names the server answering on this connection, which is OneTool: the SDK stamps ours on 2026-era
+    replies, and handshake-era replies carry none.
+    """
+    meta = result.meta
+    if not meta or SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})
 
 
 def build_direct_server(gateway: DirectGateway, separator: Separator = ":") -> Server[dict[str, Any]]:
