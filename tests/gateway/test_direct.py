@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client, types
 from mcp.types import SERVER_INFO_META_KEY
@@ -42,6 +43,7 @@ EVERYTHING = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"]}
 TIME = {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}
 FAULT = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
 LONG = "a-server-name-long-enough-to-push-its-tool-names-past-sixty-four"
+ADMIN_TOKEN = f"admin-{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,17 @@ class Direct:
 
     def client(self, mode: str = "auto", **kwargs: Any) -> Client:
         return Client(self.url, mode=mode, read_timeout_seconds=60, **kwargs)  # type: ignore[arg-type]
+
+    def admin(self, path: str) -> None:
+        """POST to the admin API, as an operator would (the CLI does the same)."""
+        request = urllib.request.Request(
+            self.served.url.removesuffix("/mcp") + path,
+            data=b"{}",
+            method="POST",
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
 
     def log_lines(self, pattern: str) -> list[str]:
         return [line for line in self.served.log.read_text().splitlines() if pattern in line]
@@ -83,7 +96,7 @@ def direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Direct]:
             "off": {**FAULT, "enabled": False},
         },
     }
-    served = start_http_gateway(folder, config, marker)
+    served = start_http_gateway(folder, config, marker, env={"ONETOOL_ADMIN_TOKEN": ADMIN_TOKEN})
     try:
         yield Direct(served, folder)
     finally:
@@ -513,6 +526,22 @@ async def test_disable_and_enable_notify_both_eras_within_a_second(direct: Direc
                 await wait_for_names(clients.legacy, True, "time:")
             listed = await names(clients.legacy)
             assert ("time:convert_time" in listed) is present and "everything:echo" in listed
+
+
+@needs_control
+async def test_quarantine_and_approval_by_an_admin_notify_both_eras_within_a_second(direct: Direct) -> None:
+    async with era_clients(direct.url) as clients:
+        for action, present in (("quarantine", False), ("approve", True)):
+            clients.drain()
+            start = time.perf_counter()
+            await anyio.to_thread.run_sync(direct.admin, f"/admin/servers/time/{action}")
+            delays = await clients.delays(start)
+            assert all(d < 1.0 for d in delays.values()), (action, delays)
+            for client in (clients.legacy, clients.modern):
+                listed = await names(client)
+                assert ("time:convert_time" in listed) is present and "everything:echo" in listed
+        review = await call_json(clients.modern, "quarantine_security", {})
+        assert "time" not in [s["name"] for s in review["quarantined_servers"]]
 
 
 @needs_control
