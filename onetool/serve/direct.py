@@ -27,7 +27,15 @@ from onetool.serve.manage import MANAGEMENT_TOOLS, ControlLike, call_management
 from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, call_run, error_result, run_tool
 from onetool.upstream import UpstreamPool
 
-__all__ = ["MAX_NAME", "DirectCatalogue", "DirectGateway", "Separator", "build_direct_server", "direct_names"]
+__all__ = [
+    "MAX_NAME",
+    "DirectCatalogue",
+    "DirectFace",
+    "DirectGateway",
+    "Separator",
+    "build_direct_server",
+    "direct_names",
+]
 
 Separator = Literal[":", "__", "."]
 
