@@ -106,6 +106,7 @@ class DirectCatalogue:
     """One snapshot of what /mcp/direct lists and routes: rebuilt when the visible tools change."""
 
     def __init__(self, visible: Mapping[str, Sequence[types.Tool]], separator: str) -> None:
+        self.separator = separator
         by_name: dict[tuple[str, str], types.Tool] = {}
         for server, tools in visible.items():
             for t in tools:
@@ -120,15 +121,15 @@ class DirectCatalogue:
         self.key = _key(visible)
         self.servers = sorted({t.server for t in self.tools.values()})
 
-    def unknown(self, name: str, separator: str) -> str:
+    def unknown(self, name: str) -> str:
         """Why ``name`` cannot be called, and what can."""
         names = [*RESERVED, *self.tools]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6) if len(name) <= MAX_NAME else []
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
         return (
-            f"unknown tool {shown!r} on /mcp/direct{hint} Upstream tools are named server{separator}tool; servers "
-            f"with tools now: {', '.join(self.servers) or 'none'} (tools/list has them all). A server that is "
+            f"unknown tool {shown!r} on /mcp/direct.{hint} Upstream tools are named server{self.separator}tool; "
+            f"servers with tools now: {', '.join(self.servers) or 'none'} (tools/list has them all). A server that is "
             "disabled, disconnected or quarantined lists no tools: upstream_servers(operation='list') says why."
         )
 
@@ -168,7 +169,7 @@ class DirectFace:
         catalogue = self.catalogue()
         target = catalogue.tools.get(name)
         if target is None:
-            return error_result(catalogue.unknown(name, self._separator))
+            return error_result(catalogue.unknown(name))
         try:
             bound = await target.schema.bind(name, [], arguments)
             result = await self._gateway.pool.call(target.server, target.tool.name, bound)
