@@ -268,12 +268,18 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
         serve.admin_routes(gateway, admin_token),
         tools_module_routes(lambda: gateway.registry, listener),
     ]
+    if config.http.enable_direct_endpoint:
+        endpoints.append("/mcp/direct")
+        direct_face = serve.build_direct_server(gateway, config.http.direct_separator)
+        routes.append(serve.mcp_routes("/mcp/direct", direct_face, listener))
     if config.http.enable_inspect_endpoint:
         endpoints.append("/mcp/inspect")
         routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
     def ready() -> None:
         logger.info("serving MCP at {} ({} face)", url, mode)
+        if config.http.enable_direct_endpoint:
+            logger.info("direct endpoint on: every upstream tool at {}", listener.url("/mcp/direct"))
         if config.http.enable_inspect_endpoint:
             logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
         # Last, and once: a script that waits for the URL on stdout then finds the startup log complete.

@@ -154,6 +154,13 @@ class HttpConfig(_Strict):
         description="bearer token for /admin (default: $ONETOOL_ADMIN_TOKEN, else one generated at start)",
     )
     enable_inspect_endpoint: bool = Field(default=False, description="serve the inspect/exec face at /mcp/inspect")
+    enable_direct_endpoint: bool = Field(
+        default=False, description="serve /mcp/direct: every upstream tool as server:tool, plus management tools"
+    )
+    direct_separator: Literal[":", "__", "."] = Field(
+        default=":",
+        description="between server and tool names on /mcp/direct; '__' or '.' for clients that reject ':'",
+    )
 
 
 class InspectConfig(_Strict):

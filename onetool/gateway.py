@@ -79,6 +79,11 @@ class Gateway:
         self._changes.close()
         await self._stack.aclose()
 
+    @property
+    def pool(self) -> UpstreamPool:
+        """The upstream pool, for faces that call upstream tools by their own names (/mcp/direct)."""
+        return self._pool
+
     def describe_run(self) -> str:
         return self._description
 

@@ -38,7 +38,16 @@ from onetool.logs import logger
 from onetool.relay import RunClient
 from onetool.serve.fanout import connection_of, face_server
 
-__all__ = ["DEFAULT_LOG_LEVEL", "INSTRUCTIONS", "RUN_INPUT_SCHEMA", "GatewayLike", "build_run_server"]
+__all__ = [
+    "DEFAULT_LOG_LEVEL",
+    "INSTRUCTIONS",
+    "RUN_INPUT_SCHEMA",
+    "GatewayLike",
+    "build_run_server",
+    "call_run",
+    "error_result",
+    "run_tool",
+]
 
 INSTRUCTIONS: Final = (
     "OneTool gives you many MCP servers through one tool, `run`: call it with a short Python snippet in which "
@@ -73,7 +82,7 @@ class GatewayLike(Protocol):
     def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
 
 
-def _error(text: str) -> CallToolResult:
+def error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
@@ -121,30 +130,39 @@ class _LogLevels:
         return self._levels.get(id(connection_of(ctx.session)), DEFAULT_LOG_LEVEL)
 
 
+def run_tool(gateway: GatewayLike) -> Tool:
+    """The `run` tool as listed: built per request, since its description names the current upstream catalogue."""
+    return Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)
+
+
+async def call_run(
+    gateway: GatewayLike, arguments: dict[str, Any] | None, client: RunClient | None = None
+) -> CallToolResult:
+    """A `run` call on any face that offers it; ``client`` gets the run's progress and upstream logs."""
+    code = (arguments or {}).get("code")
+    if not isinstance(code, str):
+        got = "nothing" if code is None else type(code).__name__
+        return error_result(f"`run` expects a string argument `code` with Python source; got {got}.")
+    try:
+        return await gateway.run(code, client)
+    except Exception as exc:
+        # The gateway promises not to raise; if it does anyway, the client gets a short message and the
+        # traceback stays in our log.
+        logger.opt(exception=exc).error("gateway.run raised")
+        return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
+
+
 def build_run_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     """The MCP server with one tool, ``run``, backed by ``gateway``."""
     levels = _LogLevels()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        # Computed per request: the description names the current upstream catalogue.
-        return ListToolsResult(
-            tools=[Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)]
-        )
+        return ListToolsResult(tools=[run_tool(gateway)])
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         if params.name != "run":
-            return _error(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
-        code = (params.arguments or {}).get("code")
-        if not isinstance(code, str):
-            got = "nothing" if code is None else type(code).__name__
-            return _error(f"`run` expects a string argument `code` with Python source; got {got}.")
-        try:
-            return await gateway.run(code, _Client(ctx, levels.level_for(ctx)))
-        except Exception as exc:
-            # The gateway promises not to raise; if it does anyway, the client gets a short message and the
-            # traceback stays in our log.
-            logger.opt(exception=exc).error("gateway.run raised")
-            return _error(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
+            return error_result(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
+        return await call_run(gateway, params.arguments, _Client(ctx, levels.level_for(ctx)))
 
     server = face_server(
         gateway.subscribe,

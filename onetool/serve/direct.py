@@ -1,0 +1,210 @@
+"""The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, next to management tools.
+
+Upstream tools are listed exactly as their server sent them (title, description, schemas, annotations, icons,
+``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
+cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
+upstream's result returned untouched. What is visible is ``gateway.visible_tools(server)``, so disabled,
+disconnected and quarantined servers, and held tools, are neither listed nor callable. The management tools
+(``run``, ``upstream_servers``, ``quarantine_security``) carry no prefix; no upstream name can take theirs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.types import SERVER_INFO_META_KEY
+
+from onetool.errors import ModelError
+from onetool.registry.schema import ToolSchema
+from onetool.serve.fanout import face_server
+from onetool.serve.manage import MANAGEMENT_TOOLS, ControlLike, call_management
+from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, call_run, error_result, run_tool
+from onetool.upstream import UpstreamPool
+
+__all__ = [
+    "MAX_NAME",
+    "DirectCatalogue",
+    "DirectFace",
+    "DirectGateway",
+    "Separator",
+    "build_direct_server",
+    "direct_names",
+]
+
+Separator = Literal[":", "__", "."]
+
+MAX_NAME = 64
+"""Longest tool name: some clients check names against ``^[a-zA-Z0-9_-]{1,64}$``."""
+_HASH_CHARS = 8
+"""Hex digits of the hash that keeps a shortened name unique: 32 bits."""
+RESERVED = frozenset({"run", *MANAGEMENT_TOOLS})
+
+
+class DirectGateway(GatewayLike, Protocol):
+    @property
+    def control(self) -> ControlLike: ...
+
+    @property
+    def pool(self) -> UpstreamPool: ...
+
+    def visible_tools(self, server: str) -> list[types.Tool]: ...
+
+
+def direct_names(
+    tools: Iterable[tuple[str, str]], separator: str, reserved: Iterable[str] = RESERVED
+) -> dict[str, tuple[str, str]]:
+    """Each direct name -> its (server, upstream tool name); names are unique and at most MAX_NAME long.
+
+    A tool is ``server + separator + tool`` when that fits and no earlier tool (or reserved name) has it;
+    otherwise it is that name cut short plus ``_`` and a hash of the full name, so the same tool keeps the same
+    name from one listing to the next.
+    """
+    pairs = list(dict.fromkeys(tools))  # an upstream that lists a name twice has one tool of that name
+    full = [f"{server}{separator}{tool}" for server, tool in pairs]
+    taken = set(reserved)
+    chosen: list[str | None] = []
+    for name in full:
+        fits = len(name) <= MAX_NAME and name not in taken
+        chosen.append(name if fits else None)
+        if fits:
+            taken.add(name)
+    out: dict[str, tuple[str, str]] = {}
+    for pair, name, picked in zip(pairs, full, chosen, strict=True):
+        if picked is None:
+            picked = _shortened(name, taken)
+            taken.add(picked)
+        out[picked] = pair
+    return out
+
+
+def _shortened(name: str, taken: set[str]) -> str:
+    attempt = 0
+    while True:
+        digest = hashlib.sha256(f"{name}\0{attempt}".encode()).hexdigest()[:_HASH_CHARS]
+        candidate = f"{name[: MAX_NAME - _HASH_CHARS - 1]}_{digest}"
+        if candidate not in taken:
+            return candidate
+        # Another name holds it by a 32-bit collision, or on purpose: the next attempt hashes differently.
+        attempt += 1
+
+
+@dataclass(frozen=True)
+class DirectTool:
+    server: str
+    tool: types.Tool
+    """As the upstream sent it."""
+    schema: ToolSchema
+
+
+class DirectCatalogue:
+    """One snapshot of what /mcp/direct lists and routes: rebuilt when the visible tools change."""
+
+    def __init__(self, visible: Mapping[str, Sequence[types.Tool]], separator: str) -> None:
+        self.separator = separator
+        by_name: dict[tuple[str, str], types.Tool] = {}
+        for server, tools in visible.items():
+            for t in tools:
+                by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
+        self.tools = {
+            name: DirectTool(server, by_name[server, tool], ToolSchema(by_name[server, tool].input_schema))
+            for name, (server, tool) in direct_names(by_name, separator).items()
+        }
+        self.listed = [t.tool.model_copy(update={"name": name}) for name, t in self.tools.items()]
+        # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
+        self._visible = visible
+        self.key = _key(visible)
+        self.servers = sorted({t.server for t in self.tools.values()})
+
+    def unknown(self, name: str) -> str:
+        """Why ``name`` cannot be called, and what can."""
+        names = [*RESERVED, *self.tools]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6) if len(name) <= MAX_NAME else []
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
+        return (
+            f"unknown tool {shown!r} on /mcp/direct.{hint} Upstream tools are named server{self.separator}tool; "
+            f"servers with tools now: {', '.join(self.servers) or 'none'} (tools/list has them all). A server that is "
+            "disabled, disconnected or quarantined lists no tools: upstream_servers(operation='list') says why."
+        )
+
+
+def _key(visible: Mapping[str, Sequence[types.Tool]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((server, tuple(map(id, tools))) for server, tools in visible.items())
+
+
+class DirectFace:
+    def __init__(self, gateway: DirectGateway, separator: Separator) -> None:
+        self._gateway = gateway
+        self._separator = separator
+        self._catalogue = DirectCatalogue({}, separator)
+
+    def catalogue(self) -> DirectCatalogue:
+        """The current snapshot: read per request, so a list or call never sees a stale catalogue."""
+        gw = self._gateway
+        visible = {view.name: gw.visible_tools(view.name) for view in gw.control.list()}
+        if _key(visible) != self._catalogue.key:
+            self._catalogue = DirectCatalogue(visible, self._separator)
+        return self._catalogue
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        management = [run_tool(self._gateway), *MANAGEMENT_TOOLS.values()]
+        return types.ListToolsResult(tools=[*management, *self.catalogue().listed])
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name, arguments = params.name, params.arguments or {}
+        if name == "run":
+            return await call_run(self._gateway, arguments)
+        if name in MANAGEMENT_TOOLS:
+            return await call_management(self._gateway.control, name, arguments)
+        catalogue = self.catalogue()
+        target = catalogue.tools.get(name)
+        if target is None:
+            return error_result(catalogue.unknown(name))
+        try:
+            bound = await target.schema.bind(name, [], arguments)
+            result = await self._gateway.pool.call(target.server, target.tool.name, bound)
+        except ModelError as e:
+            return error_result(str(e))
+        return _unstamped(result)
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        if name == "run":
+            return RUN_INPUT_SCHEMA
+        if name in MANAGEMENT_TOOLS:
+            return MANAGEMENT_TOOLS[name].input_schema
+        target = self.catalogue().tools.get(name)
+        return target.tool.input_schema if target else None
+
+
+def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
+    """The upstream's result as it sent it (not reshaped, not cut), less the 2026 era's ``serverInfo`` stamp.
+
+    That stamp names the server answering on this connection, which is OneTool: the SDK stamps ours on 2026-era
+    replies, and handshake-era replies carry none.
+    """
+    meta = result.meta
+    if not meta or SERVER_INFO_META_KEY not in meta:
+        return result
+    rest = {k: v for k, v in meta.items() if k != SERVER_INFO_META_KEY}
+    return result.model_copy(update={"meta": rest or None})
+
+
+def build_direct_server(gateway: DirectGateway, separator: Separator = ":") -> Server[dict[str, Any]]:
+    """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires."""
+    face = DirectFace(gateway, separator)
+    return face_server(
+        gateway.subscribe,
+        on_list_tools=face.list_tools,
+        on_call_tool=face.call_tool,
+        get_tool_input_schema=face.input_schema,
+    )
