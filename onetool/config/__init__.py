@@ -1,0 +1,54 @@
+"""onetool.yaml (or a client's ``mcpServers`` file) -> validated, strict pydantic models.
+
+models.py holds every key with its type and default; loading.py reads, expands and validates a file.
+"""
+
+from onetool.config.loading import (
+    expand_vars,
+    find_config,
+    from_client_config,
+    load_config,
+    read_config_file,
+    validate,
+    validate_server,
+)
+from onetool.config.models import (
+    DEFAULT_FILENAME,
+    ENV_BRIDGE_TOKEN,
+    ENV_BRIDGE_URL,
+    ENV_CONFIG,
+    BridgeConfig,
+    Config,
+    HttpConfig,
+    InspectConfig,
+    OAuthConfig,
+    PacksConfig,
+    SandboxConfig,
+    ServerConfig,
+    StateConfig,
+    to_identifier,
+)
+
+__all__ = [
+    "DEFAULT_FILENAME",
+    "ENV_BRIDGE_TOKEN",
+    "ENV_BRIDGE_URL",
+    "ENV_CONFIG",
+    "BridgeConfig",
+    "Config",
+    "HttpConfig",
+    "InspectConfig",
+    "OAuthConfig",
+    "PacksConfig",
+    "SandboxConfig",
+    "ServerConfig",
+    "StateConfig",
+    "expand_vars",
+    "find_config",
+    "from_client_config",
+    "load_config",
+    "read_config_file",
+    "to_identifier",
+    "validate",
+    "validate_server",
+]
