@@ -641,6 +641,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"  pack     server '{name}' is the pack '{to_identifier(name)}' in snippets")
     if output.resolve().parent != source.resolve().parent and any("command" in s for s in servers.values()):
         print(f"  note     stdio servers start in {output.resolve().parent} unless a server sets cwd")
+    return EXIT_OK
 
 
 # ---- auth ------------------------------------------------------------------------------------
