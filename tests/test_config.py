@@ -48,7 +48,10 @@ def test_shipped_configs_load() -> None:
     full = load_config(ROOT / "examples" / "full.yaml", environ={"GITHUB_TOKEN": "t"})
     assert full.servers["notion"].transport == "http"
     assert not full.servers["notion"].enabled
-    assert list(full.enabled_servers) == ["github-api"]
+    assert list(full.enabled_servers) == ["github-api", "linear"]
+    assert full.servers["linear"].oauth is not None and full.servers["linear"].oauth.scopes == ["read"]
+    # Every section the models define is shown in the example.
+    assert set(full.model_fields_set) >= set(Config.model_fields) - {"path"}
 
 
 def test_no_file_is_the_empty_config() -> None:
