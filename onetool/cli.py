@@ -277,7 +277,7 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
         routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
     def ready() -> None:
-        logger.info("serving MCP at {} ({} face)", url, mode)
+        logger.info("the {} face is on /mcp", mode)  # the URL itself goes to stdout once
         if config.http.enable_direct_endpoint:
             logger.info("direct endpoint on: every upstream tool at {}", listener.url("/mcp/direct"))
         if config.http.enable_inspect_endpoint:
