@@ -123,4 +123,3 @@ def test_auth_of_a_server_the_gateway_does_not_have_names_the_problem(
             timeout=30,
         )
         assert done.returncode != 0 and message in done.stderr, done.stderr
-
