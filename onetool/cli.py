@@ -114,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     imp.set_defaults(func=cmd_import)
     auth = sub.add_parser(
-        "auth", parents=[common], help="authorize OneTool for an OAuth server (in a browser); --status, --logout"
+        "auth",
+        parents=[common, remote],
+        help="authorize OneTool for an OAuth server (in a browser); --status, --logout",
     )
     auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of)")
     auth.add_argument("--status", action="store_true", help="connect each OAuth server and show its oauth_status")
@@ -257,6 +259,7 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
     from onetool import discovery, serve
     from onetool.attach import ENV_ADMIN_TOKEN
     from onetool.logs import logger
+    from onetool.serve.oauth import CALLBACK_PATH, authorize_routes, callback_routes, running_logins
     from onetool.serve.tools_module import tools_module_routes
 
     url = listener.url("/mcp")
@@ -265,7 +268,6 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
     routes = [
         serve.mcp_routes("/mcp", main_face, listener),
         serve.ops_routes(gateway.control.list, listener, endpoints),
-        serve.admin_routes(gateway, admin_token),
         tools_module_routes(lambda: gateway.registry, listener),
     ]
     if config.http.enable_direct_endpoint:
@@ -301,7 +303,9 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
                 "endpoints: {}, /admin (its token is in {}), /health, /ready, /status", ", ".join(endpoints), published
             )
     try:
-        await serve.serve_http(listener, routes, on_ready=ready)
+        async with running_logins(gateway, listener.url(CALLBACK_PATH)) as logins:
+            oauth = [serve.admin_routes(gateway, admin_token, authorize_routes(logins)), callback_routes(logins)]
+            await serve.serve_http(listener, [*routes, *oauth], on_ready=ready)
     finally:
         if published is not None:
             discovery.remove(path=published)
@@ -385,6 +389,7 @@ def _with_pool(config: Config, body: Any) -> Any:
     snippets see, hand the control plane, pool and registry to ``body``."""
     import anyio
 
+    from onetool.auth import StateTokenStore
     from onetool.control import ServerControl
     from onetool.registry import Registry, load_local_packs
     from onetool.state import StateStore
@@ -394,7 +399,7 @@ def _with_pool(config: Config, body: Any) -> Any:
         local = load_local_packs(config.packs.dirs)
         async with await StateStore.open(config.state.url) as store:
             control = await ServerControl.load(config, store)
-            async with UpstreamPool(control.configs()) as pool:
+            async with UpstreamPool(control.configs(), token_store=StateTokenStore(store)) as pool:
                 await control.attach(pool, lambda: None)
                 return body(control, pool, Registry.build(local, pool, control.shown))
 
@@ -650,32 +655,85 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_auth(args: argparse.Namespace) -> int:
     import anyio
 
+    from onetool import attach
+
     config = _setup(args, "WARNING")
     oauth = {name: s for name, s in config.servers.items() if s.oauth is not None}
     if args.status:
         if args.server or args.logout:
             print("onetool auth: --status takes no server and no --logout", file=sys.stderr)
             return EXIT_USAGE
-        return _auth_status(oauth)
+        return _auth_status(config, oauth)
+    if args.server and not args.logout:
+        # A running gateway runs the flow itself: its callback receives the redirect, and it reconnects the server.
+        try:
+            target = attach.find(args.gateway_url, args.token)
+            if target is not None:
+                return _authorize_attached(target, args.server, not args.no_browser)
+        except attach.NotRunning:
+            pass  # a stale discovery file: authorize here
+        except attach.AttachError as e:
+            return _attach_failed("auth", e)
     if not args.server or args.server not in oauth:
         known = ", ".join(oauth) or "none (add an oauth: block to an HTTP server)"
         what = f"'{args.server}' is not a server with an oauth block" if args.server else "name a server"
         print(f"onetool auth: {what}; OAuth servers: {known}", file=sys.stderr)
         return EXIT_USAGE
     if args.logout:
-        from onetool.auth import FileTokenStore
-
-        forgot = FileTokenStore().forget(args.server)
+        forgot = anyio.run(_forget_tokens, config, args.server)
         print(
             f"server '{args.server}': " + ("tokens and client registration forgotten" if forgot else "nothing stored")
         )
         return EXIT_OK
-    return int(anyio.run(_authorize, args.server, oauth[args.server], not args.no_browser))
+    return int(anyio.run(_authorize, config, args.server, oauth[args.server], not args.no_browser))
 
 
-def _auth_status(servers: dict[str, Any]) -> int:
+AUTH_WAIT = 660.0
+"""How long `onetool auth` waits on a gateway's flow: it expires there after 10 minutes, and then says so."""
+AUTH_POLL = 30  # seconds per long-poll of the flow's outcome
+
+
+def _authorize_attached(target: Target, name: str, browser: bool) -> int:
+    import time
+
+    from onetool.attach import AttachError, server_path
+
+    path = server_path(name, "authorize")
+    try:
+        started = target.request("POST", path)
+        _show_authorization_url(name, started["authorization_url"], browser)
+        deadline = time.monotonic() + AUTH_WAIT
+        outcome = started
+        while outcome["status"] == "pending" and time.monotonic() < deadline:
+            outcome = target.request("GET", f"{path}?wait={AUTH_POLL}")
+    except AttachError as e:
+        return _attach_failed("auth", e)
+    if outcome["status"] == "pending":
+        print(
+            f"onetool auth: server '{name}': no answer from the browser; run `onetool auth {name}` again",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    if outcome["status"] == "failed":
+        print(f"onetool auth: {outcome['error']}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"server '{name}': authorized; {outcome['tool_count']} tools (reconnected by the gateway at {target.origin})")
+    return EXIT_OK
+
+
+def _show_authorization_url(name: str, url: str, browser: bool) -> None:
+    from onetool.auth.login import open_browser
+
+    print(f"Open this URL in a browser to authorize OneTool for server '{name}':\n\n  {url}\n", flush=True)
+    opened = browser and open_browser(url)
+    print(("(opened in your browser) " if opened else "") + "Waiting for the redirect...", flush=True)
+
+
+def _auth_status(config: Config, servers: dict[str, Any]) -> int:
     import anyio
 
+    from onetool.auth import StateTokenStore
+    from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
     if not servers:
@@ -683,19 +741,30 @@ def _auth_status(servers: dict[str, Any]) -> int:
         return EXIT_OK
 
     async def go() -> None:
-        async with UpstreamPool({n: s for n, s in servers.items() if s.enabled}) as pool:
-            table = [("NAME", "OAUTH", "ERROR")]
-            table += [(s.name, s.oauth_status or "disabled", s.report) for s in pool.status()]
-            table += [(n, "disabled", "") for n, s in servers.items() if not s.enabled]
-            _print_table(table)
+        async with await StateStore.open(config.state.url) as store:
+            enabled = {n: s for n, s in servers.items() if s.enabled}
+            async with UpstreamPool(enabled, token_store=StateTokenStore(store)) as pool:
+                table = [("NAME", "OAUTH", "ERROR")]
+                table += [(s.name, s.oauth_status or "disabled", s.report) for s in pool.status()]
+                table += [(n, "disabled", "") for n, s in servers.items() if not s.enabled]
+                _print_table(table)
 
     anyio.run(go)
     return EXIT_OK
 
 
-async def _authorize(name: str, server: Any, browser: bool) -> int:
-    from onetool.auth import FileTokenStore, PendingFlows, resolve_flow
-    from onetool.auth.login import AuthError, authorize, loopback_listener, open_browser
+async def _forget_tokens(config: Config, name: str) -> bool:
+    from onetool.auth import StateTokenStore
+    from onetool.state import StateStore
+
+    async with await StateStore.open(config.state.url) as store:
+        return await StateTokenStore(store).forget(name)
+
+
+async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
+    from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
+    from onetool.auth.login import AuthError, authorize, loopback_listener
+    from onetool.state import StateStore
 
     if resolve_flow(name, server.oauth) == "client_credentials":
         print(
@@ -705,20 +774,21 @@ async def _authorize(name: str, server: Any, browser: bool) -> int:
         return EXIT_OK
 
     async def show(url: str) -> None:
-        print(f"Open this URL in a browser to authorize OneTool for server '{name}':\n\n  {url}\n", flush=True)
-        opened = browser and open_browser(url)
-        print(("(opened in your browser) " if opened else "") + "Waiting for the redirect...", flush=True)
+        _show_authorization_url(name, url, browser)
 
-    store = FileTokenStore()
     pending = PendingFlows()
-    stored = store.load(name)
-    reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
-    try:
-        async with loopback_listener(pending, server.oauth.redirect_uri, reuse=str(reuse) if reuse else None) as uri:
-            done = await authorize(name, server, store, pending=pending, redirect_uri=uri, show=show)
-    except AuthError as e:
-        print(f"onetool auth: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    async with await StateStore.open(config.state.url) as state:
+        store = StateTokenStore(state)
+        stored = await store.load(name)
+        reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
+        try:
+            async with loopback_listener(
+                pending, server.oauth.redirect_uri, reuse=str(reuse) if reuse else None
+            ) as uri:
+                done = await authorize(name, server, store, pending=pending, redirect_uri=uri, show=show)
+        except AuthError as e:
+            print(f"onetool auth: {e}", file=sys.stderr)
+            return EXIT_FAILED
     print(f"server '{name}': authorized; {done.tool_count} tools")
     return EXIT_OK
 

@@ -21,6 +21,7 @@ import anyio.to_thread
 from anyio.abc import ObjectReceiveStream
 from mcp import types
 
+from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
 from onetool.config import Config, SandboxConfig
 from onetool.control import ServerControl
@@ -58,11 +59,12 @@ class Gateway:
             store = await StateStore.open(self.config.state.url)
             stack.push_async_callback(store.aclose)
             self.control = await ServerControl.load(self.config, store)
+            self.tokens: TokenStore = StateTokenStore(store)
             # The sandbox's workers boot in the background while the upstreams connect.
             self._sandbox = await stack.enter_async_context(
                 Sandbox(self.limits, warm=self._warm, max_concurrent_runs=self.config.sandbox.max_concurrent_runs)
             )
-            self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs()))
+            self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs(), token_store=self.tokens))
             await self.control.attach(self._pool, self._publish)
             self._rebuild()
             self._registry.log_shadowing()

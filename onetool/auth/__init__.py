@@ -5,7 +5,7 @@ Importing this package imports ``mcp``; the CLI imports it only inside the ``aut
 
 from onetool.auth.flows import CallbackPage, FlowFailed, PendingFlow, PendingFlows
 from onetool.auth.provider import AuthorizationRequired, Flow, browser_available, build_provider, resolve_flow
-from onetool.auth.store import FileTokenStore, ServerStorage, StoredAuth, TokenStore, state_dir
+from onetool.auth.store import FileTokenStore, ServerStorage, StateTokenStore, StoredAuth, TokenStore, state_dir
 
 __all__ = [
     "AuthorizationRequired",
@@ -16,6 +16,7 @@ __all__ = [
     "PendingFlow",
     "PendingFlows",
     "ServerStorage",
+    "StateTokenStore",
     "StoredAuth",
     "TokenStore",
     "browser_available",

@@ -160,10 +160,10 @@ async def authorize(
         raise AuthError(f"server '{name}' has no oauth block in the config")
     url = secure_url(config.url)
     storage = ServerStorage(store, name, url)
-    storage.clear_tokens()  # `onetool auth` means: authorize again, whatever is stored
-    client = storage.record().client
+    await storage.clear_tokens()  # `onetool auth` means: authorize again, whatever is stored
+    client = (await storage.record()).client
     if oauth.client_id is None and client is not None and redirect_uri not in map(str, client.redirect_uris or []):
-        storage.clear_client()  # registered for another redirect URI: the SDK registers again
+        await storage.clear_client()  # registered for another redirect URI: the SDK registers again
     flows: list[tuple[str, PendingFlow]] = []
 
     async def show_url(authorization_url: str) -> None:
@@ -199,7 +199,7 @@ async def authorize(
     finally:
         for state, _ in flows:
             pending.discard(state)
-    if storage.record().tokens is None:
+    if (await storage.record()).tokens is None:
         raise AuthError(f"server '{name}' did not ask for authorization (it answered without a token)")
     done(None)
     return Authorized(name, len(tools))

@@ -126,7 +126,9 @@ class _Observed(OAuthClientProvider):
             self.context.client_info = self.fixed_client
         # The SDK only learns the expiry from a fresh token response; without this a stored,
         # expired token would be sent (and refused) instead of refreshed.
-        self.context.token_expiry_time = self.storage.record().expires_at if self.context.current_tokens else None
+        self.context.token_expiry_time = (
+            (await self.storage.record()).expires_at if self.context.current_tokens else None
+        )
 
     async def _refresh_token(self) -> httpx2.Request:
         self._log.debug("server '{}': refreshing the OAuth access token", self.server)
@@ -142,7 +144,7 @@ class _Observed(OAuthClientProvider):
         else:
             error = _oauth_error(response)
             self.refresh_refused = f"HTTP {response.status_code}" + (f" {error}" if error else "")
-            self.storage.clear_tokens()  # the refresh token is spent; keep the client registration
+            await self.storage.clear_tokens()  # the refresh token is spent; keep the client registration
             self._log.warning(
                 "server '{}': the OAuth token refresh was refused ({})", self.server, self.refresh_refused
             )
@@ -163,7 +165,7 @@ class _Observed(OAuthClientProvider):
                 while True:
                     if outgoing is not request:
                         outgoing.extensions[OAUTH_REQUEST] = True
-                        self._before_auth_request(outgoing)
+                        await self._before_auth_request(outgoing)
                     response = yield outgoing
                     if attempt == 0 and outgoing is request and self._refresh_first(response):
                         break  # run the SDK's flow again: it refreshes before it resends
@@ -188,7 +190,7 @@ class _Observed(OAuthClientProvider):
         self.context.token_expiry_time = 0.0
         return True
 
-    def _before_auth_request(self, outgoing: httpx2.Request) -> None:
+    async def _before_auth_request(self, outgoing: httpx2.Request) -> None:
         if "/.well-known/" in outgoing.url.path:
             url = outgoing.url
             endpoint = f"{url.scheme}://{url.host}{f':{url.port}' if url.port else ''}{url.path}"  # no query
@@ -196,18 +198,18 @@ class _Observed(OAuthClientProvider):
         elif outgoing.method == "POST" and self.context.client_info is None and self.interaction is None:
             # The SDK registers a client just before the browser step; without a browser that would
             # only leave a stray registration behind on every reconnect.
-            raise AuthorizationRequired(self._why_required())
+            raise AuthorizationRequired(await self._why_required())
 
-    def _why_required(self) -> str:
+    async def _why_required(self) -> str:
         if self.refresh_refused:
             return f"the token refresh was refused ({self.refresh_refused})"
-        if self.storage.record().tokens is not None:
+        if (await self.storage.record()).tokens is not None:
             return "the server refused the stored token"
         return "no stored tokens"
 
     async def _redirect(self, url: str) -> None:
         if self.interaction is None:
-            raise AuthorizationRequired(self._why_required())
+            raise AuthorizationRequired(await self._why_required())
         await self.interaction.show(url)
 
     async def _callback(self) -> AuthorizationCodeResult:

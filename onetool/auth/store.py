@@ -1,5 +1,8 @@
 """Where OAuth tokens and client registrations live: one record per server, behind :class:`TokenStore`.
 
+The gateway and the CLI keep them in the state store (:class:`StateTokenStore`); :class:`FileTokenStore`
+(a file per server, readable only by the user) serves a pool built without a state store.
+
 The record never reaches a log, a status or a snippet; only :mod:`onetool.auth` reads it.
 """
 
@@ -10,7 +13,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -18,7 +21,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from onetool.config import to_identifier
 
-__all__ = ["FileTokenStore", "ServerStorage", "StoredAuth", "TokenStore", "state_dir"]
+if TYPE_CHECKING:
+    from onetool.state import StateStore
+
+__all__ = ["FileTokenStore", "ServerStorage", "StateTokenStore", "StoredAuth", "TokenStore", "state_dir"]
 
 ENV_STATE_DIR = "ONETOOL_STATE_DIR"
 
@@ -46,15 +52,44 @@ class StoredAuth(BaseModel):
 
 
 class TokenStore(Protocol):
-    """Per-server OAuth records. Implementations must keep them readable only by the user."""
+    """Per-server OAuth records. Implementations must keep them readable only by the user.
 
-    def load(self, server: str) -> StoredAuth | None: ...
+    Async like the SDK's ``TokenStorage`` it backs, so a database can hold the records.
+    """
 
-    def save(self, server: str, record: StoredAuth) -> None: ...
+    async def load(self, server: str) -> StoredAuth | None: ...
 
-    def forget(self, server: str) -> bool:
+    async def save(self, server: str, record: StoredAuth) -> None: ...
+
+    async def forget(self, server: str) -> bool:
         """Drop the server's record; False when there was none."""
         ...
+
+
+class StateTokenStore:
+    """The records in the state store (table ``oauth_tokens``), next to the gateway's other runtime state."""
+
+    def __init__(self, state: StateStore) -> None:
+        self.state = state
+
+    async def load(self, server: str) -> StoredAuth | None:
+        text = await self.state.oauth_record(server)
+        return None if text is None else _parse(server, text, f"in {self.state.location}")
+
+    async def save(self, server: str, record: StoredAuth) -> None:
+        await self.state.save_oauth_record(server, record.model_dump_json(exclude_none=True))
+
+    async def forget(self, server: str) -> bool:
+        return await self.state.forget_oauth_record(server)
+
+
+def _parse(server: str, text: str, where: str) -> StoredAuth | None:
+    try:
+        return StoredAuth.model_validate_json(text)
+    except ValidationError:
+        # Never echo the content: it holds tokens.
+        logger.bind(server=server).warning("server '{}': ignoring unreadable OAuth record {}", server, where)
+        return None
 
 
 class FileTokenStore:
@@ -66,20 +101,15 @@ class FileTokenStore:
     def _path(self, server: str) -> Path:
         return self.folder / f"{to_identifier(server)}.json"
 
-    def load(self, server: str) -> StoredAuth | None:
+    async def load(self, server: str) -> StoredAuth | None:
         path = self._path(server)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        try:
-            return StoredAuth.model_validate_json(text)
-        except ValidationError:
-            # Never echo the content: it holds tokens.
-            logger.bind(server=server).warning("server '{}': ignoring unreadable OAuth record {}", server, path)
-            return None
+        return _parse(server, text, str(path))
 
-    def save(self, server: str, record: StoredAuth) -> None:
+    async def save(self, server: str, record: StoredAuth) -> None:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # also when it existed with wider permissions
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")  # created 0600
@@ -94,7 +124,7 @@ class FileTokenStore:
                 os.unlink(tmp)
             raise
 
-    def forget(self, server: str) -> bool:
+    async def forget(self, server: str) -> bool:
         try:
             self._path(server).unlink()
         except FileNotFoundError:
@@ -109,36 +139,44 @@ class ServerStorage:
         self.store = store
         self.server = server
         self.url = url
+        self.has_tokens = False
+        """Whether the record last read or written held tokens: for a status asked outside any await."""
 
-    def record(self) -> StoredAuth:
-        found = self.store.load(self.server)
+    async def record(self) -> StoredAuth:
+        found = await self.store.load(self.server)
         if found is not None and found.url != self.url:
             logger.bind(server=self.server).info(
                 "server '{}': stored OAuth credentials are for another URL; not using them", self.server
             )
             found = None
-        return found or StoredAuth(url=self.url)
+        record = found or StoredAuth(url=self.url)
+        self.has_tokens = record.tokens is not None
+        return record
+
+    async def _save(self, record: StoredAuth) -> None:
+        await self.store.save(self.server, record)
+        self.has_tokens = record.tokens is not None
 
     async def get_tokens(self) -> OAuthToken | None:
-        return self.record().tokens
+        return (await self.record()).tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         expires_at = time.time() + tokens.expires_in if tokens.expires_in is not None else None
-        self.store.save(self.server, self.record().model_copy(update={"tokens": tokens, "expires_at": expires_at}))
+        await self._save((await self.record()).model_copy(update={"tokens": tokens, "expires_at": expires_at}))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.record().client
+        return (await self.record()).client
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.store.save(self.server, self.record().model_copy(update={"client": client_info}))
+        await self._save((await self.record()).model_copy(update={"client": client_info}))
 
-    def clear_tokens(self) -> None:
+    async def clear_tokens(self) -> None:
         """Forget the tokens, keep the client registration."""
-        record = self.record()
+        record = await self.record()
         if record.tokens is not None:
-            self.store.save(self.server, record.model_copy(update={"tokens": None, "expires_at": None}))
+            await self._save(record.model_copy(update={"tokens": None, "expires_at": None}))
 
-    def clear_client(self) -> None:
-        record = self.record()
+    async def clear_client(self) -> None:
+        record = await self.record()
         if record.client is not None:
-            self.store.save(self.server, record.model_copy(update={"client": None}))
+            await self._save(record.model_copy(update={"client": None}))

@@ -7,6 +7,7 @@
     POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional)
     GET    /admin/held                     every held tool, for review
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints)
+    POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
 Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict),
@@ -16,20 +17,20 @@ Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown s
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from mcp.types import CallToolResult
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route, Router
+from starlette.routing import BaseRoute, Mount, Route, Router
 
 from onetool.control import ControlError, ServerControl
 from onetool.errors import StateError
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
 
-__all__ = ["ACTOR_HEADER", "AdminGateway", "admin_routes"]
+__all__ = ["ACTOR_HEADER", "AdminGateway", "admin_routes", "json_endpoint", "request_actor"]
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
@@ -45,7 +46,7 @@ class AdminGateway(Protocol):
 Handler = Callable[[Request], Awaitable[Any]]
 
 
-def _json(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[JSONResponse]]:
+def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[JSONResponse]]:
     """One place that turns a handler's value or failure into the API's JSON."""
 
     async def endpoint(request: Request) -> JSONResponse:
@@ -72,7 +73,7 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _actor(request: Request) -> Actor:
+def request_actor(request: Request) -> Actor:
     given = request.headers.get(ACTOR_HEADER, "api")
     actor = _ACTORS.get(given)
     if actor is None:
@@ -80,7 +81,8 @@ def _actor(request: Request) -> Actor:
     return actor
 
 
-def admin_routes(gateway: AdminGateway, admin_token: str) -> Routes:
+def admin_routes(gateway: AdminGateway, admin_token: str, extra: Sequence[BaseRoute] = ()) -> Routes:
+    """The API; ``extra`` routes (relative to /admin, like ``/servers/{name}/authorize``) come before its own."""
     control = gateway.control
 
     async def list_servers(_request: Request) -> Any:
@@ -94,15 +96,15 @@ def admin_routes(gateway: AdminGateway, admin_token: str) -> Routes:
         name, spec = body.get("name"), body.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict):
             raise ControlError('expected {"name": "...", "spec": {...}} (spec: one server entry as in the config)')
-        return (await control.add(name, spec, actor=_actor(request))).to_dict()
+        return (await control.add(name, spec, actor=request_actor(request))).to_dict()
 
     async def remove(request: Request) -> Any:
         name = request.path_params["name"]
-        await control.remove(name, actor=_actor(request))
+        await control.remove(name, actor=request_actor(request))
         return {"removed": name}
 
     async def act(request: Request) -> Any:
-        name, action, actor = request.path_params["name"], request.path_params["action"], _actor(request)
+        name, action, actor = request.path_params["name"], request.path_params["action"], request_actor(request)
         if action in ("enable", "disable"):
             view = await control.set_enabled(name, action == "enable", actor=actor)
         elif action == "restart":
@@ -130,13 +132,14 @@ def admin_routes(gateway: AdminGateway, admin_token: str) -> Routes:
 
     router = Router(
         [
-            Route("/servers", _json(list_servers), methods=["GET"]),
-            Route("/servers", _json(add, 201), methods=["POST"]),
-            Route("/servers/{name}", _json(show), methods=["GET"]),
-            Route("/servers/{name}", _json(remove), methods=["DELETE"]),
-            Route("/servers/{name}/{action}", _json(act), methods=["POST"]),
-            Route("/held", _json(held), methods=["GET"]),
-            Route("/run", _json(run), methods=["POST"]),
+            *extra,
+            Route("/servers", json_endpoint(list_servers), methods=["GET"]),
+            Route("/servers", json_endpoint(add, 201), methods=["POST"]),
+            Route("/servers/{name}", json_endpoint(show), methods=["GET"]),
+            Route("/servers/{name}", json_endpoint(remove), methods=["DELETE"]),
+            Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
+            Route("/held", json_endpoint(held), methods=["GET"]),
+            Route("/run", json_endpoint(run), methods=["POST"]),
         ]
     )
     return Routes([Mount("/admin", app=BearerGuard(router, admin_token))])

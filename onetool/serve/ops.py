@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, request_response
-from starlette.types import ASGIApp
 
 from onetool import __version__
 from onetool.control import ServerView
@@ -53,13 +52,11 @@ def ops_routes(
             }
         )
 
-    status_app: ASGIApp = request_response(status)
-    if listener.token:
-        status_app = BearerGuard(status_app, listener.token)
-    return Routes(
-        [
-            Route("/health", health, methods=["GET"]),
-            Route("/ready", ready, methods=["GET"]),
-            Route("/status", status_app, methods=["GET"]),
-        ]
+    # Route takes a plain function for a request handler, anything else for an ASGI app: a guarded /status is the
+    # handler made an ASGI app first.
+    status_route = (
+        Route("/status", BearerGuard(request_response(status), listener.token), methods=["GET"])
+        if listener.token
+        else Route("/status", status, methods=["GET"])
     )
+    return Routes([Route("/health", health, methods=["GET"]), Route("/ready", ready, methods=["GET"]), status_route])

@@ -106,3 +106,13 @@ conversions = Table(
     Column("converted_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
 )
+
+# OAuth credentials of HTTP upstreams: tokens and a dynamic client registration. ``record`` is the JSON that
+# onetool.auth reads; it holds secrets, so no audit entry, log line or status ever carries it.
+oauth_tokens = Table(
+    "oauth_tokens",
+    metadata,
+    Column("server", String(NAME), primary_key=True),
+    Column("record", Text, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)

@@ -1,5 +1,5 @@
 """The state store: servers added at run time, per-server overrides, approved tool fingerprints, converted servers,
-an audit log.
+OAuth credentials, an audit log.
 
     store = await StateStore.open(config.state.url)     # or: async with await StateStore.open(...) as store:
     await store.set_quarantined("wix", True, actor="api")
@@ -28,7 +28,7 @@ from onetool.errors import ServerExists, StateError
 from onetool.state.engine import Target, create_engine
 from onetool.state.fingerprint import canonical_json, fingerprint_of
 from onetool.state.migrate import upgrade
-from onetool.state.models import approved_tools, audit_log, conversions, overrides, servers
+from onetool.state.models import approved_tools, audit_log, conversions, oauth_tokens, overrides, servers
 from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class StateStore:
             return added
 
     async def remove_server(self, name: str, actor: Actor) -> bool:
-        """Remove an added server with its overrides and approvals; False if no server of that name was added."""
+        """Remove an added server with its overrides, approvals and OAuth record; False if it was not added."""
         _check_actor(actor)
         async with self._transaction(f"remove server '{name}'") as conn:
             removed = (await conn.execute(delete(servers).where(servers.c.name == name))).rowcount > 0
@@ -174,7 +174,7 @@ class StateStore:
             return {row.tool: ApprovedTool(**row._mapping) for row in rows}
 
     async def forget_server(self, name: str, actor: Actor) -> None:
-        """Drop a server's overrides and approved tools (e.g. a config-file server that was removed)."""
+        """Drop a server's overrides, approved tools and OAuth record (e.g. a config-file server that was removed)."""
         _check_actor(actor)
         async with self._transaction(f"forget server '{name}'") as conn:
             await _forget(conn, name)
@@ -241,6 +241,26 @@ class StateStore:
             await conn.execute(delete(conversions).where(conversions.c.server == name))
             await _audit(conn, actor, "revert_server", name, {"url": row.url})
             return ConvertedServer(**row._mapping)
+
+    # --- OAuth credentials (opaque here: onetool.auth.StateTokenStore reads and writes them) -----------
+
+    async def oauth_record(self, server: str) -> str | None:
+        async with self._transaction(f"read the OAuth record of '{server}'") as conn:
+            row = (await conn.execute(select(oauth_tokens.c.record).where(oauth_tokens.c.server == server))).first()
+            return row.record if row is not None else None
+
+    async def save_oauth_record(self, server: str, record: str) -> None:
+        """Replace the server's record. Not audited: tokens refresh every few minutes, and the record is secret."""
+        async with self._transaction(f"store the OAuth record of '{server}'") as conn:
+            values = {"record": record, "updated_at": _now()}
+            changed = await conn.execute(update(oauth_tokens).where(oauth_tokens.c.server == server).values(**values))
+            if changed.rowcount == 0:
+                await conn.execute(insert(oauth_tokens).values(server=server, **values))
+
+    async def forget_oauth_record(self, server: str) -> bool:
+        """Drop the server's record; False when there was none."""
+        async with self._transaction(f"forget the OAuth record of '{server}'") as conn:
+            return (await conn.execute(delete(oauth_tokens).where(oauth_tokens.c.server == server))).rowcount > 0
 
     # --- audit log -----------------------------------------------------------------------------------
 
@@ -332,6 +352,7 @@ async def _approve(conn: AsyncConnection, server: str, tools: Iterable[Tool], ac
 async def _forget(conn: AsyncConnection, name: str) -> None:
     await conn.execute(delete(overrides).where(overrides.c.server == name))
     await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
+    await conn.execute(delete(oauth_tokens).where(oauth_tokens.c.server == name))
 
 
 async def _audit(conn: AsyncConnection, actor: Actor, action: str, server: str | None, details: dict[str, Any]) -> None:

@@ -75,7 +75,7 @@ class UpstreamAuth:
             return "authenticated"
         if failure is not None and failure.oauth_status is not None:
             return failure.oauth_status  # type: ignore[return-value]
-        return "authenticated" if self.storage.record().tokens is not None else "pending_authorization"
+        return "authenticated" if self.storage.has_tokens else "pending_authorization"
 
     def report(self, state: ServerState, failure: Failure | None) -> None:
         """Log a change of ``oauth_status`` once (reconnect attempts repeat the same failure)."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.gateway.conftest import ONETOOL, write_config
+from tests.state.conftest import sqlite_execute
 from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
 
 
@@ -19,6 +19,11 @@ def onetool(home: Path, *args: str, timeout: float = 60) -> subprocess.Completed
     env = {**os.environ, "ONETOOL_STATE_DIR": str(home / "state"), "LOG_LEVEL": "WARNING"}
     env.pop("DISPLAY", None)
     return subprocess.run([ONETOOL, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def oauth_records(home: Path) -> list[str]:
+    rows = sqlite_execute(home / "state" / "onetool.db", "SELECT server FROM oauth_tokens ORDER BY server")
+    return [str(row[0]) for row in rows]
 
 
 def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServer], tmp_path: Path) -> None:  # noqa: F811
@@ -53,7 +58,8 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "<b>fx</b>" in page.text
     assert "server 'fx': authorized; 2 tools" in out
-    assert stat.S_IMODE((tmp_path / "state" / "oauth" / "fx.json").stat().st_mode) == 0o600
+    assert oauth_records(tmp_path) == ["fx", "m2m"]  # in the state store (m2m: client credentials), no file
+    assert not (tmp_path / "state" / "oauth").exists()
 
     status = onetool(tmp_path, "auth", "--status", "--config", config)
     assert re.search(r"^fx\s+authenticated", status.stdout, re.M), status.stdout
@@ -67,7 +73,7 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
 
     logout = onetool(tmp_path, "auth", "--logout", "fx", "--config", config)
     assert (logout.returncode, logout.stdout) == (0, "server 'fx': tokens and client registration forgotten\n")
-    assert not (tmp_path / "state" / "oauth" / "fx.json").exists()
+    assert oauth_records(tmp_path) == ["m2m"]
 
     catch = "try:\n    fx.add(a=1, b=2)\nexcept ToolUnavailable as e:\n    caught = str(e)\ncaught"
     ran = onetool(tmp_path, "run", "-c", catch, "--config", config)

@@ -24,7 +24,7 @@ from onetool.state.migrate import head_revision
 from onetool.state.models import metadata
 from tests.state.conftest import sqlite_execute
 
-TABLES = {"servers", "overrides", "approved_tools", "audit_log", "conversions"}
+TABLES = {"servers", "overrides", "approved_tools", "audit_log", "conversions", "oauth_tokens"}
 
 
 def tool(name: str, description: str = "does a thing") -> Tool:

@@ -144,7 +144,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
     assert query["redirect_uri"][0].startswith("http://127.0.0.1:")
     assert server.hook("stats") == {"registration": 1, "authorization_code": 1}
 
-    record = store.load("fx")
+    record = await store.load("fx")
     assert record is not None and record.tokens is not None and record.client is not None
     assert record.url == server.url and record.tokens.refresh_token
     assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
@@ -159,7 +159,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
 
 async def test_access_token_expires_and_is_refreshed_mid_session(server: OAuthServer, store: FileTokenStore) -> None:
     await run_authorization("fx", code_config(server), store, Browser())
-    first = store.load("fx")
+    first = await store.load("fx")
     assert first is not None and first.tokens is not None
     async with pool_of({"fx": code_config(server)}, store) as pool:
         assert (await pool.call("fx", "add", {"a": 1, "b": 1})).structured_content == {"result": 2}
@@ -167,7 +167,7 @@ async def test_access_token_expires_and_is_refreshed_mid_session(server: OAuthSe
         assert (await pool.call("fx", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
         assert pool.server_status("fx").oauth_status == "authenticated"
     assert server.hook("stats")["refresh_token"] >= 1
-    after = store.load("fx")
+    after = await store.load("fx")
     assert after is not None and after.tokens is not None
     assert after.tokens.refresh_token != first.tokens.refresh_token  # the rotated token was stored
 
@@ -186,7 +186,7 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
     reason = "authorization required: the token refresh was refused (HTTP 400 invalid_grant)"
     assert str(caught.value) == f"server 'fx' is unavailable: {reason}; run `onetool auth fx`"
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
-    record = store.load("fx")
+    record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
 
 
@@ -348,15 +348,20 @@ def test_flow_inference_is_logged_at_info(
     ]
 
 
-def test_token_store_ignores_a_record_for_another_url(store: FileTokenStore) -> None:
+@pytest.mark.parametrize("kind", ["file", "state"])
+async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthToken
 
-    from onetool.auth import ServerStorage
+    from onetool.auth import ServerStorage, StateTokenStore, TokenStore
+    from onetool.state import StateStore
 
-    store.save("fx", StoredAuth(url="http://127.0.0.1:1/mcp", tokens=OAuthToken(access_token="old")))
-    assert anyio.run(ServerStorage(store, "fx", "http://127.0.0.1:2/mcp").get_tokens) is None
-    assert anyio.run(ServerStorage(store, "fx", "http://127.0.0.1:1/mcp").get_tokens) is not None
-    assert store.forget("fx") and not store.forget("fx")
+    async with await StateStore.open(f"sqlite:///{tmp_path / 'state.db'}") as state:
+        store: TokenStore = FileTokenStore(tmp_path / "oauth") if kind == "file" else StateTokenStore(state)
+        await store.save("fx", StoredAuth(url="http://127.0.0.1:1/mcp", tokens=OAuthToken(access_token="old")))
+        assert await ServerStorage(store, "fx", "http://127.0.0.1:2/mcp").get_tokens() is None
+        assert await ServerStorage(store, "fx", "http://127.0.0.1:1/mcp").get_tokens() is not None
+        assert await store.forget("fx") and not await store.forget("fx")
+        assert await store.load("fx") is None
 
 
 @pytest.mark.parametrize(
