@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -53,9 +53,10 @@ def ops_routes(
             }
         )
 
-    status_app: ASGIApp = request_response(status)
+    # A plain function is an endpoint Route wraps itself; a guarded one is already an ASGI app.
+    status_app: ASGIApp | Callable[[Request], Awaitable[JSONResponse]] = status
     if listener.token:
-        status_app = BearerGuard(status_app, listener.token)
+        status_app = BearerGuard(request_response(status), listener.token)
     return Routes(
         [
             Route("/health", health, methods=["GET"]),
