@@ -282,7 +282,8 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
         routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
     def ready() -> None:
-        logger.info("serving MCP at {} ({} face)", url, mode)
+        # Not the URL: stdout says it once, for scripts (the "serving HTTP" record has the address).
+        logger.info("serving MCP at /mcp ({} face)", mode)
         if config.http.enable_inspect_endpoint:
             logger.info("inspect/exec endpoint on at {}", listener.url("/mcp/inspect"))
         # Last, and once: a script that waits for the URL on stdout then finds the startup log complete.

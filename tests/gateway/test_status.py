@@ -103,6 +103,8 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
             "protocol_version": "2026-07-28",
             "instructions": by_name["time"]["instructions"],
             "added_by": None,
+            "oauth_status": None,
+            "converted_to": None,
         }
         assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
         assert "detail" not in by_name["broken"]  # the upstream's stderr is for operators only
