@@ -113,6 +113,15 @@ async def test_convert_survives_bridge_and_gateway_restarts_then_reverts(tmp_pat
         assert len(stdio_children(served)) == 1
         again = admin(served.url, "POST", "/admin/servers/time/revert")
         assert again[0] == 409 and "not converted" in again[1]["error"]
+
+        # Removing a converted server (one added at run time) stops it on the bridge too.
+        spec = config(marker, secret, None)["servers"]["time"]
+        assert admin(served.url, "POST", "/admin/servers", {"name": "clock", "spec": spec})[0] == 201
+        assert admin(served.url, "POST", "/admin/servers/clock/convert")[0] == 200
+        assert bridge.api("GET", "/convert/clock").status_code == 200
+        assert admin(served.url, "DELETE", "/admin/servers/clock")[0] == 200
+        assert bridge.api("GET", "/convert/clock").status_code == 404
+        wait_until(lambda: not bridge.children(), what="the removed server's process to end")
     finally:
         assert stop(served.proc) == 0
         bridge.stop()
