@@ -578,7 +578,7 @@ def cmd_stubs(args: argparse.Namespace) -> int:
     from onetool.stubs import parse_filter, tools_module
 
     config = _setup(args, "ERROR")
-    text = _with_pool(config, lambda _pool, registry: tools_module(registry, parse_filter(args.filter)))
+    text = _with_pool(config, lambda _control, _pool, registry: tools_module(registry, parse_filter(args.filter)))
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
