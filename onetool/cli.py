@@ -29,7 +29,16 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_PORT = 8765
 DEFAULT_BRIDGE_PORT = 8080
-SERVER_ACTIONS = ("remove", "enable", "disable", "restart", "quarantine", "approve")
+SERVER_ACTIONS = {
+    "remove": "remove a server added at run time",
+    "enable": "enable a server",
+    "disable": "disable a server",
+    "restart": "restart a server",
+    "quarantine": "hide a server's tools until it is approved",
+    "approve": "approve a quarantined server, or its held tools",
+    "convert": "serve a stdio server through the bridge (bridge.url) and connect it there",
+    "revert": "stop a converted server on the bridge and run it over stdio again",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
     add.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
     add.add_argument("--quarantined", action="store_true", help="show none of its tools until approved")
-    for action in SERVER_ACTIONS:
-        one = actions.add_parser(action, parents=later, help=f"{action} a server")
+    for action, summary in SERVER_ACTIONS.items():
+        one = actions.add_parser(action, parents=later, help=summary)
         one.add_argument("name")
         if action == "approve":
             one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
@@ -279,7 +288,8 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
         routes.append(serve.mcp_routes("/mcp/inspect", serve.build_inspect_server(gateway), listener))
 
     def ready() -> None:
-        logger.info("the {} face is on /mcp", mode)  # the URL itself goes to stdout once
+        # Not the URL: stdout says it once, for scripts (the "serving HTTP" record has the address).
+        logger.info("serving MCP at /mcp ({} face)", mode)
         if config.http.enable_direct_endpoint:
             logger.info("direct endpoint on: every upstream tool at {}", listener.url("/mcp/direct"))
         if config.http.enable_inspect_endpoint:
@@ -501,8 +511,9 @@ def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
         print("no servers configured")
         return
     oauth = any(v.get("oauth_status") for v in views)
+    converted = any(v.get("converted_to") for v in views)
     table = [("NAME", "PACK", "TYPE", "STATUS", "TOOLS", "HELD", "PROTOCOL", *(("OAUTH",) if oauth else ()))]
-    table[0] += ("ADDED BY", "ERROR")
+    table[0] += ("ADDED BY", *(("CONVERTED TO",) if converted else ()), "ERROR")
     table += [
         (
             v["name"],
@@ -514,6 +525,7 @@ def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
             v["protocol_version"] or "-",
             *((v.get("oauth_status") or "-",) if oauth else ()),
             v["added_by"] or "config",
+            *((v.get("converted_to") or "-",) if converted else ()),
             _error(v),
         )
         for v in views
@@ -577,7 +589,7 @@ def cmd_stubs(args: argparse.Namespace) -> int:
     from onetool.stubs import parse_filter, tools_module
 
     config = _setup(args, "ERROR")
-    text = _with_pool(config, lambda _pool, registry: tools_module(registry, parse_filter(args.filter)))
+    text = _with_pool(config, lambda _control, _pool, registry: tools_module(registry, parse_filter(args.filter)))
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK

@@ -71,6 +71,8 @@ class Gateway:
             self._ctx = PackContext(config=self.config, pool=self._pool, registry=lambda: self._registry)
             watcher = await stack.enter_async_context(anyio.create_task_group())
             watcher.start_soon(self._watch)
+            # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
+            watcher.start_soon(self.control.keep_registered)
             stack.callback(watcher.cancel_scope.cancel)
             self._stack = stack.pop_all()
         return self

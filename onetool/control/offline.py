@@ -1,7 +1,7 @@
 """Server changes while no gateway runs: straight to the state store, applied when the gateway starts.
 
 Only what needs no live server can wait: add, remove, enable, disable, quarantine. Approval records the
-tools as they are now, and restart needs a running server, so both need the gateway.
+tools as they are now, and restart, convert and revert change a running connection, so they need the gateway.
 """
 
 from __future__ import annotations
@@ -14,7 +14,12 @@ from onetool.control.views import ControlError
 from onetool.state import StateStore
 
 LATER = "applies when the gateway starts"
-_NEEDS_GATEWAY = {"approve": "it records the tools as they are now", "restart": "nothing runs to restart"}
+_NEEDS_GATEWAY = {
+    "approve": "it records the tools as they are now",
+    "restart": "nothing runs to restart",
+    "convert": "it reconnects the server through the bridge",
+    "revert": "it reconnects the server over stdio",
+}
 
 
 async def change_offline(config: Config, action: str, name: str, spec: dict[str, Any] | None = None) -> str:

@@ -16,6 +16,7 @@ import anyio
 
 from onetool.config import Config, ServerConfig, to_identifier, validate_server
 from onetool.control import rules
+from onetool.control.bridging import Bridging
 from onetool.control.trust import Trust
 from onetool.control.views import ControlError, HeldTool, ServerView
 from onetool.errors import ConfigError, StateError
@@ -37,19 +38,25 @@ class _Server:
     added_by: Actor | None
     enabled: bool
     trust: Trust
+    bridged: ServerConfig | None = None
+    """For a converted server: the entry the pool connects instead of ``config`` (the bridge's URL)."""
 
     def pool_config(self) -> ServerConfig:
-        if self.config.enabled == self.enabled:
-            return self.config
-        return self.config.model_copy(update={"enabled": self.enabled})
+        connect = self.bridged or self.config
+        if connect.enabled == self.enabled:
+            return connect
+        return connect.model_copy(update={"enabled": self.enabled})
 
 
 class ServerControl:
     """Build with :meth:`load`, then :meth:`attach` the pool made from :meth:`configs`."""
 
-    def __init__(self, servers: dict[str, _Server], store: StateStore, config_path: Path | None) -> None:
+    def __init__(
+        self, servers: dict[str, _Server], store: StateStore, config_path: Path | None, bridging: Bridging
+    ) -> None:
         self._servers = servers
         self._store = store
+        self._bridging = bridging
         self._config_path = config_path
         self._pool: UpstreamPool | None = None
         self._on_change: Callable[[], None] = lambda: None
@@ -84,7 +91,10 @@ class ServerControl:
             approved_at = o.approved_at if o is not None else None
             approved = await store.approved_tools(name) if approved_at is not None else {}
             loaded[name] = _Server(server, added_by, enabled, Trust(quarantined, approved_at, approved))
-        return cls(loaded, store, config.path)
+        bridging = Bridging(config.bridge, store)
+        for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
+            loaded[name].bridged = entry
+        return cls(loaded, store, config.path, bridging)
 
     def configs(self) -> dict[str, ServerConfig]:
         """What the pool connects: each server with its enabled override applied."""
@@ -187,6 +197,8 @@ class ServerControl:
             s = self._servers.get(name)
             if s is not None and s.added_by is None:
                 raise rules.in_config_file(name, self._config_path)
+            # The bridge stops it first: when the bridge is unavailable, nothing is removed.
+            await self._bridging.forget(name, actor=actor)
             # An added server whose stored spec no longer loads is not running, but can still be removed.
             if not await self._store.remove_server(name, actor) and s is None:
                 raise rules.unknown(name, self._servers)
@@ -257,6 +269,48 @@ class ServerControl:
                 self._log(name, "tools approved", actor, tools=sorted(tools))
             return await self._changed(name)
 
+    async def convert(self, name: str, *, actor: Actor) -> ServerView:
+        """Serve ``name`` (a stdio server) through the bridge and reconnect it there; its pack, overrides and
+        approvals stay. A bridge that refuses or cannot be reached changes nothing (ControlError, its status)."""
+        async with self._lock:
+            s = self._require(name)
+            if s.bridged is not None:
+                raise ControlError(f"server '{name}' is already converted (to {s.bridged.url}); revert it first", 409)
+            s.bridged = await self._bridging.convert(name, s.config, actor=actor)
+            self._log(name, "converted", actor, url=s.bridged.url)
+            await self._live().put(name, s.pool_config())
+            return await self._changed(name)
+
+    async def revert(self, name: str, *, actor: Actor) -> ServerView:
+        """Stop ``name`` on the bridge and connect it over stdio again, as its conversion record has it."""
+        async with self._lock:
+            s = self._require(name)
+            record = await self._bridging.revert(name, actor=actor)
+            s.config = s.config.model_copy(update={"command": record.command, "args": record.args, "env": record.env})
+            s.bridged = None
+            self._log(name, "reverted", actor)
+            await self._live().put(name, s.pool_config())
+            return await self._changed(name)
+
+    async def keep_registered(self) -> None:
+        """Until cancelled: re-register the converted servers with the bridge now and whenever one goes down (a
+        restarted bridge forgot them), reconnecting one the bridge now serves at another URL."""
+        if self._bridging.conversions is not None:
+            await self._bridging.conversions.keep_registered(self._live().subscribe, self._is_down, self._moved)
+
+    def _is_down(self, name: str) -> bool:
+        s = self._servers.get(name)
+        return s is not None and s.bridged is not None and s.enabled and not self._live().server_status(name).connected
+
+    async def _moved(self, name: str, url: str) -> None:
+        async with self._lock:
+            s = self._servers.get(name)
+            if s is None or s.bridged is None:
+                return  # reverted or removed meanwhile
+            s.bridged = self._bridging.entry(s.config, url)
+            await self._live().put(name, s.pool_config())
+            await self.refresh(name)
+
     # ----- helpers -------------------------------------------------------------------------------
 
     def _live(self) -> UpstreamPool:
@@ -293,6 +347,7 @@ class ServerControl:
             instructions=st.instructions,
             added_by=s.added_by,
             oauth_status=st.oauth_status,
+            converted_to=s.bridged.url if s.bridged is not None else None,
         )
 
     @staticmethod

@@ -42,6 +42,8 @@ class ServerView:
     """None for a config-file server, else the actor that added it."""
     oauth_status: str | None = None
     """For an OAuth server: authenticated, pending_authorization or authentication_failed."""
+    converted_to: str | None = None
+    """For a stdio server the bridge serves (``onetool servers convert``): the URL the gateway connects."""
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for the admin API and the CLI."""

@@ -5,13 +5,15 @@
     GET    /admin/servers/{name}           the server, its tools and its held changes
     DELETE /admin/servers/{name}           remove a server added at run time
     POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional)
+                                           convert (serve a stdio server through the bridge), revert
     GET    /admin/held                     every held tool, for review
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints)
     POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
 Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict),
-500 (the state store failed).
+500 (the state store failed); convert and revert also 429 (the bridge is full) and 503 (the bridge is
+unavailable), and then nothing changed.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ __all__ = ["ACTOR_HEADER", "AdminGateway", "admin_routes", "json_endpoint", "req
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
-_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve")
+_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "convert", "revert")
 
 
 class AdminGateway(Protocol):
@@ -116,6 +118,10 @@ def admin_routes(gateway: AdminGateway, admin_token: str, extra: Sequence[BaseRo
             if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
                 raise ControlError('"tools" must be a list of tool names')
             view = await control.approve(name, actor=actor, tools=tools)
+        elif action == "convert":
+            view = await control.convert(name, actor=actor)
+        elif action == "revert":
+            view = await control.revert(name, actor=actor)
         else:
             raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
         return view.to_dict()

@@ -1,0 +1,166 @@
+"""Convert and revert from a running gateway (`onetool serve --http`) through a real `onetool bridge`: the pack
+stays, a bridge restart heals without an admin action, a gateway restart reconnects at the stored URL, a failing
+bridge changes nothing, env values are never logged, and no process is left behind."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import types
+
+from tests.bridge.conftest import TOKEN, BridgeProcess, wait_until
+from tests.conftest import TIME_SERVER, free_port
+from tests.gateway.admin import admin, cli, origin
+from tests.gateway.conftest import ServedGateway, processes_with, start_http_gateway, stop, text_of
+from tests.upstream.conftest import _stat
+
+NOW = "time.get_current_time(timezone='UTC')['timezone']"
+
+
+def config(marker: str, secret: str, bridge_url: str | None) -> dict[str, Any]:
+    env = {"ONETOOL_TEST_MARKER": marker, "TIME_API_KEY": secret}
+    servers = {
+        "time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"], "env": env},
+        "broken-server": {"command": "/nonexistent/mcp-server", "connect_timeout": 5},
+        "remote": {"url": "http://127.0.0.1:9/mcp", "enabled": False},
+    }
+    bridge = {"bridge": {"url": bridge_url, "token": TOKEN}} if bridge_url else {}
+    return {"servers": servers, "sandbox": {"timeout": 30}, **bridge}
+
+
+def gateway(tmp: Path, marker: str, secret: str, bridge_url: str | None) -> ServedGateway:
+    # The bridge comes from the config alone, never from the test runner's environment.
+    env = {"ONETOOL_BRIDGE_URL": "", "ONETOOL_BRIDGE_TOKEN": ""}
+    return start_http_gateway(tmp, config(marker, secret, bridge_url), marker, env=env)
+
+
+def view(served: ServedGateway, name: str = "time") -> dict[str, Any]:
+    status, body = admin(served.url, "GET", f"/admin/servers/{name}")
+    assert status == 200, body
+    return dict(body)
+
+
+async def now(served: ServedGateway, within: float = 60.0) -> float:
+    """Run a call through `time` until it works; the seconds that took."""
+    started = time.monotonic()
+    result: types.CallToolResult | None = None
+    while time.monotonic() - started < within:
+        result = await served.run(NOW)
+        if not result.is_error:
+            assert text_of(result) == "UTC"
+            return time.monotonic() - started
+        await anyio.sleep(0.2)
+    raise AssertionError(f"`time` did not answer within {within} s: {result}")
+
+
+def stdio_children(served: ServedGateway) -> list[int]:
+    """The gateway's own children that carry the test's marker: stdio servers it started itself."""
+    return [pid for pid in processes_with(served.marker) if (st := _stat(pid)) and st[1] == served.proc.pid]
+
+
+@pytest.mark.anyio
+async def test_convert_survives_bridge_and_gateway_restarts_then_reverts(tmp_path: Path, bridge_factory: Any) -> None:
+    marker, secret = f"bw-{uuid.uuid4().hex}", f"secret-{uuid.uuid4().hex}"
+    port, base = str(free_port()), free_port()
+    bridge: BridgeProcess = bridge_factory("--port", port, "--base-port", str(base))
+    served = gateway(tmp_path, marker, secret, bridge.url)
+    try:
+        assert admin(served.url, "POST", "/admin/servers/time/approve")[0] == 200
+        converted = cli("servers", "convert", "time")
+        url = f"http://127.0.0.1:{base}/mcp"
+        assert converted.returncode == 0 and url in converted.stdout, converted.stderr
+        after = view(served)
+        assert (after["pack"], after["type"], after["status"]) == ("time", "http", "connected")
+        assert after["converted_to"] == url
+        assert not after["quarantined"] and after["held"] == [], "the approval survives the new connection"
+        await now(served)
+        assert stdio_children(served) == [] and len(bridge.children()) == 1, "the bridge runs it, not the gateway"
+        with urllib.request.urlopen(f"{origin(served.url)}/status") as response:
+            status = {s["name"]: s for s in json.load(response)["servers"]}
+        assert status["time"]["converted_to"] == url and status["broken-server"]["converted_to"] is None
+        assert "CONVERTED TO" in cli("servers").stdout
+
+        # The bridge restarts on the same ports and forgets everything; the gateway notices and re-registers.
+        bridge.stop()
+        bridge = bridge_factory("--port", port, "--base-port", str(base))
+        healed = await now(served)
+        print(f"back {healed:.1f} s after the bridge restarted")
+        assert view(served)["converted_to"] == url
+
+        # A gateway restart connects the stored URL; a bridge that came back elsewhere moves it there.
+        assert stop(served.proc) == 0
+        bridge.stop()
+        moved_base = free_port()
+        bridge = bridge_factory("--port", port, "--base-port", str(moved_base))
+        served = gateway(tmp_path, marker, secret, bridge.url)
+        await now(served)
+        assert view(served)["converted_to"] == f"http://127.0.0.1:{moved_base}/mcp"
+
+        reverted = cli("servers", "revert", "time")
+        assert reverted.returncode == 0, reverted.stderr
+        back = view(served)
+        assert (back["type"], back["status"], back["converted_to"], back["held"]) == ("stdio", "connected", None, [])
+        assert bridge.api("GET", "/convert/time").status_code == 404
+        wait_until(lambda: not bridge.children(), what="the bridge's child to end")
+        await now(served)
+        assert len(stdio_children(served)) == 1
+        again = admin(served.url, "POST", "/admin/servers/time/revert")
+        assert again[0] == 409 and "not converted" in again[1]["error"]
+
+        # Removing a converted server (one added at run time) stops it on the bridge too.
+        spec = config(marker, secret, None)["servers"]["time"]
+        assert admin(served.url, "POST", "/admin/servers", {"name": "clock", "spec": spec})[0] == 201
+        assert admin(served.url, "POST", "/admin/servers/clock/convert")[0] == 200
+        assert bridge.api("GET", "/convert/clock").status_code == 200
+        assert admin(served.url, "DELETE", "/admin/servers/clock")[0] == 200
+        assert bridge.api("GET", "/convert/clock").status_code == 404
+        wait_until(lambda: not bridge.children(), what="the removed server's process to end")
+    finally:
+        assert stop(served.proc) == 0
+        bridge.stop()
+    wait_until(lambda: not processes_with(marker), what="every server process to end")
+    logs = [served.log, *tmp_path.glob("bridge-*")]
+    assert all(secret not in path.read_text() for path in logs), "an env value reached a log"
+
+
+@pytest.mark.anyio
+async def test_a_failing_bridge_changes_nothing(tmp_path: Path, bridge_factory: Any) -> None:
+    marker = f"bw-{uuid.uuid4().hex}"
+    served = gateway(tmp_path, marker, "s", f"http://127.0.0.1:{free_port()}")
+    try:
+        status, body = admin(served.url, "POST", "/admin/servers/time/convert")
+        assert status == 503 and body["error"].startswith("bridge unavailable: cannot reach"), body
+        assert (view(served)["type"], view(served)["converted_to"]) == ("stdio", None)
+        failed = cli("servers", "convert", "time")
+        assert failed.returncode == 1 and "bridge unavailable" in failed.stderr
+        await now(served)
+        status, body = admin(served.url, "POST", "/admin/servers/remote/convert")
+        assert status == 400 and body["error"] == "only stdio servers can be converted; 'remote' is a http server"
+    finally:
+        assert stop(served.proc) == 0
+
+    # A bridge that cannot start the command (its 500) is unavailable to the gateway too.
+    bridge: BridgeProcess = bridge_factory("--base-port", "0")
+    served = gateway(tmp_path, marker, "s", bridge.url)
+    try:
+        status, body = admin(served.url, "POST", "/admin/servers/broken-server/convert")
+        assert status == 503 and "bridge unavailable" in body["error"], body
+        assert view(served, "broken-server")["converted_to"] is None
+        assert bridge.api("GET", "/convert").json()["count"] == 0
+    finally:
+        assert stop(served.proc) == 0
+
+    served = gateway(tmp_path, marker, "s", None)
+    try:
+        status, body = admin(served.url, "POST", "/admin/servers/time/convert")
+        assert status == 400 and body["error"].startswith("cannot convert 'time': no bridge is configured"), body
+    finally:
+        assert stop(served.proc) == 0
+    wait_until(lambda: not processes_with(marker), what="every server process to end")
