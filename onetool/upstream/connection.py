@@ -15,20 +15,17 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp.types as types
 from loguru import logger
-from mcp import Client, MCPError
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from onetool import __version__
 from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
-from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.http import (
     HttpStatuses,
@@ -40,9 +37,19 @@ from onetool.upstream.http import (
     upgraded_url,
 )
 from onetool.upstream.oauth import UpstreamAuth
-from onetool.upstream.session import Lost, Session, Watched, describe_failure, list_all_tools
+from onetool.upstream.requests import Requests
+from onetool.upstream.session import (
+    Session,
+    Watched,
+    closed_with,
+    describe_failure,
+    exit_failure,
+    list_all_tools,
+    lost_failure,
+)
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stdio import open_stdio
+from onetool.upstream.watching import Watching
 
 __all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
@@ -58,7 +65,7 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 
 
-class Connection:
+class Connection(Requests, Watching):
     def __init__(
         self,
         name: str,
@@ -175,7 +182,7 @@ class Connection:
                                 raise
                             if deadline.cancel_called:
                                 failure = Failure(f"connect timed out after {self.config.connect_timeout} s")
-                            elif (crash := await _closed_with(stack)) is not None:
+                            elif (crash := await closed_with(stack)) is not None:
                                 # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
                                 # and cancelled us; closing the stack surfaces why.
                                 failure = describe_failure(crash, session, self.name, self.config)
@@ -203,14 +210,14 @@ class Connection:
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
                 failure = session.lost or describe_failure(e, session, self.name, self.config)
-                self._set_status(ServerState.DISCONNECTED, _lost(failure))
+                self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return
         finally:
             self.first_attempt.set()
         if session.lost and session.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
-            self._set_status(ServerState.DISCONNECTED, _lost(_exit_failure(session)))
+            self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
 
     async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
         """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
@@ -269,7 +276,7 @@ class Connection:
         async with open_stdio(self.name, self.config) as (read, write, child):
             session.child = child
             yield (
-                Watched(read, lambda: self._lose(session, _exit_failure(session))),
+                Watched(read, lambda: self._lose(session, exit_failure(session))),
                 write,
             )
 
@@ -302,65 +309,6 @@ class Connection:
             self._session = None
             self._reset_connected()
 
-    async def _refresh_on_change(self, session: Session, client: Client) -> None:
-        while True:
-            await session.refresh.wait()
-            session.refresh = anyio.Event()
-            try:
-                with anyio.fail_after(self.config.connect_timeout):
-                    self.tools = await list_all_tools(client)
-            except Exception as e:
-                logger.bind(server=self.name).warning(
-                    "server '{}': refreshing the tool list failed: {}",
-                    self.name,
-                    describe_failure(e, session, self.name, self.config).for_operators(),
-                )
-                continue
-            logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
-            self._on_change(self.name)
-
-    async def _probe(self, session: Session, client: Client) -> None:
-        """Ask an HTTP upstream for its tools now and then, so a dead one turns disconnected without a call.
-
-        A stdio child's death closes its stdout, which the transport notices at once; an idle HTTP
-        session has no such signal. ``tools/list`` exists in both protocol eras (``ping`` does not),
-        and it also catches catalogue changes a server never announced.
-        """
-        while True:
-            await anyio.sleep(self._probe_interval)
-            try:
-                with anyio.fail_after(self.config.connect_timeout):
-                    tools = await list_all_tools(client)
-            except Exception as e:
-                failure = describe_failure(e, session, self.name, self.config)
-                self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
-                return
-            if tools != self.tools:
-                self.tools = tools
-                self._on_change(self.name)
-
-    async def _listen(
-        self,
-        session: Session,
-        client: Client,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        started = False
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
-                async with client.listen(tools_list_changed=True) as events:
-                    deadline.deadline = math.inf
-                    task_status.started()
-                    started = True
-                    async for _ in events:
-                        session.refresh.set()
-        except Exception as e:
-            # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
-            logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
-        if not started:
-            task_status.started()
-
     def _lose(self, session: Session, failure: Failure) -> None:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
         if session.lost or self._stopping:
@@ -374,7 +322,7 @@ class Connection:
         # The owner may already be unwinding this session (self._session cleared); it is still the latest.
         if self._latest is session:
             self._reset_connected()
-            self._set_status(ServerState.DISCONNECTED, _lost(failure))
+            self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
 
     def _reset_connected(self) -> None:
         # Callers waiting to retry hold the current event; replace it only once it has fired.
@@ -392,95 +340,3 @@ class Connection:
             self._on_change(self.name)
 
     # ----- calls (in the caller's task) -----------------------------------------------------
-
-    async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float, on_progress: ProgressCallback | None = None
-    ) -> types.CallToolResult:
-        """``on_progress``, when given, asks the upstream for progress reports and gets them."""
-        # Decided before the call: a lost session empties the catalogue.
-        retry = self._may_retry(tool)
-        display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
-        return await self.request(
-            display,
-            lambda client: client.call_tool(
-                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
-            ),
-            timeout,
-            retry,
-        )
-
-    async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
-        """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
-
-        After a lost session it is sent again on the next one only if ``retry`` (it has no side effects).
-        """
-        try:
-            return await self._once(display, send, timeout)
-        except Lost as lost:
-            if not retry:
-                failure = _lost(lost.failure)
-                raise UpstreamUnavailable(self.name, failure.reason, tool=display, fix=failure.fix) from None
-            logger.bind(server=self.name, request=display).info(
-                "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
-            )
-            with anyio.move_on_after(self.config.connect_timeout + self._backoff_base * 2):
-                await self._connected.wait()
-            try:
-                return await self._once(display, send, timeout)
-            except Lost as again:
-                failure = _lost(again.failure)
-                raise UpstreamUnavailable(self.name, failure.reason, tool=display, fix=failure.fix) from None
-
-    def _may_retry(self, tool: str) -> bool:
-        """Only a tool that promises no side effects may run twice."""
-        for t in self.tools:
-            if t.name == tool and t.annotations is not None:
-                return bool(t.annotations.read_only_hint or t.annotations.idempotent_hint)
-        return False
-
-    async def _once(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float) -> T:
-        session = self._session
-        if session is None or session.client is None or session.lost:
-            raise self.snapshot().unavailable(display)
-        scope = anyio.CancelScope()
-        session.calls.add(scope)
-        try:
-            with scope:
-                return await send(session.client)
-        except MCPError as e:
-            if e.code == REQUEST_TIMEOUT:
-                raise UpstreamTimeout(self.name, display, timeout) from None
-            if e.code == CONNECTION_CLOSED:
-                self._lose(session, Failure(e.message))
-                raise Lost(session.lost) from None
-            raise UpstreamError(f"{display} failed: {e.message}", server=self.name, tool=display) from None
-        except httpx2.TransportError as e:
-            self._lose(session, Failure(type(e).__name__, str(e) or None))
-            raise Lost(session.lost) from None
-        except ValidationError as e:
-            message = f"{display}: server '{self.name}' sent an invalid result: {e}"
-            raise UpstreamError(message, server=self.name, tool=display) from None
-        finally:
-            session.calls.discard(scope)
-        # Only reached when _lose cancelled the scope.
-        raise Lost(session.lost)
-
-
-def _lost(failure: Failure) -> Failure:
-    if failure.oauth_status is not None:
-        return failure  # the same words whenever authorization fails, at connect or mid-session
-    return Failure(f"connection lost: {failure.reason}", failure.detail, failure.fix)
-
-
-async def _closed_with(stack: AsyncExitStack) -> Exception | None:
-    """Close ``stack``; the exception its contexts raised while closing, if any."""
-    try:
-        await stack.aclose()
-    except Exception as e:
-        return e
-    return None
-
-
-def _exit_failure(session: Session) -> Failure:
-    assert session.child is not None
-    return Failure(session.child.exit_reason(), session.child.stderr_hint())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -131,3 +132,24 @@ _HTTP_FIX = {
     403: "the server refused the credentials: check servers.{name}.headers",
     404: "nothing serves MCP at that address: check servers.{name}.url",
 }
+
+
+def lost_failure(failure: Failure) -> Failure:
+    """``failure`` as the reason a live session ended."""
+    if failure.oauth_status is not None:
+        return failure  # the same words whenever authorization fails, at connect or mid-session
+    return Failure(f"connection lost: {failure.reason}", failure.detail, failure.fix)
+
+
+async def closed_with(stack: AsyncExitStack) -> Exception | None:
+    """Close ``stack``; the exception its contexts raised while closing, if any."""
+    try:
+        await stack.aclose()
+    except Exception as e:
+        return e
+    return None
+
+
+def exit_failure(session: Session) -> Failure:
+    assert session.child is not None
+    return Failure(session.child.exit_reason(), session.child.stderr_hint())
