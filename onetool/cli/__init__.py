@@ -1,0 +1,194 @@
+"""The ``onetool`` command: its parser and entry point.
+
+Exit status: 0 success, 1 the code or a server failed, 2 a usage or config error. Only argparse is imported
+up front so ``onetool --help`` stays fast: each command module imports what it needs inside its functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from onetool.cli.auth import cmd_auth
+from onetool.cli.bridge import cmd_bridge
+from onetool.cli.catalogue import cmd_check, cmd_stubs, cmd_tools
+from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from onetool.cli.importing import cmd_import
+from onetool.cli.run import cmd_run
+from onetool.cli.serve import cmd_serve
+from onetool.cli.servers import cmd_servers
+
+DEFAULT_BRIDGE_PORT = 8080
+SERVER_ACTIONS = {
+    "remove": "remove a server added at run time",
+    "enable": "enable a server",
+    "disable": "disable a server",
+    "restart": "restart a server",
+    "quarantine": "hide a server's tools until it is approved",
+    "approve": "approve a quarantined server, or its held tools",
+    "convert": "serve a stdio server through the bridge (bridge.url) and connect it there",
+    "revert": "stop a converted server on the bridge and run it over stdio again",
+}
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from onetool import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="onetool",
+        description="An MCP gateway with one tool, run(code): upstream MCP servers and local packs "
+        "become objects in a sandboxed Python snippet.",
+    )
+    parser.add_argument("--version", action="version", version=f"onetool {__version__}")
+    common, remote = _common_options(None), _remote_options(None)
+    # Under `servers ACTION` too, where a default would overwrite what was given before ACTION.
+    later = [_common_options(argparse.SUPPRESS), _remote_options(argparse.SUPPRESS)]
+    later_add = [later[0], _remote_options(argparse.SUPPRESS, ("--gateway",))]
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", parents=[common], help="serve MCP over stdio (default) or streamable HTTP")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    serve.add_argument(
+        "--mode",
+        choices=("run", "inspect"),
+        default="run",
+        help="the face at /mcp or on stdio: run(code) (default), or the two tools inspect and exec",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
+    serve.set_defaults(func=cmd_serve)
+
+    run = sub.add_parser(
+        "run", parents=[common, remote], help="run a snippet (on the running gateway, if any) and print its result"
+    )
+    run.add_argument("-c", dest="code", metavar="CODE", help="the code to run")
+    run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
+    run.set_defaults(func=cmd_run)
+
+    servers = sub.add_parser(
+        "servers", parents=[common, remote], help="show or change the servers (of the running gateway, if any)"
+    )
+    servers.add_argument("--json", action="store_true", help="print JSON")
+    servers.set_defaults(func=cmd_servers)
+    actions = servers.add_subparsers(dest="action", metavar="ACTION")
+    show = actions.add_parser("show", parents=later, help="one server: its tools, held changes, last error")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    add = actions.add_parser("add", parents=later_add, help="add a server (kept in the state store)")
+    add.add_argument("name")
+    kind = add.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--command", help="a stdio server: the command to start")
+    kind.add_argument("--url", dest="server_url", metavar="URL", help="an HTTP server: its URL")
+    add.add_argument("--arg", action="append", default=[], help="an argument of --command (repeat)")
+    add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
+    add.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
+    add.add_argument("--quarantined", action="store_true", help="show none of its tools until approved")
+    for action, summary in SERVER_ACTIONS.items():
+        one = actions.add_parser(action, parents=later, help=summary)
+        one.add_argument("name")
+        if action == "approve":
+            one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
+
+    tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
+    tools.add_argument("server", nargs="?", help="only this server or pack")
+    tools.set_defaults(func=cmd_tools)
+
+    stubs = sub.add_parser(
+        "stubs", parents=[common], help="write a typed Python module of every pack, to type-check snippets against"
+    )
+    stubs.add_argument("--filter", metavar="NAMES", help="comma-separated servers, packs or server__tool names")
+    stubs.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    stubs.set_defaults(func=cmd_stubs)
+
+    check = sub.add_parser("check", parents=[common], help="validate the config and try each server")
+    check.set_defaults(func=cmd_check)
+
+    imp = sub.add_parser(
+        "import", help="write the onetool.yaml equivalent to a client's mcpServers config (Claude Desktop, .mcp.json)"
+    )
+    imp.add_argument("file", metavar="FILE", help="a JSON or YAML file with a top-level 'mcpServers'")
+    imp.add_argument(
+        "-o", "--output", metavar="OUT", default="onetool.yaml", help="the file to write (default onetool.yaml)"
+    )
+    imp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    imp.set_defaults(func=cmd_import)
+    auth = sub.add_parser(
+        "auth",
+        parents=[common, remote],
+        help="authorize OneTool for an OAuth server (in a browser); --status, --logout",
+    )
+    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of)")
+    auth.add_argument("--status", action="store_true", help="connect each OAuth server and show its oauth_status")
+    auth.add_argument("--logout", action="store_true", help="forget the server's tokens and client registration")
+    auth.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
+    auth.set_defaults(func=cmd_auth)
+
+    bridge = sub.add_parser(
+        "bridge", help="serve stdio MCP servers over streamable HTTP for a gateway that cannot run them (/convert API)"
+    )
+    bridge.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    bridge.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_BRIDGE_PORT,
+        help=f"API port; 0 picks a free one (default {DEFAULT_BRIDGE_PORT})",
+    )
+    bridge.add_argument(
+        "--base-port",
+        type=int,
+        default=9001,
+        help="bridged servers get ports from here upward; 0: any free (default 9001)",
+    )
+    bridge.add_argument("--token", help="bearer token for the API and every served URL (default $ONETOOL_BRIDGE_TOKEN)")
+    bridge.add_argument("--max-servers", type=int, metavar="N", help="refuse (429) to bridge more than N servers")
+    bridge.add_argument(
+        "--idle-timeout",
+        type=float,
+        metavar="MIN",
+        help="stop a server nobody called for MIN minutes (until the next call)",
+    )
+    bridge.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    bridge.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    bridge.set_defaults(func=cmd_bridge)
+    return parser
+
+
+def _common_options(default: Any) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False, argument_default=default)
+    common.add_argument(
+        "--config", metavar="FILE", help="config file (default: $ONETOOL_CONFIG, else ./onetool.yaml, else none)"
+    )
+    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    return common
+
+
+def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway")) -> argparse.ArgumentParser:
+    """How to reach the running gateway. ``servers add`` takes ``--url`` for the server, so only ``--gateway``."""
+    remote = argparse.ArgumentParser(add_help=False, argument_default=default)
+    remote.add_argument(
+        *flags,
+        dest="gateway_url",
+        metavar="URL",
+        help="the running gateway's URL (default: the one the discovery file names)",
+    )
+    remote.add_argument(
+        "--token", metavar="TOKEN", help="its admin token (default: from the discovery file, else $ONETOOL_ADMIN_TOKEN)"
+    )
+    return remote
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from onetool.errors import ConfigError, StateError
+
+    try:
+        return int(args.func(args))
+    except (ConfigError, StateError) as e:
+        print(f"onetool: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,153 @@
+"""`onetool auth`: the OAuth authorization-code flow, through the running gateway or a loopback listener."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from onetool.attach import Target
+    from onetool.config import Config
+
+from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, print_table, setup
+
+AUTH_WAIT = 660.0
+"""How long `onetool auth` waits on a gateway's flow: it expires there after 10 minutes, and then says so."""
+AUTH_POLL = 30  # seconds per long-poll of the flow's outcome
+
+
+def cmd_auth(args: argparse.Namespace) -> int:
+    import anyio
+
+    from onetool import attach
+
+    config = setup(args, "WARNING")
+    oauth = {name: s for name, s in config.servers.items() if s.oauth is not None}
+    if args.status:
+        if args.server or args.logout:
+            print("onetool auth: --status takes no server and no --logout", file=sys.stderr)
+            return EXIT_USAGE
+        return _auth_status(config, oauth)
+    if args.server and not args.logout:
+        # A running gateway runs the flow itself: its callback receives the redirect, and it reconnects the server.
+        try:
+            target = attach.find(args.gateway_url, args.token)
+            if target is not None:
+                return _authorize_attached(target, args.server, not args.no_browser)
+        except attach.NotRunning:
+            pass  # a stale discovery file: authorize here
+        except attach.AttachError as e:
+            return attach_failed("auth", e)
+    if not args.server or args.server not in oauth:
+        known = ", ".join(oauth) or "none (add an oauth: block to an HTTP server)"
+        what = f"'{args.server}' is not a server with an oauth block" if args.server else "name a server"
+        print(f"onetool auth: {what}; OAuth servers: {known}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.logout:
+        forgot = anyio.run(_forget_tokens, config, args.server)
+        print(
+            f"server '{args.server}': " + ("tokens and client registration forgotten" if forgot else "nothing stored")
+        )
+        return EXIT_OK
+    return int(anyio.run(_authorize, config, args.server, oauth[args.server], not args.no_browser))
+
+
+def _authorize_attached(target: Target, name: str, browser: bool) -> int:
+    import time
+
+    from onetool.attach import AttachError, server_path
+
+    path = server_path(name, "authorize")
+    try:
+        started = target.request("POST", path)
+        _show_authorization_url(name, started["authorization_url"], browser)
+        deadline = time.monotonic() + AUTH_WAIT
+        outcome = started
+        while outcome["status"] == "pending" and time.monotonic() < deadline:
+            outcome = target.request("GET", f"{path}?wait={AUTH_POLL}")
+    except AttachError as e:
+        return attach_failed("auth", e)
+    if outcome["status"] == "pending":
+        print(
+            f"onetool auth: server '{name}': no answer from the browser; run `onetool auth {name}` again",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    if outcome["status"] == "failed":
+        print(f"onetool auth: {outcome['error']}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"server '{name}': authorized; {outcome['tool_count']} tools (reconnected by the gateway at {target.origin})")
+    return EXIT_OK
+
+
+def _show_authorization_url(name: str, url: str, browser: bool) -> None:
+    from onetool.auth.login import open_browser
+
+    print(f"Open this URL in a browser to authorize OneTool for server '{name}':\n\n  {url}\n", flush=True)
+    opened = browser and open_browser(url)
+    print(("(opened in your browser) " if opened else "") + "Waiting for the redirect...", flush=True)
+
+
+def _auth_status(config: Config, servers: dict[str, Any]) -> int:
+    import anyio
+
+    from onetool.auth import StateTokenStore
+    from onetool.state import StateStore
+    from onetool.upstream import UpstreamPool
+
+    if not servers:
+        print("no OAuth servers configured")
+        return EXIT_OK
+
+    async def go() -> None:
+        async with await StateStore.open(config.state.url) as store:
+            enabled = {n: s for n, s in servers.items() if s.enabled}
+            async with UpstreamPool(enabled, token_store=StateTokenStore(store)) as pool:
+                table = [("NAME", "OAUTH", "ERROR")]
+                table += [(s.name, s.oauth_status or "disabled", s.report) for s in pool.status()]
+                table += [(n, "disabled", "") for n, s in servers.items() if not s.enabled]
+                print_table(table)
+
+    anyio.run(go)
+    return EXIT_OK
+
+
+async def _forget_tokens(config: Config, name: str) -> bool:
+    from onetool.auth import StateTokenStore
+    from onetool.state import StateStore
+
+    async with await StateStore.open(config.state.url) as store:
+        return await StateTokenStore(store).forget(name)
+
+
+async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
+    from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
+    from onetool.auth.login import AuthError, authorize, loopback_listener
+    from onetool.state import StateStore
+
+    if resolve_flow(name, server.oauth) == "client_credentials":
+        print(
+            f"server '{name}' uses the client-credentials flow: there is no browser step, OneTool obtains its"
+            " tokens when it connects (see onetool auth --status)"
+        )
+        return EXIT_OK
+
+    async def show(url: str) -> None:
+        _show_authorization_url(name, url, browser)
+
+    pending = PendingFlows()
+    async with await StateStore.open(config.state.url) as state:
+        store = StateTokenStore(state)
+        stored = await store.load(name)
+        reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
+        try:
+            async with loopback_listener(
+                pending, server.oauth.redirect_uri, reuse=str(reuse) if reuse else None
+            ) as uri:
+                done = await authorize(name, server, store, pending=pending, redirect_uri=uri, show=show)
+        except AuthError as e:
+            print(f"onetool auth: {e}", file=sys.stderr)
+            return EXIT_FAILED
+    print(f"server '{name}': authorized; {done.tool_count} tools")
+    return EXIT_OK

@@ -1,0 +1,58 @@
+"""`onetool bridge`: the stdio-to-HTTP bridge service."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onetool.bridge.service import BridgeOptions
+
+from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    import anyio
+
+    from onetool.bridge.servers import BridgeLimits
+    from onetool.bridge.service import BridgeOptions
+    from onetool.config import ENV_BRIDGE_TOKEN
+    from onetool.errors import ServeError
+    from onetool.logs import setup_logging
+
+    for flag, value in (("--max-servers", args.max_servers), ("--idle-timeout", args.idle_timeout)):
+        if value is not None and value <= 0:
+            print(f"onetool bridge: {flag} must be positive", file=sys.stderr)
+            return EXIT_USAGE
+    setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or "INFO", args.log_file)
+    limits = BridgeLimits(
+        base_port=args.base_port,
+        max_servers=args.max_servers,
+        idle_timeout=args.idle_timeout * 60 if args.idle_timeout else None,
+    )
+    options = BridgeOptions(args.host, args.port, args.token or os.environ.get(ENV_BRIDGE_TOKEN) or None, limits)
+    status = EXIT_OK
+    try:
+        anyio.run(_bridge, options)
+    except* ServeError as group:
+        for e in group.exceptions:
+            print(f"onetool bridge: {e}", file=sys.stderr)
+        status = EXIT_FAILED
+    return status
+
+
+async def _bridge(options: BridgeOptions) -> None:
+    import anyio
+
+    from onetool.bridge.service import run_bridge
+    from onetool.logs import logger
+
+    def ready(url: str) -> None:
+        print(url, flush=True)  # scripts read the API's URL here
+        logger.info("bridge API at {}", url)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_on_signal, tg.cancel_scope)
+        await run_bridge(options, on_ready=ready)

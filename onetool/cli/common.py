@@ -1,0 +1,86 @@
+"""What the commands share: logging and config setup, a standalone pool, printing a run's result."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import anyio
+
+    from onetool.config import Config
+
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def setup(args: argparse.Namespace, default_level: str) -> Config:
+    from onetool.config import find_config, load_config
+    from onetool.logs import setup_logging
+
+    setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or default_level, args.log_file)
+    return load_config(find_config(args.config))
+
+
+def print_result(result: dict[str, Any]) -> int:
+    """Print a CallToolResult (as JSON data, however it was obtained): its text on stdout, or on stderr when
+    it is an error; the exit status."""
+    content = result.get("content") or []
+    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    others = [str(c.get("type")) for c in content if c.get("type") != "text"]
+    out = sys.stderr if result.get("isError") else sys.stdout
+    for text in texts:
+        print(text, file=out)
+    if others:
+        print(f"[{len(others)} more content part(s): {', '.join(others)}]", file=out)
+    return EXIT_FAILED if result.get("isError") else EXIT_OK
+
+
+def attach_failed(command: str, error: Exception) -> int:
+    print(f"onetool {command}: {error}", file=sys.stderr)
+    return EXIT_USAGE if getattr(error, "status", 0) in (400, 401, 404) else EXIT_FAILED
+
+
+def with_pool(config: Config, body: Any) -> Any:
+    """Connect every server (with the state store's added servers and overrides), build the registry of what
+    snippets see, hand the control plane, pool and registry to ``body``."""
+    import anyio
+
+    from onetool.auth import StateTokenStore
+    from onetool.control import ServerControl
+    from onetool.registry import Registry, load_local_packs
+    from onetool.state import StateStore
+    from onetool.upstream import UpstreamPool
+
+    async def go() -> Any:
+        local = load_local_packs(config.packs.dirs)
+        async with await StateStore.open(config.state.url) as store:
+            control = await ServerControl.load(config, store)
+            async with UpstreamPool(control.configs(), token_store=StateTokenStore(store)) as pool:
+                await control.attach(pool, lambda: None)
+                return body(control, pool, Registry.build(local, pool, control.shown))
+
+    return anyio.run(go)
+
+
+async def cancel_on_signal(scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` on SIGINT or SIGTERM: the commands that serve stop cleanly on either."""
+    import signal
+
+    import anyio
+
+    from onetool.logs import logger
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            logger.info("received {}, shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

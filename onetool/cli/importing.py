@@ -1,0 +1,46 @@
+"""`onetool import`: a client's mcpServers file as the equivalent onetool.yaml."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+from onetool.cli.common import EXIT_OK, EXIT_USAGE
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from onetool.clients import MCP_SERVERS
+    from onetool.config import from_client_config, read_config_file, to_identifier, validate
+
+    source, output = Path(args.file), Path(args.output)
+    raw = read_config_file(source)
+    if MCP_SERVERS not in raw:
+        print(f"onetool import: {source} has no top-level '{MCP_SERVERS}': not a client config", file=sys.stderr)
+        return EXIT_USAGE
+    converted = from_client_config(raw, source)
+    validate(converted.raw, source, converted.where)  # ${VAR} references are kept, so checked unexpanded
+    if output.exists() and not args.force:
+        print(f"onetool import: {output} exists; pass --force to overwrite it", file=sys.stderr)
+        return EXIT_USAGE
+    servers: dict[str, Any] = converted.raw["servers"]
+    text = yaml.safe_dump(converted.raw, sort_keys=False, allow_unicode=True, width=120)
+    output.write_text(f"# Written by `onetool import {source.name}`.\n{text}", encoding="utf-8")
+    print(f"wrote {output} ({len(servers)} server{'' if len(servers) == 1 else 's'}) from {source}")
+    for change in converted.renamed:
+        print(f"  renamed  {change}")
+    for dropped in converted.dropped:
+        print(f"  dropped  {dropped}")
+    for name in servers:
+        if to_identifier(name) != name:
+            print(f"  pack     server '{name}' is the pack '{to_identifier(name)}' in snippets")
+    if output.resolve().parent != source.resolve().parent and any("command" in s for s in servers.values()):
+        print(f"  note     stdio servers start in {output.resolve().parent} unless a server sets cwd")
+    return EXIT_OK

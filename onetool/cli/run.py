@@ -1,0 +1,60 @@
+"""`onetool run`: a snippet on the running gateway when there is one, else on a gateway of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onetool.config import Config
+
+from onetool.cli.common import EXIT_USAGE, attach_failed, print_result, setup
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    code = _read_code(args)
+    if code is None:
+        return EXIT_USAGE
+    from onetool import attach
+
+    try:
+        target = attach.find(args.gateway_url, args.token)
+        if target is not None:
+            return print_result(target.request("POST", "/admin/run", {"code": code}))
+    except attach.NotRunning:
+        pass  # a stale discovery file: run here instead
+    except attach.AttachError as e:
+        return attach_failed("run", e)
+    import anyio
+
+    # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
+    config = setup(args, "ERROR")
+    return anyio.run(_run, config, code)
+
+
+def _read_code(args: argparse.Namespace) -> str | None:
+    if args.code is not None and args.file is not None:
+        print("onetool run: give the code with -c CODE or as a FILE, not both", file=sys.stderr)
+        return None
+    if args.code is None and args.file is None:
+        print("onetool run: give the code with -c CODE, or a FILE, or - for standard input", file=sys.stderr)
+        return None
+    if args.code is not None:
+        return str(args.code)
+    if args.file == "-":
+        return sys.stdin.read()
+    try:
+        with open(args.file, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        print(f"onetool run: cannot read {args.file}: {e.strerror or e}", file=sys.stderr)
+        return None
+
+
+async def _run(config: Config, code: str) -> int:
+    from onetool.gateway import Gateway
+
+    async with Gateway(config, warm_workers=1) as gateway:
+        result = await gateway.run(code)
+    return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True))
