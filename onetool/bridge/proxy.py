@@ -25,12 +25,11 @@ import anyio.abc
 import mcp.types as types
 from mcp import Client, MCPError
 from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from onetool.bridge.upstream import BridgedUpstream
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from onetool.serve.fanout import ListChanged, ListChangedFanout
+from onetool.serve.fanout import ListChanged, ListChangedFanout, ListChangedServer
 
 __all__ = ["Handshake", "handshake", "proxy_server"]
 
@@ -103,23 +102,6 @@ def _as_mcp_errors(upstream: BridgedUpstream, display: str) -> Iterator[None]:
         raise MCPError(types.INTERNAL_ERROR, str(e)) from None
 
 
-class _ProxyServer(Server[dict[str, Any]]):
-    def __init__(self, notification_options: NotificationOptions, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._notification_options = notification_options
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        # The HTTP session manager passes no options, which would advertise listChanged=false everywhere.
-        return super().create_initialization_options(
-            notification_options or self._notification_options, experimental_capabilities, extensions
-        )
-
-
 def proxy_server(upstream: BridgedUpstream, shake: Handshake) -> Server[dict[str, Any]]:
     """The MCP server that serves ``upstream`` as the bridged server presented itself."""
     caps = shake.capabilities
@@ -186,8 +168,8 @@ def proxy_server(upstream: BridgedUpstream, shake: Handshake) -> Server[dict[str
         handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
     if caps.completions is not None:
         handlers["on_completion"] = complete
-    server = _ProxyServer(
-        NotificationOptions(
+    server = ListChangedServer(
+        notification_options=NotificationOptions(
             tools_changed=True,
             resources_changed=bool(caps.resources and caps.resources.list_changed),
             prompts_changed=bool(caps.prompts and caps.prompts.list_changed),

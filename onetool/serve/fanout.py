@@ -134,19 +134,25 @@ def connection_of(session: ServerSession) -> Connection:
     return connection
 
 
-class _ListChangedServer(Server[dict[str, Any]]):
+class ListChangedServer(Server[dict[str, Any]]):
+    """A lowlevel Server that tells handshake-era clients which lists it announces changes of.
+
+    The default NotificationOptions advertise listChanged=false, and the HTTP session manager asks with no
+    arguments, so the server's own options are the default here.
+    """
+
+    def __init__(self, *args: Any, notification_options: NotificationOptions | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._notification_options = notification_options or NotificationOptions(tools_changed=True)
+
     def create_initialization_options(
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        # The default NotificationOptions advertise tools.listChanged=false to handshake-era clients,
-        # and the HTTP session manager calls this with no arguments, so the default is fixed here.
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
-            experimental_capabilities,
-            extensions,
+            notification_options or self._notification_options, experimental_capabilities, extensions
         )
 
 
@@ -168,7 +174,7 @@ def face_server(
         async with fanout.running():
             yield {}
 
-    server = _ListChangedServer(
+    server = ListChangedServer(
         "onetool",
         version=__version__,
         lifespan=lifespan,
