@@ -251,3 +251,44 @@ async def test_stdio_gateway_survives_every_surrogate_position(stdio_gateway: Cl
         result = await stdio_gateway.call_tool("run", {"code": code})
         assert_clean(result)
     assert text_of(await stdio_gateway.call_tool("run", {"code": "1+1"})) == "2"
+
+
+# Each language-layer class fixed in the sandbox, once more through the real gateway: (payload, what the
+# fixed gateway answers). Each would come back differently (a live object used, a crash) without its fix.
+LANGUAGE_PAYLOADS = {
+    "format_via_userstring": (
+        "import collections\ncollections.UserString('{0.__class__}').format(1)",
+        "module 'collections' has no 'UserString' in the sandbox",
+    ),
+    "format_via_super": (
+        "class S(str):\n    pass\nsuper(S, S('{0.__class__.__mro__}')).format(1)",
+        "'__class__' is not allowed",
+    ),
+    "exception_carries_object": (
+        "try:\n    getattr(len, 'nope')\nexcept AttributeError as e:\n    f = e.obj\nf([1, 2, 3])",
+        "not callable",
+    ),
+    "module_runs_a_program": ("import base64\nbase64.main()", "module 'base64' has no 'main' in the sandbox"),
+    "top_level_await": ("await fx.echo(message='x')", "pack calls are synchronous"),
+    "str_raises_systemexit": (
+        "class E(Exception):\n    def __str__(self):\n        raise SystemExit(3)\nraise E()",
+        "E: (the message could not be read: its __str__ raised SystemExit)",
+    ),
+}
+
+
+@pytest.mark.parametrize("payload", LANGUAGE_PAYLOADS.values(), ids=LANGUAGE_PAYLOADS.keys())
+async def test_language_layer_classes_hold_through_the_gateway(served: ServedGateway, payload: tuple[str, str]) -> None:
+    code, answer = payload
+    result, worst = await attack(served.url, code)
+    assert_clean(result)
+    assert result.is_error and answer in text_of(result), text_of(result)
+    assert "WorkerCrashed" not in text_of(result)
+    assert worst < BYSTANDER_BOUND
+
+
+async def test_a_float_subclass_cannot_smuggle_nan(served: ServedGateway) -> None:
+    result = await served.run("class F(float):\n    pass\n[F('nan'), F('inf')]")
+    assert_clean(result)
+    assert result.structured_content is not None
+    assert result.structured_content["result"] == ["nan", "inf"]
