@@ -28,6 +28,10 @@ from sandbox.untrusted import decode_untrusted
 __all__ = ["Sandbox"]
 
 _READY_CAP = 64
+AFTER_RUN_GRACE = 0.003
+"""Seconds a finished worker is left to wait for its kill, and its replacement to be forked, so that this CPU
+work (a millisecond or more of process teardown and copy-on-write faults) does not compete with the caller
+answering its client; a run that finds no worker ready cuts the wait short."""
 
 
 def _confinement(limits: Limits) -> tuple[int, float]:
@@ -66,14 +70,16 @@ class Sandbox:
         self._live: set[Worker] = set()
         self._closing = False
         self._refills = 0
-        self._refill_wanted = anyio.Event()
+        self._finished: list[Worker] = []
+        self._aftercare_wanted = anyio.Event()
+        self._dry = anyio.Event()
 
     async def __aenter__(self) -> Sandbox:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
         task_group.start_soon(self._forks.run)
-        task_group.start_soon(self._refill)
+        task_group.start_soon(self._aftercare)
         for _ in range(self._warm):
             task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
         return self
@@ -81,7 +87,8 @@ class Sandbox:
     async def __aexit__(self, *exc: object) -> None:
         assert self._task_group is not None
         self._closing = True
-        self._refill_wanted.set()
+        self._aftercare_wanted.set()
+        self._dry.set()
         for worker in list(self._live):
             worker.discard()
         await self._forks.stop()
@@ -92,21 +99,32 @@ class Sandbox:
             self._ready_send.close()
             self._ready_receive.close()
 
-    async def _refill(self) -> None:
-        """Replace the pool workers runs took, once they asked (`_replace`): starting a task costs a run
-        a few hundred microseconds it should not wait for, so it happens after the run has returned."""
+    async def _aftercare(self) -> None:
+        """After runs: kill the workers that finished cleanly and fork replacements for the pool workers taken
+        (`_after_run`), a grace period later; starting a task alone costs a run a few hundred microseconds it
+        should not wait for."""
         while True:
-            await self._refill_wanted.wait()
+            await self._aftercare_wanted.wait()
+            self._aftercare_wanted, self._dry = anyio.Event(), anyio.Event()
+            with anyio.move_on_after(AFTER_RUN_GRACE):
+                await self._dry.wait()
             if self._closing or self._task_group is None:
                 return
-            self._refill_wanted = anyio.Event()
+            finished, self._finished = self._finished, []
+            for worker in finished:
+                worker.discard()
             count, self._refills = self._refills, 0
             for _ in range(count):
                 self._task_group.start_soon(self._own_worker, self._ready_send, self._pool_key)
 
-    def _replace(self) -> None:
-        self._refills += 1
-        self._refill_wanted.set()
+    def _after_run(self, worker: Worker | None, replace: bool) -> None:
+        """Leave `worker` (one that finished cleanly and now only waits to be killed) and, if `replace`, the
+        replacement of the pool worker the run took, to the aftercare."""
+        if worker is not None:
+            self._finished.append(worker)
+        if replace:
+            self._refills += 1
+        self._aftercare_wanted.set()
 
     async def _own_worker(self, deliver: ObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
         """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
@@ -178,6 +196,7 @@ class Sandbox:
         while True:
             deferred = self._ready_receive.statistics().current_buffer_used > 0
             if not deferred:
+                self._dry.set()  # the aftercare's grace is over: workers are wanted now
                 self._task_group.start_soon(self._own_worker, self._ready_send, key)
             try:
                 # A ready worker is taken at once: no trip round the event loop on a run's critical path.
@@ -236,12 +255,17 @@ class Sandbox:
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
             run = Run(item, limits, on_call, on_progress)
+            clean = False
             try:
                 result = await run.drive(frame)
+                clean = run.finished
             finally:
-                item.discard()
-                if deferred and self._task_group is not None and not self._closing:
-                    self._replace()
+                # A worker that did not finish cleanly (timed out, crashed, broke the protocol, or the run was
+                # cancelled) may still be running: it is killed at once.
+                if not clean:
+                    item.discard()
+                if not self._closing:
+                    self._after_run(item if clean else None, replace=deferred)
             if not (item.lost and run.calls == 0 and retries):
                 return result
             retries -= 1

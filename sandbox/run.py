@@ -42,6 +42,8 @@ class Run:
         self.on_call = on_call
         self.on_progress = on_progress
         self.calls = 0
+        self.finished = False
+        """The worker reported how the run ended and now only waits to be killed."""
         self._in_flight = 0
         self._ids: set[int] = set()
         """Ids of the calls waiting for replies: the worker matches replies by id, so none may be reused."""
@@ -195,6 +197,7 @@ class Run:
         return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
 
     def _finish(self, done: Done, size: int) -> RunResult:
+        self.finished = True
         return RunResult(done.value, done.output, done.error, self.calls, size)
 
     def _failed(self, kind: str, message: str) -> RunResult:
