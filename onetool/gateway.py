@@ -10,6 +10,7 @@ such change is told to subscribers (the MCP faces, which send ``notifications/to
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
@@ -69,11 +70,12 @@ class Gateway:
             self._rebuild()
             self._registry.log_shadowing()
             self._ctx = PackContext(config=self.config, pool=self._pool, registry=lambda: self._registry)
-            watcher = await stack.enter_async_context(anyio.create_task_group())
-            watcher.start_soon(self._watch)
+            # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
+            self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            self._tasks.start_soon(self._watch)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
-            watcher.start_soon(self.control.keep_registered)
-            stack.callback(watcher.cancel_scope.cancel)
+            self._tasks.start_soon(self.control.keep_registered)
+            stack.callback(self._tasks.cancel_scope.cancel)
             self._stack = stack.pop_all()
         return self
 
@@ -125,11 +127,11 @@ class Gateway:
                 span.add(calls=0, status="FAILED", errorType=failure.type, errorMessage=failure.message)
                 return run_result(None, "", error=failure, max_chars=self.limits.max_output)
             media: set[str] = set()
-            async with AsyncExitStack() as stack:
-                relay = None
-                # A client that wants neither progress nor even the gravest log message costs the run nothing.
-                if client is not None and (client.wants_progress or client.wants_log("emergency")):
-                    relay = await stack.enter_async_context(Relay(client, self._pool).running())
+            # A client that wants neither progress nor even the gravest log message costs the run nothing.
+            relay = None
+            if client is not None and (client.wants_progress or client.wants_log("emergency")):
+                relay = Relay(client, self._pool, self._tasks)
+            async with relay or contextlib.nullcontext():
                 try:
                     outcome = await self._sandbox.run(
                         code,

@@ -2,7 +2,8 @@
 
 The gateway hands :class:`Relay` the MCP client that asked for the run (a :class:`RunClient`). Reports are
 queued without waiting, so a slow or vanished client never holds up the run or an upstream's receive path,
-and one task sends them in order; when the queue is full, reports are dropped. Progress notifications of one
+and one task sends them in order (started with the first report, in a task group the gateway owns: most runs
+report nothing and cost nothing); when the queue is full, reports are dropped. Progress notifications of one
 run are at most PROGRESS_RATE a second and their ``progress`` value always increases, as the spec requires,
 even when the snippet's own reports and several upstream calls interleave. A run receives the log messages of
 each upstream it has called, from its first call there until the run ends, at or above the client's level.
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
 from mcp import types
 from mcp.types import LoggingLevel
 
@@ -59,33 +59,39 @@ Report = Callable[[], Awaitable[None]]
 
 
 class Relay:
-    def __init__(self, client: RunClient, pool: UpstreamPool) -> None:
+    """One run's reports to its client: ``async with Relay(client, pool, tasks) as relay`` around the run."""
+
+    def __init__(self, client: RunClient, pool: UpstreamPool, tasks: TaskGroup) -> None:
         self._client = client
         self._pool = pool
+        self._tasks = tasks
         self._queue: ObjectSendStream[Report] | None = None
+        self._sender = anyio.CancelScope()
+        self._sent = anyio.Event()
+        self._closed = False
         self._last = -math.inf
         self._tokens = float(PROGRESS_RATE)
-        self._tokens_at = anyio.current_time()
+        self._tokens_at = -math.inf
         self._followed: dict[str, Callable[[], None]] = {}
         self._logs = 0
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[Relay]:
-        send, receive = anyio.create_memory_object_stream[Report](QUEUE)
-        self._queue = send
+    async def __aenter__(self) -> Relay:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Stop following upstream logs; what is queued goes out before the result, unless the client does not
+        read it within FLUSH_TIMEOUT."""
+        self._closed = True
+        for stop in self._followed.values():
+            stop()
+        if self._queue is None:
+            return
+        self._queue.close()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._drain, receive)
-                try:
-                    yield self
-                finally:
-                    for stop in self._followed.values():
-                        stop()
-                    send.close()
-                    # What is queued goes out before the result; a client that does not read is not waited for.
-                    tg.cancel_scope.deadline = anyio.current_time() + FLUSH_TIMEOUT
+            with anyio.move_on_after(FLUSH_TIMEOUT):
+                await self._sent.wait()
         finally:
-            self._queue = None
+            self._sender.cancel()
 
     # ----- progress ------------------------------------------------------------------------
 
@@ -146,16 +152,20 @@ class Relay:
     # ----- sending -------------------------------------------------------------------------
 
     def _put(self, report: Report) -> None:
-        if self._queue is None:
+        if self._closed:
             return
+        if self._queue is None:
+            self._queue, receive = anyio.create_memory_object_stream[Report](QUEUE)
+            self._tasks.start_soon(self._send, receive)
         # A client that is behind loses reports: a status line is not worth holding up the run for.
         with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._queue.send_nowait(report)
 
-    async def _drain(self, receive: ObjectReceiveStream[Report]) -> None:
-        async with receive:
+    async def _send(self, receive: ObjectReceiveStream[Report]) -> None:
+        with self._sender, receive:
             async for report in receive:
                 try:
                     await report()
                 except Exception as exc:  # the client went away mid-run; the run goes on
                     logger.debug("could not notify the run's client: {!r}", exc)
+        self._sent.set()
