@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -61,9 +62,19 @@ def _rss_kb(pid: int) -> int:
 
 
 def _gateway_pid() -> int:
-    """The newest `onetool serve` process (the one the bench client spawned)."""
-    out = subprocess.run(["pgrep", "-n", "-f", "onetool serve --config"], capture_output=True, text=True)
+    """The newest `onetool serve` child of this process: the one the bench client spawned, not another user's."""
+    out = subprocess.run(
+        ["pgrep", "-n", "-P", str(os.getpid()), "-f", "onetool serve --config"], capture_output=True, text=True
+    )
     return int(out.stdout.split()[0])
+
+
+async def _idle_rss_kb(config: Path) -> int:
+    """The gateway's RSS once it has started and answered tools/list, before any run."""
+    async with Client(_gateway(config)) as client:
+        await client.list_tools()
+        await anyio.sleep(1)  # the sandbox's warm workers and the upstreams' first notifications settle
+        return _rss_kb(_gateway_pid())
 
 
 async def run() -> list[Row]:
@@ -92,6 +103,8 @@ async def run() -> list[Row]:
         rows.append(
             Row("gateway", "serve start -> tools/list, example config (median of 3)", ms(statistics.median(starts)))
         )
+        idle = await _idle_rss_kb(ROOT / "onetool.yaml")
+        rows.append(Row("gateway", "gateway RSS idle after start, example config", f"{idle / 1024:.1f} MiB"))
 
         # run() over stdio, and a proxied call through run vs the same call made directly
         async with Client(_gateway(with_server)) as client:

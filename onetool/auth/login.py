@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from onetool.auth.choice import browser_available
 from onetool.auth.flows import PendingFlow, PendingFlows
-from onetool.auth.provider import Interaction, browser_available, build_provider
 from onetool.auth.store import ServerStorage, TokenStore
 from onetool.config import ServerConfig
 from onetool.errors import OneToolError
@@ -155,6 +155,9 @@ async def authorize(
     """Run the authorization-code flow for server ``name``; the browser must come back to ``redirect_uri``,
     a route that hands its query to ``pending``. ``show`` gets the authorization URL. Raises :class:`AuthError`.
     """
+    # lazy: a gateway mounts the callback route from this module, but runs a flow only when asked to
+    from onetool.auth.provider import Interaction, build_provider
+
     oauth = config.oauth
     if oauth is None or config.url is None:
         raise AuthError(f"server '{name}' has no oauth block in the config")

@@ -2,20 +2,18 @@
 
 The SDK does the protocol: protected-resource and authorization-server discovery, dynamic client
 registration, PKCE, the code and client-credentials exchanges, refresh on expiry. This module adds what
-a gateway needs around it: the flow choice, a per-server token store, log records without secrets,
-the reason a flow stopped (for the server's status), and a non-interactive mode in which a flow that
-would need a browser stops with :class:`AuthorizationRequired` instead.
+a gateway needs around it: a per-server token store, log records without secrets, the reason a flow stopped
+(for the server's status), and a non-interactive mode in which a flow that would need a browser stops with
+:class:`AuthorizationRequired` instead. Only OAuth servers and ``onetool auth`` import it (the flow choice is
+in ``choice``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import warnings
-import webbrowser
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 import httpx2
 from loguru import logger
@@ -24,51 +22,18 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from onetool.auth.choice import Flow
 from onetool.auth.store import ServerStorage
 from onetool.config import OAuthConfig
+from onetool.upstream.http import OAUTH_REQUEST
 
-__all__ = [
-    "AuthorizationRequired",
-    "Flow",
-    "Interaction",
-    "OAuthProvider",
-    "browser_available",
-    "build_provider",
-    "resolve_flow",
-]
+__all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "build_provider"]
 
-Flow = Literal["authorization_code", "client_credentials"]
-OAUTH_REQUEST = "onetool.oauth_request"
-"""Marks (in ``Request.extensions``) a request the OAuth flow made: discovery, registration, token."""
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/oauth/callback"  # never used: only `onetool auth` runs a browser step
-_CONSOLE_BROWSERS = {"www-browser", "links", "links2", "elinks", "lynx", "w3m"}
 
 
 class AuthorizationRequired(OAuthFlowError):
     """The server needs the browser step, and this process cannot run it (``onetool auth NAME`` can)."""
-
-
-def browser_available() -> bool:
-    """A graphical browser can be opened here (a text browser in this terminal would block the command)."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return False
-    try:
-        browser = webbrowser.get()
-    except webbrowser.Error:
-        return False
-    return getattr(browser, "name", "") not in _CONSOLE_BROWSERS
-
-
-def resolve_flow(server: str, oauth: OAuthConfig) -> Flow:
-    """The configured flow, else client credentials given a secret and no browser, else authorization code."""
-    if oauth.flow is not None:
-        return oauth.flow
-    flow: Flow = "authorization_code"
-    why = "no client secret" if oauth.client_secret is None else "a browser is available"
-    if oauth.client_secret is not None and not browser_available():
-        flow, why = "client_credentials", "a client secret and no browser"
-    logger.bind(server=server, flow=flow).info("server '{}': OAuth flow {} (inferred: {})", server, flow, why)
-    return flow
 
 
 class Interaction:
@@ -114,6 +79,11 @@ class _Observed(OAuthClientProvider):
     @property
     def _log(self) -> Any:
         return logger.bind(server=self.server)
+
+    @property
+    def authorization_required(self) -> bool:
+        """The flow stopped because it needs the browser step, which this process cannot run."""
+        return isinstance(self.problem, AuthorizationRequired)
 
     def reload(self) -> None:
         """Read the store again before the next request (another process may have authorized meanwhile)."""

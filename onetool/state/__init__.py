@@ -6,8 +6,9 @@ needs it) does not pay for SQLAlchemy and Alembic, and the CLI stays fast when a
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from onetool.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from onetool.state.fingerprint import canonical_json, describe_change, tool_fingerprint
@@ -46,7 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'onetool.state' has no attribute {name!r}")
-    return getattr(import_module(f"onetool.state.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

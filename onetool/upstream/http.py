@@ -11,7 +11,6 @@ import httpx2
 from loguru import logger
 from mcp.client.sse import sse_client
 
-from onetool.auth.provider import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 
@@ -25,6 +24,8 @@ __all__ = [
     "upgraded_url",
 ]
 
+OAUTH_REQUEST = "onetool.oauth_request"
+"""Marks (in ``Request.extensions``) a request the OAuth flow made: discovery, registration, token."""
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
 
 

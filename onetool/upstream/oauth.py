@@ -7,7 +7,7 @@ from typing import Literal
 import httpx2
 from loguru import logger
 
-from onetool.auth.provider import AuthorizationRequired, build_provider, resolve_flow
+from onetool.auth.choice import resolve_flow
 from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
 from onetool.config import ServerConfig
 from onetool.upstream.http import HttpStatuses, http_reason
@@ -26,6 +26,9 @@ class UpstreamAuth:
     """Built once per connection, so discovered metadata and the SDK's lock outlive reconnects."""
 
     def __init__(self, name: str, url: str, config: ServerConfig, store: TokenStore | None) -> None:
+        # lazy: the SDK's OAuth client (with PyJWT and cryptography's x509) only for servers that use OAuth
+        from onetool.auth.provider import build_provider
+
         assert config.oauth is not None
         self.name = name
         self.flow = resolve_flow(name, config.oauth)
@@ -43,7 +46,7 @@ class UpstreamAuth:
     def failure(self, statuses: HttpStatuses | None) -> Failure | None:
         """Why the last attempt failed, when it was about authorization; None otherwise."""
         problem = self.provider.problem
-        if isinstance(problem, AuthorizationRequired):
+        if self.provider.authorization_required:
             return Failure(
                 f"authorization required: {problem}", fix=auth_command(self.name), oauth_status="pending_authorization"
             )

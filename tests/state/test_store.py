@@ -20,7 +20,7 @@ from onetool.config import ServerConfig, load_config
 from onetool.errors import ConfigError, ServerExists
 from onetool.state import StateStore, canonical_json
 from onetool.state.fingerprint import fingerprint_of
-from onetool.state.migrate import head_revision
+from onetool.state.migrate import HEAD
 from onetool.state.models import metadata
 from tests.state.conftest import sqlite_execute
 
@@ -44,7 +44,7 @@ async def test_migrations_create_the_schema_and_reopening_is_idempotent(store_ur
     finally:
         await engine.dispose()
     assert tables == {*TABLES, "alembic_version"}
-    assert versions == [head_revision()]
+    assert versions == [HEAD]
 
 
 async def test_migrations_build_exactly_the_tables_the_code_uses(store_url: str) -> None:
