@@ -70,12 +70,16 @@ def _claimed(fd: int, diversion: str | None) -> Iterator[int]:
 
 
 async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exception]) -> None:
-    regular = stat.S_ISREG(os.fstat(fd).st_mode)  # epoll cannot watch a file; reading one never blocks
+    # epoll cannot watch a file or the null device; reading one never blocks.
+    pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
     buffer = b""
     async with reads:
         while True:
-            if not regular:
-                await anyio.wait_readable(fd)
+            if pollable:
+                try:
+                    await anyio.wait_readable(fd)
+                except PermissionError:
+                    pollable = False
             try:
                 chunk = os.read(fd, _CHUNK)  # the descriptor is ready: this returns what is there
             except OSError as exc:

@@ -123,3 +123,16 @@ def test_cancel_while_stdin_stays_open_exits_promptly() -> None:
                 pipe.close()
     assert returncode == 0, stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("source", ["/dev/null", "file"])
+def test_stdin_that_cannot_be_polled_is_read_to_its_end(source: str, tmp_path: Path) -> None:
+    """The null device and a file cannot be watched with epoll; each is read as it is, to the end."""
+    path = tmp_path / "requests.jsonl"
+    path.write_text(json.dumps(INITIALIZE) + "\n")
+    with open("/dev/null" if source == "/dev/null" else path, "rb") as stdin:
+        done = subprocess.run(APP, stdin=stdin, capture_output=True, text=True, cwd=REPO, timeout=15)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == ([] if source == "/dev/null" else [1])
