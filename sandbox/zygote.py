@@ -7,9 +7,9 @@ record, so file descriptors ride on the message they belong to) as stdin. It hol
 runs snippet code; it is single-threaded, so a fork copies a consistent interpreter.
 
 Host -> zygote: {"id", "memory_mb", "cpu_seconds"}: fork a worker confined with these limits.
-Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} (the pid as the host sees it) carrying
+Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} (the pid as the zygote sees it) carrying
 two descriptors, the host's end of the worker's channel and a pidfd (so the host can kill it without racing
-pid reuse);
+pid reuse, and learn the pid it knows the worker by);
 {"op": "failed", "id", "reason"}; {"op": "exit", "pid", "returncode"} once the zygote has reaped a worker.
 End of file on the control socket means shut down: kill and reap every worker, then exit.
 """
@@ -59,25 +59,12 @@ def isolate() -> None:
         socket.sethostname("sandbox")
 
 
-def host_pid(pidfd: int, pid: int) -> int:
-    """The pid the host knows the child by: /proc is the host's, so its fdinfo names it in the host's pid
-    namespace (a zygote in a pid namespace of its own sees its children as 2, 3, ...)."""
-    try:
-        with open(f"/proc/self/fdinfo/{pidfd}") as info:
-            for line in info:
-                if line.startswith("Pid:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return pid
-
-
 class _Zygote:
     def __init__(self, control: socket.socket, confinement: Confinement) -> None:
         self.control = control
         self.confinement = confinement
-        self.children: dict[int, tuple[int, int]] = {}
-        """pidfd -> (pid here, pid for the host) of every forked worker not yet reaped."""
+        self.children: dict[int, int] = {}
+        """pidfd -> pid of every forked worker not yet reaped."""
         self.poller = select.poll()
         self.poller.register(control, select.POLLIN)
 
@@ -116,22 +103,22 @@ class _Zygote:
                 os._exit(1)
         worker_end.close()
         pidfd = os.pidfd_open(pid)
-        self.children[pidfd] = (pid, host_pid(pidfd, pid))
+        self.children[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
-        self.send({"op": "forked", "id": request_id, "pid": self.children[pidfd][1]}, [host_end.fileno(), pidfd])
+        self.send({"op": "forked", "id": request_id, "pid": pid}, [host_end.fileno(), pidfd])
         host_end.close()
 
     def reap(self, pidfd: int) -> None:
-        pid, known_as = self.children.pop(pidfd)
+        pid = self.children.pop(pidfd)
         self.poller.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        self.send({"op": "exit", "pid": known_as, "returncode": os.waitstatus_to_exitcode(status)})
+        self.send({"op": "exit", "pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
 
     def shutdown(self) -> None:
         for pidfd in self.children:
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        for pid, _ in self.children.values():
+        for pid in self.children.values():
             os.waitpid(pid, 0)
         os._exit(0)
 
