@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from sandbox.confine import Confinement, set_parent_death_signal
+from sandbox.confine import Confinement, confine_fork_server, set_parent_death_signal
 from sandbox.worker import serve
 
 _CLONE_NEWUTS = 0x04000000
@@ -57,6 +57,15 @@ def isolate() -> None:
         _libc.unshare(flag)
     if _libc.unshare(_CLONE_NEWUTS) == 0:
         socket.sethostname("sandbox")
+
+
+def setup(program: bytes) -> Confinement:
+    """Turn this process, everything imported, into a fork-server whose forks each need only their own
+    confinement (sandbox.worker.prepare). The one place this is done: the tests' confined runner calls it too."""
+    # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
+    time.localtime()
+    isolate()
+    return confine_fork_server(program)
 
 
 class _Zygote:
@@ -131,10 +140,7 @@ def main() -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-    # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
-    time.localtime()
-    isolate()
-    confinement = Confinement.make(bytes.fromhex(sys.argv[2]))
+    confinement = setup(bytes.fromhex(sys.argv[2]))
     # Everything imported so far is shared copy-on-write with every worker; keep the collector off it.
     gc.freeze()
     zygote = _Zygote(control, confinement)
