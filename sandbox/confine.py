@@ -131,10 +131,17 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-def load_filter(program: bytes) -> None:
-    instructions = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // _BPF_INSTRUCTION_SIZE, ctypes.addressof(instructions))
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
+class SeccompFilter:
+    """A BPF program as prctl reads it, made once in the fork-server: each worker that loads it then makes no
+    ctypes array type (a new class per program length) and copies nothing."""
+
+    def __init__(self, program: bytes) -> None:
+        self._instructions = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // _BPF_INSTRUCTION_SIZE, ctypes.addressof(self._instructions))
+        self._argument = ctypes.byref(self._fprog)
+
+    def load(self) -> None:
+        _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, self._argument, 0, 0), "prctl(PR_SET_SECCOMP)")
 
 
 def set_limits(memory_mb: int, cpu_seconds: float, max_fd: int) -> None:
@@ -194,6 +201,8 @@ def drop_bounding_set() -> None:
 
 _NO_CAPABILITIES = ((ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)())
 """capset's header and data for no capability at all; made once, so a worker allocates nothing to drop them."""
+_capset = _libc.capset
+"""Looked up once: each first lookup of a libc function makes a ctypes function object."""
 
 
 def drop_privileges() -> None:
@@ -207,7 +216,7 @@ def drop_privileges() -> None:
             os.setresuid(_NOBODY, _NOBODY, _NOBODY)
         except OSError:
             pass  # a user namespace that does not map nobody: stay its root, without capabilities
-    _libc.capset(*_NO_CAPABILITIES)
+    _capset(*_NO_CAPABILITIES)
 
 
 class _LandlockRuleset(ctypes.Structure):
@@ -251,8 +260,8 @@ def restrict_with_landlock(abi: int) -> None:
 class Confinement(NamedTuple):
     """What the fork-server prepares once and every worker it forks confines itself with."""
 
-    program: bytes
-    """The seccomp BPF program, compiled by the host."""
+    seccomp: SeccompFilter
+    """The seccomp program the host compiled."""
     scopes: int
     """A Landlock ruleset of scopes only, for each worker to enter a domain of its own: the fork-server's domain
     holds every worker, and scopes stop signals and abstract sockets only at a domain's edge. -1 without
@@ -274,7 +283,7 @@ def confine_fork_server(program: bytes) -> Confinement:
     abi = landlock_abi()
     restrict_with_landlock(abi)
     drop_bounding_set()
-    return Confinement(program, _landlock_ruleset(abi, scopes_only=True) if abi >= 6 else -1)
+    return Confinement(SeccompFilter(program), _landlock_ruleset(abi, scopes_only=True) if abi >= 6 else -1)
 
 
 def confine(
@@ -290,4 +299,4 @@ def confine(
     drop_privileges()
     # Only now: a change of user clears the parent-death signal.
     set_parent_death_signal(parent_pid)
-    load_filter(confinement.program)
+    confinement.seccomp.load()
