@@ -6,7 +6,8 @@ what it covers, so a bug in one is not a way out:
 - an empty root: the worker is chrooted into a directory it has already deleted, so no path names anything;
 - no privileges: every capability dropped (bounding, ambient, effective, permitted, inheritable) and, when it
   ran as root, uid and gid 65534 (nobody) with no supplementary groups;
-- Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside;
+- Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside
+  the worker's own domain (not even to its zygote or a sibling);
 - rlimits: memory, CPU time, no file size, no new process, no core dump;
 - a seccomp allow-list: everything a finished, fully imported interpreter needs to compute and to talk over
   its channel; every other system call fails with EPERM, so Python code sees a clean PermissionError rather
