@@ -6,7 +6,8 @@ what it covers, so a bug in one is not a way out:
 - an empty root: the worker is chrooted into a directory it has already deleted, so no path names anything;
 - no privileges: every capability dropped (bounding, ambient, effective, permitted, inheritable) and, when it
   ran as root, uid and gid 65534 (nobody) with no supplementary groups;
-- Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside;
+- Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside
+  the worker's own domain (not even to its zygote or a sibling);
 - rlimits: memory, CPU time, no file size, no new process, no core dump;
 - a seccomp allow-list: everything a finished, fully imported interpreter needs to compute and to talk over
   its channel; every other system call fails with EPERM, so Python code sees a clean PermissionError rather
@@ -14,6 +15,9 @@ what it covers, so a bug in one is not a way out:
   sockets, exec, fork/clone, ptrace, process_vm_*, mount, unshare, setuid, setrlimit and every signal.
 
 The namespaces (pid, net, ipc, uts, and user when not root) are the zygote's, made once for all its workers.
+So are the layers a fork inherits and the zygote needs no more once it is set up (`confine_fork_server`: the
+empty root, no new privileges, Landlock, the capability bounding and ambient sets): every worker starts inside
+them, and a worker pays only for what is its own (`confine`).
 """
 
 from __future__ import annotations
@@ -128,10 +132,17 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-def load_filter(program: bytes) -> None:
-    instructions = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // _BPF_INSTRUCTION_SIZE, ctypes.addressof(instructions))
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
+class SeccompFilter:
+    """A BPF program as prctl reads it, made once in the fork-server: each worker that loads it then makes no
+    ctypes array type (a new class per program length) and copies nothing."""
+
+    def __init__(self, program: bytes) -> None:
+        self._instructions = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // _BPF_INSTRUCTION_SIZE, ctypes.addressof(self._instructions))
+        self._argument = ctypes.byref(self._fprog)
+
+    def load(self) -> None:
+        _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, self._argument, 0, 0), "prctl(PR_SET_SECCOMP)")
 
 
 def set_limits(memory_mb: int, cpu_seconds: float, max_fd: int) -> None:
@@ -179,14 +190,25 @@ def enter_empty_root(directory: int) -> None:
     _libc.chroot(b".")
 
 
-def drop_privileges() -> None:
-    """Give up every capability for good and, as root, become nobody; each step the platform refuses is skipped
-    (an unprivileged worker has nothing to drop)."""
+def drop_bounding_set() -> None:
+    """No capability can ever come back through exec: empty the bounding and ambient sets, which every fork
+    inherits. Effective and permitted stay (workers still need them to become nobody); each refusal is skipped."""
     cap = 0
     while _libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0) >= 0:  # EINVAL past the last capability this kernel knows
         _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
         cap += 1
     _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+_NO_CAPABILITIES = ((ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)())
+"""capset's header and data for no capability at all; made once, so a worker allocates nothing to drop them."""
+_capset = _libc.capset
+"""Looked up once: each first lookup of a libc function makes a ctypes function object."""
+
+
+def drop_privileges() -> None:
+    """Give up every capability left for good and, as root, become nobody; each step the platform refuses is
+    skipped (an unprivileged worker has nothing to drop). The bounding set is already empty (`drop_bounding_set`)."""
     if os.geteuid() == 0:
         try:
             os.setgroups([])
@@ -195,8 +217,7 @@ def drop_privileges() -> None:
             os.setresuid(_NOBODY, _NOBODY, _NOBODY)
         except OSError:
             pass  # a user namespace that does not map nobody: stay its root, without capabilities
-    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
-    _libc.capset(header, (ctypes.c_uint32 * 6)())
+    _capset(*_NO_CAPABILITIES)
 
 
 class _LandlockRuleset(ctypes.Structure):
@@ -208,60 +229,75 @@ def landlock_abi() -> int:
     return max(0, _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION))
 
 
-def _landlock_ruleset(abi: int) -> tuple[_LandlockRuleset, int]:
-    """Every access right the ABI can restrict, and the size of the attribute struct it reads."""
+def _landlock_ruleset(abi: int, *, scopes_only: bool) -> int:
+    """A ruleset that handles every access right the ABI can restrict (or only its scopes) and grants none."""
     fs_rights = {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)  # REFER (2), TRUNCATE (3), IOCTL_DEV (5) added
-    ruleset = _LandlockRuleset(fs=(1 << fs_rights) - 1)
+    ruleset = _LandlockRuleset() if scopes_only else _LandlockRuleset(fs=(1 << fs_rights) - 1)
     size = 8
     if abi >= 4:
-        ruleset.net, size = 0b11, 16  # BIND_TCP, CONNECT_TCP
+        ruleset.net, size = (0 if scopes_only else 0b11), 16  # BIND_TCP, CONNECT_TCP
     if abi >= 6:
         ruleset.scoped, size = 0b11, 24  # ABSTRACT_UNIX_SOCKET, SIGNAL
-    return ruleset, size
+    fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(ruleset), size, 0)
+    _check(fd, "landlock_create_ruleset")
+    return fd
+
+
+def _enforce_landlock(ruleset: int) -> None:
+    _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
 
 
 def restrict_with_landlock(abi: int) -> None:
-    """A ruleset that handles every right and grants none: no file, no TCP, no signal or abstract socket out."""
+    """No file, no TCP, no signal or abstract socket out of this domain; nothing without Landlock."""
     if abi < 1:
         return
-    ruleset, size = _landlock_ruleset(abi)
-    fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(ruleset), size, 0)
-    _check(fd, "landlock_create_ruleset")
+    ruleset = _landlock_ruleset(abi, scopes_only=False)
     try:
-        _check(_libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0), "landlock_restrict_self")
+        _enforce_landlock(ruleset)
     finally:
-        os.close(fd)
+        os.close(ruleset)
 
 
 class Confinement(NamedTuple):
-    """What the zygote prepares once and every worker it forks confines itself with."""
+    """What the fork-server prepares once and every worker it forks confines itself with."""
 
-    program: bytes
-    """The seccomp BPF program, compiled by the host."""
-    landlock: int
-    """The kernel's Landlock ABI; 0 without Landlock."""
-    empty_root: int
-    """A descriptor of the deleted directory workers take as their root."""
+    seccomp: SeccompFilter
+    """The seccomp program the host compiled."""
+    scopes: int
+    """A Landlock ruleset of scopes only, for each worker to enter a domain of its own: the fork-server's domain
+    holds every worker, and scopes stop signals and abstract sockets only at a domain's edge. -1 without
+    scopes (Landlock ABI below 6)."""
 
-    @classmethod
-    def make(cls, program: bytes) -> Confinement:
-        return cls(program, landlock_abi(), make_empty_root())
+
+def confine_fork_server(program: bytes) -> Confinement:
+    """Apply, once, the layers every fork inherits; the fork-server itself needs no path, exec, TCP or signal
+    out of its domain after this. The one place it is done: the tests' confined runner calls it too."""
+    directory = make_empty_root()
+    try:
+        enter_empty_root(directory)
+    finally:
+        os.close(directory)
+    # A write past RLIMIT_FSIZE should fail with EFBIG, not kill the worker.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # No exec could gain privileges again; it also lets an unprivileged process use Landlock and seccomp.
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    abi = landlock_abi()
+    restrict_with_landlock(abi)
+    drop_bounding_set()
+    return Confinement(SeccompFilter(program), _landlock_ruleset(abi, scopes_only=True) if abi >= 6 else -1)
 
 
 def confine(
     confinement: Confinement, memory_mb: int, cpu_seconds: float, keep_fds: tuple[int, ...], parent_pid: int
 ) -> None:
-    """Irreversibly shut the worker in; nothing after this can look up a path, connect, exec or fork."""
-    enter_empty_root(confinement.empty_root)
+    """Irreversibly shut a worker forked by a confined fork-server in; nothing after this can look up a path,
+    connect, exec, fork, or signal anything but itself."""
+    if confinement.scopes >= 0:
+        # Before closing the descriptors: the ruleset is one of them.
+        _enforce_landlock(confinement.scopes)
     close_other_fds(keep_fds)
-    # A write past RLIMIT_FSIZE should fail with EFBIG, not kill the worker.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    # No exec could gain privileges again; it also lets an unprivileged process use Landlock and seccomp.
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    # Before the rlimits: the ruleset needs a descriptor above the channel's.
-    restrict_with_landlock(confinement.landlock)
     set_limits(memory_mb, cpu_seconds, max(keep_fds))
     drop_privileges()
     # Only now: a change of user clears the parent-death signal.
     set_parent_death_signal(parent_pid)
-    load_filter(confinement.program)
+    confinement.seccomp.load()

@@ -56,11 +56,25 @@ _BOOTSTRAP = (
 )
 
 
+def _pid_of(pidfd: int, fallback: int) -> int:
+    """The pid this process knows a pidfd's process by: our fdinfo names it in our pid namespace (the zygote,
+    init of a pid namespace of its own, sees its workers as 2, 3, ...). Read here, so the zygote needs no path."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return fallback
+
+
 class Worker:
     """One forked worker: its channel, and a pidfd to kill it with (never a pid the zygote may have reaped)."""
 
     def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
         self.pid = pid
+        """As this process sees it."""
         self.channel = SocketChannel(sock)
         self.returncode: int | None = None
         self.lost = False
@@ -120,6 +134,7 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._pending: dict[int, _Fork] = {}
         self._workers: dict[int, Worker] = {}
+        """By the pid the zygote knows them by, which its exit reports name."""
         self._ids = itertools.count()
         self._failure: str | None = None
         self._stopping = anyio.Event()
@@ -243,8 +258,8 @@ class ForkServer:
     def _dispatch(self, message: Any, fds: list[int]) -> None:
         op = message.get("op")
         if op == "forked" and len(fds) == 2:
-            worker = Worker(message["pid"], fds[1], socket.socket(fileno=fds[0]))
-            self._workers[worker.pid] = worker
+            worker = Worker(_pid_of(fds[1], message["pid"]), fds[1], socket.socket(fileno=fds[0]))
+            self._workers[message["pid"]] = worker
             request = self._pending.get(message["id"])
             if request is None or request.done.is_set():
                 # Nobody waits for it any more (the requester was cancelled): it must not linger.

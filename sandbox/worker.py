@@ -8,7 +8,6 @@ then killed, so no state survives.
 from __future__ import annotations
 
 import os
-import random
 from typing import NoReturn
 
 from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
@@ -23,12 +22,11 @@ _PREFAULT_JOB = {
 
 
 def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
-    """Turn a child freshly forked by the zygote into a confined worker whose only way out is `fd`.
-
-    The one place this is done: the tests' confined runner (tests/sandbox/confined.py) calls it too."""
+    """Turn a child freshly forked by the zygote (set up by sandbox.zygote.setup) into a confined worker whose
+    only way out is `fd`. The one place this is done: the tests' confined runner (tests/sandbox/confined.py)
+    calls it too. The random module reseeds itself in every child os.fork() makes (os.register_at_fork), so
+    no run draws the zygote's numbers."""
     os.setsid()
-    # The forked random state is the zygote's: without a reseed every run would draw the same numbers.
-    random.seed()
     # It dies with the zygote (parent_pid), which dies with the host.
     confine(confinement, memory_mb, cpu_seconds, (fd,), parent_pid)
 

@@ -2,8 +2,9 @@
 
 The OS layer must hold on its own. Production has no switch to turn the language layer off, so this
 builds such a worker itself from the production parts: it is started by the same launcher as the
-zygote (sandbox.launch.spawn), makes the same namespaces (sandbox.zygote.isolate), and its child confines
-itself with the one function every production worker calls (sandbox.worker.prepare). Only then does it
+zygote (sandbox.launch.spawn), sets itself up as the zygote does (sandbox.zygote.setup: the same namespaces
+and the layers every fork inherits), and its child confines itself with the one function every production
+worker calls (sandbox.worker.prepare). Only then does it
 run the payload, and report how it ended as JSON on a pipe.
 """
 
@@ -22,6 +23,8 @@ from sandbox.confine import compile_filter
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _REPORT_CAP = 1 << 16
+_ALLOW_EVERYTHING = bytes([0x06, 0, 0, 0, 0, 0, 0xFF, 0x7F])
+"""A seccomp program of one instruction, `return SECCOMP_RET_ALLOW`: every other layer, on its own."""
 _BOOTSTRAP = f"import sys\nsys.path.insert(0, {_ROOT!r})\nfrom tests.sandbox.confined import main\nmain()\n"
 
 
@@ -36,12 +39,14 @@ class Outcome:
     died: int | None = None
 
 
-def run_confined(code: str, *, as_user: int | None = None, timeout: float = 30.0) -> Outcome:
-    """Run `code` confined; `as_user` starts the fork-server as that unprivileged user, like a non-root gateway."""
+def run_confined(code: str, *, as_user: int | None = None, seccomp: bool = True, timeout: float = 30.0) -> Outcome:
+    """Run `code` confined; `as_user` starts the fork-server as that unprivileged user, like a non-root gateway;
+    without `seccomp` the worker has every other layer, to show what they stop on their own."""
     from sandbox.launch import spawn
 
     read_fd, write_fd = os.pipe()
-    argv = [sys.executable, "-I", "-c", _BOOTSTRAP, compile_filter().hex(), code]
+    program = compile_filter() if seccomp else _ALLOW_EVERYTHING
+    argv = [sys.executable, "-I", "-c", _BOOTSTRAP, program.hex(), code]
     if as_user is not None:
         argv = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", *argv]
     try:
@@ -77,13 +82,11 @@ def main() -> None:
     import socket  # noqa: F401
     import threading  # noqa: F401
 
-    from sandbox.confine import Confinement
     from sandbox.worker import prepare
-    from sandbox.zygote import isolate
+    from sandbox.zygote import setup
 
     program, code = bytes.fromhex(sys.argv[1]), sys.argv[2]
-    isolate()
-    confinement = Confinement.make(program)
+    confinement = setup(program)
     report = os.dup(0)
     pid = os.fork()
     if pid == 0:

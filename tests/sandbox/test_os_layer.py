@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, Sandbox
+from sandbox.confine import landlock_abi
 from tests.sandbox.confined import Outcome, run_confined
 from tests.sandbox.conftest import assert_no_leak, make_on_call
 from tests.sandbox.test_forkserver import _children, _zygote_pid
@@ -176,6 +177,23 @@ def test_an_unprivileged_gateway_still_runs_and_confines() -> None:
     assert run_confined("sum(range(10))", as_user=NOBODY) == Outcome(value=45)
     assert _matches(run_confined("open('/etc/hostname')", as_user=NOBODY), EPERM)
     assert run_confined(_paths("os.stat(p)", "/etc", "/no-such"), as_user=NOBODY) == Outcome(value=[errno.EPERM] * 2)
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="Landlock scopes (signals) need Landlock ABI 6")
+def test_landlock_holds_without_seccomp() -> None:
+    """Seccomp allowing everything, as the same user as the fork-server (an unprivileged gateway's workers stay
+    root of their user namespace, so no uid check stops a signal): the fork-server's Landlock domain, inherited,
+    still denies files and TCP, and the worker's own domain keeps it from signalling the fork-server."""
+
+    def alone(code: str) -> Outcome:
+        return run_confined(code, as_user=NOBODY, seccomp=False)
+
+    denied = Outcome(error="PermissionError", errno=errno.EACCES)
+    # Signals work at all, and the directory is the worker's own: only Landlock stands in the way below.
+    assert alone("import os\nos.kill(os.getpid(), 0)") == Outcome(value=None)
+    assert _matches(alone("import os\nos.kill(os.getppid(), 0)"), EPERM)
+    assert _matches(alone("import os\nos.open('.', os.O_RDONLY)"), denied)
+    assert _matches(alone("import socket\nsocket.socket().connect(('127.0.0.1', 1))"), denied)
 
 
 def _status(pid: int) -> dict[str, str]:
