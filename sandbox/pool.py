@@ -31,7 +31,7 @@ _READY_CAP = 64
 AFTER_RUN_GRACE = 0.003
 """Seconds a finished worker is left to wait for its kill, and its replacement to be forked, so that this CPU
 work (a millisecond or more of process teardown and copy-on-write faults) does not compete with the caller
-answering its client; a run that finds no worker ready cuts the wait short."""
+answering its client. The next run to start cuts the wait short: under load, workers are wanted at once."""
 
 
 def _confinement(limits: Limits) -> tuple[int, float]:
@@ -72,7 +72,7 @@ class Sandbox:
         self._refills = 0
         self._finished: list[Worker] = []
         self._aftercare_wanted = anyio.Event()
-        self._dry = anyio.Event()
+        self._hurry = anyio.Event()
 
     async def __aenter__(self) -> Sandbox:
         task_group = anyio.create_task_group()
@@ -88,7 +88,7 @@ class Sandbox:
         assert self._task_group is not None
         self._closing = True
         self._aftercare_wanted.set()
-        self._dry.set()
+        self._hurry.set()
         for worker in list(self._live):
             worker.discard()
         await self._forks.stop()
@@ -105,9 +105,9 @@ class Sandbox:
         should not wait for."""
         while True:
             await self._aftercare_wanted.wait()
-            self._aftercare_wanted, self._dry = anyio.Event(), anyio.Event()
+            self._aftercare_wanted, self._hurry = anyio.Event(), anyio.Event()
             with anyio.move_on_after(AFTER_RUN_GRACE):
-                await self._dry.wait()
+                await self._hurry.wait()
             if self._closing or self._task_group is None:
                 return
             finished, self._finished = self._finished, []
@@ -188,6 +188,7 @@ class Sandbox:
         """
         if self._task_group is None or self._closing:
             raise RuntimeError("Sandbox.run() needs an entered sandbox: `async with Sandbox() as sandbox:`")
+        self._hurry.set()
         if key != self._pool_key:
             deliver, receive = anyio.create_memory_object_stream[Worker | SpawnFailure](1)
             with deliver, receive:
@@ -196,7 +197,6 @@ class Sandbox:
         while True:
             deferred = self._ready_receive.statistics().current_buffer_used > 0
             if not deferred:
-                self._dry.set()  # the aftercare's grace is over: workers are wanted now
                 self._task_group.start_soon(self._own_worker, self._ready_send, key)
             try:
                 # A ready worker is taken at once: no trip round the event loop on a run's critical path.
