@@ -8,17 +8,28 @@ then killed, so no state survives.
 from __future__ import annotations
 
 import os
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from sandbox.channel import JOB_CAP, FdChannel, ProtocolError
+from sandbox.channel import JOB_CAP, FdChannel, ProtocolError, encode
 from sandbox.confine import Confinement, confine
 from sandbox.runtime import oversized, run_job
 
 _PREFAULT_JOB = {
-    "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\nf(1)",
-    "packs": {},
-    "limits": {"max_output": 1000, "max_calls": 0, "max_recursion": 100, "memory_mb": 0},
+    "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\np.echo(f(1), text='x')",
+    "packs": {"p": ["echo"]},
+    "limits": {"max_output": 1000, "max_calls": 1, "max_recursion": 100, "memory_mb": 0},
 }
+
+
+class _Loopback(FdChannel):
+    """The prefault job's channel: a pack call is answered at once, here, framed and encoded as the host's
+    replies are, so the pages a pack call touches are copied while idle too; nothing reaches the host."""
+
+    def __init__(self) -> None:
+        super().__init__(-1, -1, JOB_CAP)
+
+    def send(self, message: Any) -> None:
+        self._reader.feed(encode({"id": message["id"], "value": {"x": [1, "1"]}}, self.max_size))
 
 
 def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
@@ -37,8 +48,9 @@ def serve(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float,
     channel = FdChannel(fd, fd, JOB_CAP)
     # A forked child shares the zygote's pages copy-on-write, and running Python writes to every object it
     # touches (reference counts): done by the first run, those page copies cost milliseconds. A constant,
-    # trusted job of ours takes them now, while idle; it makes no pack call and its namespace is dropped.
-    run_job(_PREFAULT_JOB, channel)
+    # trusted job of ours takes them now, while idle; its one pack call is answered by a loopback, and its
+    # namespace is dropped.
+    run_job(_PREFAULT_JOB, _Loopback())
     channel.send({"op": "ready"})
     try:
         job = channel.receive()
