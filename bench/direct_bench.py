@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import yaml
-from mcp import Client, StdioServerParameters, stdio_client, types
+from mcp import Client, StdioServerParameters, stdio_client
 
 from bench import Row, median_p90, ms
 from onetool.config import Config
@@ -114,14 +114,13 @@ async def _calls(url: str) -> list[Row]:
 async def _in_process() -> list[Row]:
     """The face's own share of a call: DirectFace.call_tool vs the pool call it makes, in one process."""
     config = Config.model_validate({"servers": {"cat": CATALOGUE}})
-    params = types.CallToolRequestParams(name=f"cat:{TOOL}", arguments=ARGS)
     face_samples: list[float] = []
     pool_samples: list[float] = []
     async with Gateway(config, warm_workers=1) as gateway:
         face = DirectFace(gateway, ":")
-        await _timed(50, lambda: face.call_tool(None, params))  # type: ignore[arg-type]
+        await _timed(50, lambda: face.call(f"cat:{TOOL}", ARGS, None))
         for _ in range(CALLS):
-            face_samples += await _timed(1, lambda: face.call_tool(None, params))  # type: ignore[arg-type]
+            face_samples += await _timed(1, lambda: face.call(f"cat:{TOOL}", ARGS, None))
             pool_samples += await _timed(1, lambda: gateway.pool.call("cat", TOOL, ARGS))
     share = statistics.median(face_samples) - statistics.median(pool_samples)
     return [Row("direct", "the face's own share of a call (lookup, validation), in-process", ms(share))]

@@ -24,7 +24,15 @@ from onetool.errors import ModelError
 from onetool.registry.schema import ToolSchema
 from onetool.serve.fanout import face_server
 from onetool.serve.manage import MANAGEMENT_TOOLS, ControlLike, call_management
-from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, call_run, error_result, run_tool
+from onetool.serve.run import (
+    RUN_INPUT_SCHEMA,
+    GatewayLike,
+    LogLevels,
+    RequestClient,
+    call_run,
+    error_result,
+    run_tool,
+)
 from onetool.upstream import UpstreamPool
 
 __all__ = [
@@ -143,6 +151,7 @@ class DirectFace:
         self._gateway = gateway
         self._separator = separator
         self._catalogue = DirectCatalogue({}, separator)
+        self.levels = LogLevels()
 
     def catalogue(self) -> DirectCatalogue:
         """The current snapshot: read per request, so a list or call never sees a stale catalogue."""
@@ -161,9 +170,12 @@ class DirectFace:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        name, arguments = params.name, params.arguments or {}
+        return await self.call(params.name, params.arguments or {}, self.levels.client(ctx))
+
+    async def call(self, name: str, arguments: dict[str, Any], client: RequestClient | None) -> types.CallToolResult:
+        """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
         if name == "run":
-            return await call_run(self._gateway, arguments)
+            return await call_run(self._gateway, arguments, client)
         if name in MANAGEMENT_TOOLS:
             return await call_management(self._gateway.control, name, arguments)
         catalogue = self.catalogue()
@@ -172,7 +184,8 @@ class DirectFace:
             return error_result(catalogue.unknown(name))
         try:
             bound = await target.schema.bind(name, [], arguments)
-            result = await self._gateway.pool.call(target.server, target.tool.name, bound)
+            progress = client.progress if client is not None and client.wants_progress else None
+            result = await self._gateway.pool.call(target.server, target.tool.name, bound, on_progress=progress)
         except ModelError as e:
             return error_result(str(e))
         return _unstamped(result)
@@ -202,9 +215,11 @@ def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
 def build_direct_server(gateway: DirectGateway, separator: Separator = ":") -> Server[dict[str, Any]]:
     """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires."""
     face = DirectFace(gateway, separator)
-    return face_server(
+    server = face_server(
         gateway.subscribe,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,
     )
+    face.levels.install(server)
+    return server

@@ -43,6 +43,8 @@ __all__ = [
     "INSTRUCTIONS",
     "RUN_INPUT_SCHEMA",
     "GatewayLike",
+    "LogLevels",
+    "RequestClient",
     "build_run_server",
     "call_run",
     "error_result",
@@ -86,8 +88,8 @@ def error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-class _Client:
-    """The client of one ``run`` request, as the gateway tells it the run's progress and upstream logs."""
+class RequestClient:
+    """The client of one tool call, as the gateway tells it the call's progress and upstream logs (a RunClient)."""
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], level: LoggingLevel | None) -> None:
         self._ctx = ctx
@@ -109,11 +111,17 @@ class _Client:
         )
 
 
-class _LogLevels:
-    """The log level each handshake-era connection set with logging/setLevel."""
+class LogLevels:
+    """The log level each handshake-era connection set with logging/setLevel, for a face's server."""
 
     def __init__(self) -> None:
         self._levels: dict[int, LoggingLevel] = {}
+
+    def install(self, server: Server[Any]) -> None:
+        """Answer ``server``'s logging/setLevel requests."""
+        # Registered this way, not as on_set_logging_level=..., which warns that logging is deprecated at
+        # 2026-07-28; handshake-era clients still set their level with it.
+        server.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
 
     async def set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
         connection = connection_of(ctx.session)
@@ -122,6 +130,10 @@ class _LogLevels:
             connection.exit_stack.callback(self._levels.pop, key, None)
         self._levels[key] = params.level
         return EmptyResult()
+
+    def client(self, ctx: ServerRequestContext[Any, Any]) -> RequestClient:
+        """The client of the call ``ctx`` carries."""
+        return RequestClient(ctx, self.level_for(ctx))
 
     def level_for(self, ctx: ServerRequestContext[Any, Any]) -> LoggingLevel | None:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -154,7 +166,7 @@ async def call_run(
 
 def build_run_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     """The MCP server with one tool, ``run``, backed by ``gateway``."""
-    levels = _LogLevels()
+    levels = LogLevels()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=[run_tool(gateway)])
@@ -162,7 +174,7 @@ def build_run_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         if params.name != "run":
             return error_result(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
-        return await call_run(gateway, params.arguments, _Client(ctx, levels.level_for(ctx)))
+        return await call_run(gateway, params.arguments, levels.client(ctx))
 
     server = face_server(
         gateway.subscribe,
@@ -173,7 +185,5 @@ def build_run_server(gateway: GatewayLike) -> Server[dict[str, Any]]:
     )
     # Read at each initialize and server/discover.
     server.instructions = INSTRUCTIONS
-    # Registered this way, not as on_set_logging_level=..., which warns that logging is deprecated at
-    # 2026-07-28; handshake-era clients still set their level with it.
-    server.add_request_handler("logging/setLevel", SetLevelRequestParams, levels.set_level)
+    levels.install(server)
     return server

@@ -410,6 +410,29 @@ async def test_management_run_is_the_code_mode_tool(direct: Direct) -> None:
     assert bad.is_error and "expects a string argument `code`" in text_of(bad)
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_reaches_the_caller_of_an_upstream_tool_and_of_run(direct: Direct, mode: str) -> None:
+    upstream: list[tuple[float, float | None]] = []
+    snippet: list[tuple[float, float | None, str | None]] = []
+
+    async def on_upstream(progress: float, total: float | None, message: str | None) -> None:
+        upstream.append((progress, total))
+
+    async def on_snippet(progress: float, total: float | None, message: str | None) -> None:
+        snippet.append((progress, total, message))
+
+    async with direct.client(mode) as client:
+        arguments = {"duration": 0.6, "steps": 3}
+        done = await client.call_tool(
+            "everything:trigger-long-running-operation", arguments, progress_callback=on_upstream
+        )
+        ran = await client.call_tool("run", {"code": "progress(1, 2, 'half')\n'ok'"}, progress_callback=on_snippet)
+    assert not done.is_error and not ran.is_error, (text_of(done), text_of(ran))
+    # The upstream's own reports, as it sent them; the snippet's through the run's relay.
+    assert len(upstream) >= 2 and upstream[-1] == (3.0, 3.0), upstream
+    assert snippet == [(1.0, 2.0, "half")]
+
+
 async def test_management_tools_offer_no_approval(direct: Direct) -> None:
     async with direct.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
