@@ -54,7 +54,9 @@ class Handshake:
 
 async def handshake(upstream: BridgedUpstream) -> Handshake:
     async def read(client: Client) -> Handshake:
-        return Handshake(client.server_info, client.server_capabilities, client.instructions)
+        # A 2026-era server need not identify itself; the bridge then serves it under its configured name.
+        info = client.server_info or types.Implementation(name=upstream.name, version="")
+        return Handshake(info, client.server_capabilities, client.instructions)
 
     return await upstream.forward("initialize", read, retry=True)
 

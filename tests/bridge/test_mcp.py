@@ -151,3 +151,17 @@ async def test_log_messages_reach_handshake_era_clients(urls: dict[str, str]) ->
         finally:
             await client.call_tool("toggle-simulated-logging", {})
     assert "-level message" in str(logs[0].data) or "level-message" in str(logs[0].data)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_server_that_does_not_identify_itself_is_served_under_its_name(
+    bridge: BridgeProcess, mode: str
+) -> None:
+    name = f"mcp-anonymous-{mode}"
+    url = bridge.convert(fault(name, "anonymous"))["url"]
+    try:
+        async with mcp_client(url, mode) as client:
+            assert client.server_info is not None and client.server_info.name == name
+            assert (await client.call_tool("echo", {"message": "hi"})).content
+    finally:
+        bridge.api("DELETE", f"/convert/{name}")
