@@ -39,11 +39,12 @@ def select(registry: Registry, names: Sequence[str] | None) -> list[tuple[Pack, 
                     picked.add(tool.name)
                 break
             start = name.find("__", start + 1)
-    return [
-        (pack, [t for t in pack.tools.values() if chosen[pack.name] is None or t.name in chosen[pack.name]])
-        for pack in registry.packs.values()
-        if pack.name in chosen
-    ]
+    selected: list[tuple[Pack, list[Tool]]] = []
+    for pack in registry.packs.values():
+        if pack.name in chosen:
+            picked = chosen[pack.name]
+            selected.append((pack, [t for t in pack.tools.values() if picked is None or t.name in picked]))
+    return selected
 
 
 def _pack(registry: Registry, name: str) -> Pack | None:
