@@ -7,6 +7,7 @@ then to the running pool, then to the faces (``on_change``); a failed store writ
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,7 @@ class ServerControl:
     @classmethod
     async def load(cls, config: Config, store: StateStore) -> ServerControl:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
-        servers = {name: (s, None) for name, s in config.servers.items()}
+        servers: dict[str, tuple[ServerConfig, Actor | None]] = {name: (s, None) for name, s in config.servers.items()}
         packs = {to_identifier(name): name for name in servers}
         for name, added in (await store.added_servers()).items():
             if to_identifier(name) in packs:
@@ -171,8 +172,9 @@ class ServerControl:
         tools = [{"name": t.name, "description": t.description or "", "held": t.name in held} for t in self.tools(name)]
         return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
 
-    def held(self) -> list[HeldTool]:
-        out: list[HeldTool] = []
+    # builtins.list: in this class, after it, `list` names the method above.
+    def held(self) -> builtins.list[HeldTool]:
+        out: builtins.list[HeldTool] = []
         pool = self._live()
         for name, s in self._servers.items():
             if s.trust.quarantined:

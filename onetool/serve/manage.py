@@ -17,10 +17,11 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
 from onetool.serve.run import error_result
+from onetool.state.records import Actor
 
 __all__ = ["MANAGEMENT_TOOLS", "ControlLike", "call_management"]
 
-ACTOR = "mcp"
+ACTOR: Actor = "mcp"
 OPERATIONS = ("list", "add", "remove", "enable", "disable", "restart")
 _APPROVE_HOW = "an administrator approves it through the admin API or `onetool servers approve NAME`"
 
@@ -46,13 +47,13 @@ class ControlLike(Protocol):
         """``HeldTool`` dataclasses."""
         ...
 
-    async def add(self, name: str, spec: Mapping[str, Any], *, actor: str) -> ServerViewLike: ...
+    async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerViewLike: ...
 
-    async def remove(self, name: str, *, actor: str) -> None: ...
+    async def remove(self, name: str, *, actor: Actor) -> None: ...
 
-    async def set_enabled(self, name: str, enabled: bool, *, actor: str) -> ServerViewLike: ...
+    async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerViewLike: ...
 
-    async def restart(self, name: str, *, actor: str) -> ServerViewLike: ...
+    async def restart(self, name: str, *, actor: Actor) -> ServerViewLike: ...
 
 
 UPSTREAM_SERVERS = Tool(
