@@ -107,19 +107,20 @@ class Connection(Requests, Watching):
         )
 
     def snapshot(self) -> ServerStatus:
+        failure = self.failure
         return ServerStatus(
             name=self.name,
             pack=to_identifier(self.name),
             type=self.config.transport,
             enabled=self.config.enabled,
             status=self.status,
-            error=self.failure and self.failure.reason,
+            error=failure.reason if failure else None,
             tool_count=len(self.tools),
             protocol_version=self.protocol_version,
             instructions=self.instructions,
-            detail=self.failure and self.failure.detail,
-            fix=self.failure and self.failure.fix,
-            oauth_status=self._auth and self._auth.status(self.status, self.failure),
+            detail=failure.detail if failure else None,
+            fix=failure.fix if failure else None,
+            oauth_status=self._auth.status(self.status, failure) if self._auth else None,
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -174,6 +175,7 @@ class Connection(Requests, Watching):
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with AsyncExitStack() as stack:
                     with LogSpan("proxy.connect", server=self.name, type=self.config.transport, toolCount=0) as span:
+                        failure: Failure | None
                         try:
                             client = await self._open(stack, session)
                             tools = await list_all_tools(client)
