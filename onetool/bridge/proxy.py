@@ -16,6 +16,7 @@ JSON-RPC errors of the upstream reach the client with their own code and message
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,7 +26,9 @@ import anyio.abc
 import mcp.types as types
 from mcp import Client, MCPError
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged
+from mcp.shared.dispatcher import ProgressFnT
 
 from onetool.bridge.upstream import BridgedUpstream
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
@@ -195,7 +198,7 @@ def _cursor(params: types.PaginatedRequestParams | None) -> str | None:
     return params.cursor if params is not None else None
 
 
-def _progress_relay(ctx: Ctx) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+def _progress_relay(ctx: Ctx) -> ProgressFnT | None:
     """Progress of the upstream call, reported to the client, when the client asked for progress."""
     if not ctx.meta or ctx.meta.get("progress_token") is None:
         return None
@@ -218,4 +221,4 @@ async def _relay_events(
             if (event := _LIST_CHANGED.get(type(notification))) is not None:
                 await fanout.push(event)
             elif isinstance(notification, types.LoggingMessageNotification):
-                await fanout.broadcast(lambda session, n=notification: session.send_notification(n))
+                await fanout.broadcast(functools.partial(ServerSession.send_notification, notification=notification))

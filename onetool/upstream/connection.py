@@ -19,6 +19,7 @@ import mcp.types as types
 from loguru import logger
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
@@ -59,7 +60,7 @@ Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
 T = TypeVar("T")
 LogListener = Callable[[types.LoggingMessageNotificationParams], None]
 """Gets an upstream's log messages as they arrive; it must not block (it runs on the client's receive path)."""
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+ProgressCallback = ProgressFnT
 """(progress, total, message) of one tool call, as the upstream reports it."""
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled

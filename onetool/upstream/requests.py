@@ -6,6 +6,7 @@ session only when it has no side effects (a read, or a tool annotated read-only 
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +39,7 @@ class Requests:
     _connected: anyio.Event
     _backoff_base: float
 
+    @abstractmethod  # Connection's; abstract so it can be declared here without a body
     def snapshot(self) -> ServerStatus: ...
 
     def _lose(self, session: Session, failure: Failure) -> None: ...
