@@ -8,7 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 T = TypeVar("T")
 
@@ -23,7 +24,7 @@ class Broadcast(Generic[T]):
 
     def __init__(self, buffer: float = math.inf) -> None:
         self._buffer = buffer
-        self._subscribers: set[ObjectSendStream[T]] = set()
+        self._subscribers: set[MemoryObjectSendStream[T]] = set()
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[ObjectReceiveStream[T]]:

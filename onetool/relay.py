@@ -18,7 +18,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.types import LoggingLevel
 
@@ -65,7 +66,7 @@ class Relay:
         self._client = client
         self._pool = pool
         self._tasks = tasks
-        self._queue: ObjectSendStream[Report] | None = None
+        self._queue: MemoryObjectSendStream[Report] | None = None
         self._sender = anyio.CancelScope()
         self._sent = anyio.Event()
         self._closed = False
@@ -161,7 +162,7 @@ class Relay:
         with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._queue.send_nowait(report)
 
-    async def _send(self, receive: ObjectReceiveStream[Report]) -> None:
+    async def _send(self, receive: MemoryObjectReceiveStream[Report]) -> None:
         with self._sender, receive:
             async for report in receive:
                 try:

@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ObjectSendStream, TaskGroup
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
 
 from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
 from sandbox.channel import ProtocolError
@@ -126,7 +127,7 @@ class Sandbox:
             self._refills += 1
         self._aftercare_wanted.set()
 
-    async def _own_worker(self, deliver: ObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
+    async def _own_worker(self, deliver: MemoryObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
         """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
 
         A worker lost with the zygote before it was ready is replaced, once the zygote is back.
@@ -154,7 +155,7 @@ class Sandbox:
                 )
                 return
 
-    async def _greet(self, worker: Worker, deliver: ObjectSendStream[Worker | SpawnFailure]) -> bool:
+    async def _greet(self, worker: Worker, deliver: MemoryObjectSendStream[Worker | SpawnFailure]) -> bool:
         """Whether the worker said ready and was handed on."""
         if self._closing:
             return False
@@ -170,7 +171,7 @@ class Sandbox:
             return True
         return False
 
-    def _offer(self, deliver: ObjectSendStream[Worker | SpawnFailure], item: Worker | SpawnFailure) -> bool:
+    def _offer(self, deliver: MemoryObjectSendStream[Worker | SpawnFailure], item: Worker | SpawnFailure) -> bool:
         if self._closing:
             return False
         try:
