@@ -270,9 +270,9 @@ class ForkServer:
         for fd in fds:
             os.close(fd)
         if op == "exit":
-            worker = self._workers.pop(message["pid"], None)
-            if worker is not None:
-                worker.exited(message["returncode"])
+            exited = self._workers.pop(message["pid"], None)
+            if exited is not None:
+                exited.exited(message["returncode"])
         elif op == "failed":
             request = self._pending.get(message["id"])
             if request is not None and not request.done.is_set():

@@ -42,8 +42,8 @@ def to_json(value: Any, depth: int = 0) -> Any:
     if isinstance(value, tuple):
         return [to_json(item, depth + 1) for item in tuple.__iter__(value)]
     if isinstance(value, set | frozenset):
-        walk = set.__iter__ if isinstance(value, set) else frozenset.__iter__
-        return sorted((to_json(item, depth + 1) for item in walk(value)), key=_order)
+        items = set.__iter__(value) if isinstance(value, set) else frozenset.__iter__(value)
+        return sorted((to_json(item, depth + 1) for item in items), key=_order)
     return safe_repr(value)
 
 

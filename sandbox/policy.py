@@ -10,11 +10,12 @@ import ast
 import re
 import secrets
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import CodeType
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
+from RestrictedPython._types import T_pos_ast
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
 
 from sandbox.exports import EXPORTS
@@ -139,6 +140,9 @@ class CompileFailure(Exception):
     column: int | None
 
 
+Visited: TypeAlias = ast.AST | Iterable[ast.AST] | None
+"""What RestrictedPython's visitors return: a node, nodes in its place, or nothing (the node is dropped)."""
+
 _UNDERSCORE = re.compile(r'"(?P<name>[^"]+)" is an invalid (variable|attribute) name because it starts with "_"')
 _INSPECT = re.compile(r'"(?P<name>[^"]+)" is a restricted name')
 
@@ -163,19 +167,19 @@ class SnippetPolicy(RestrictingNodeTransformer):
         self.failures.append(CompileFailure("PolicyError", info, getattr(node, "lineno", None), _column(node)))
         super().error(node, info)
 
-    def check_name(self, node: ast.AST, name: str | None, allow_magic_methods: bool = False) -> None:
+    def check_name(self, node: T_pos_ast, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in ALLOWED_DUNDER_METHODS:
             return
         super().check_name(node, name)
 
-    def visit_Name(self, node: ast.Name) -> ast.AST:
+    def visit_Name(self, node: ast.Name) -> Visited:
         if isinstance(node.ctx, ast.Load) and node.id in self.packs:
             return node
         if isinstance(node.ctx, ast.Load) and node.id in FORBIDDEN_NAMES:
             self.error(node, f"'{node.id}' is not allowed: {FORBIDDEN_NAMES[node.id]}.")
         return super().visit_Name(node)
 
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+    def visit_Attribute(self, node: ast.Attribute) -> Visited:
         # `super().__init__(...)` is how snippet classes extend Exception and friends; the guard allows
         # the same narrow case at run time.
         if (
@@ -194,12 +198,12 @@ class SnippetPolicy(RestrictingNodeTransformer):
             return new_node
         return super().visit_Attribute(node)
 
-    def visit_Import(self, node: ast.Import) -> ast.AST:
+    def visit_Import(self, node: ast.Import) -> Visited:
         for alias in node.names:
             self._check_module(node, alias.name)
         return super().visit_Import(node)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Visited:
         module = "." * node.level + (node.module or "")
         self._check_module(node, module)
         for alias in node.names if module in EXPORTS else ():
@@ -211,7 +215,7 @@ class SnippetPolicy(RestrictingNodeTransformer):
         if name not in ALLOWED_MODULES:
             self.error(node, import_message(name))
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+    def visit_AugAssign(self, node: ast.AugAssign) -> Visited:
         """`d[k] += 1` and `obj.n += 1` become one guarded helper call; names keep RestrictedPython's way."""
         target = node.target
         if isinstance(target, ast.Name):
@@ -234,8 +238,9 @@ class SnippetPolicy(RestrictingNodeTransformer):
         ast.fix_missing_locations(new_node)
         return new_node
 
-    def visit_Module(self, node: ast.Module) -> ast.AST:
+    def visit_Module(self, node: ast.Module) -> ast.Module:
         tree = super().visit_Module(node)
+        assert isinstance(tree, ast.Module), "RestrictedPython returns the module it visited"
         # A refused node may have been dropped from the tree; with failures it is never compiled anyway.
         return tree if self.failures else capture_last_value(tree)
 
@@ -284,12 +289,19 @@ def capture_last_value(tree: ast.Module) -> ast.Module:
     return tree
 
 
-def _locations(node: ast.AST) -> dict[str, int | None]:
+class _Locations(TypedDict):
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
+def _locations(node: ast.stmt) -> _Locations:
     return {
-        "lineno": node.lineno,  # type: ignore[attr-defined]
-        "col_offset": node.col_offset,  # type: ignore[attr-defined]
-        "end_lineno": node.end_lineno,  # type: ignore[attr-defined]
-        "end_col_offset": node.end_col_offset,  # type: ignore[attr-defined]
+        "lineno": node.lineno,
+        "col_offset": node.col_offset,
+        "end_lineno": node.end_lineno,
+        "end_col_offset": node.end_col_offset,
     }
 
 

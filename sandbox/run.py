@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from typing import overload
 
 import anyio
 import anyio.to_thread
@@ -76,6 +77,12 @@ class Run:
             timeout = float(self.limits.timeout)
             return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
         return result
+
+    @overload
+    async def _serve(self, job: bytes | None, task_group: TaskGroup) -> RunResult: ...
+
+    @overload
+    async def _serve(self, job: bytes | None, task_group: None) -> RunResult | tuple[Call, int]: ...
 
     async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | tuple[Call, int]:
         """Send `job` if given, then read until the end; without a task group, a pack call within the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import sys
 from collections.abc import Mapping
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 from sandbox.channel import FdChannel
@@ -76,7 +76,8 @@ class PrintCollector:
 
 
 def _call_depth() -> int:
-    depth, frame = 0, sys._getframe()
+    depth = 0
+    frame: FrameType | None = sys._getframe()
     while frame is not None:
         depth, frame = depth + 1, frame.f_back
     return depth

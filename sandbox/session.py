@@ -200,7 +200,7 @@ class Session:
 def _outcome(reply: Mapping[str, Any]) -> Any:
     """A reply's value, or the error it carries as an exception (not raised)."""
     if "error" in reply:
-        return TOOL_ERRORS.get(reply.get("type"), ToolError)(reply["error"])
+        return TOOL_ERRORS.get(reply.get("type", ""), ToolError)(reply["error"])
     return reply["value"]
 
 
