@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 import pytest
 
@@ -163,3 +164,10 @@ async def test_large_arguments_are_checked_in_full_and_bounded() -> None:
         await schema.bind("f", [["x"] * 49_999 + [1]], {})
     with pytest.raises(ArgumentError, match=re.escape("more than 100,000 values; pass less data per call")):
         await schema.bind("f", [["x"] * 200_000], {})
+
+
+async def test_a_read_only_mapping_schema_is_still_enforced() -> None:
+    # jsonschema takes only a dict for an object: a schema given as another mapping must not go unchecked.
+    schema = ToolSchema(MappingProxyType({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    with pytest.raises(ArgumentError, match="'x' is not of type 'integer'"):
+        await schema.bind("f", ["x"], {})

@@ -223,7 +223,8 @@ class ToolSchema:
     """One tool's input schema, prepared once: property order, required names, a compiled validator."""
 
     def __init__(self, schema: Mapping[str, Any] | None) -> None:
-        self.schema: Mapping[str, Any] = schema if isinstance(schema, Mapping) else {}
+        # A dict: jsonschema calls any other mapping a broken schema, and a broken schema skips validation.
+        self.schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
         props = self.schema.get("properties")
         self.properties: dict[str, Any] = dict(props) if isinstance(props, Mapping) else {}
         req = self.schema.get("required")
