@@ -96,6 +96,7 @@ class ServerConfig(_Strict):
     def _one_transport(self) -> ServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both")
+        stray: list[str]
         if self.command is not None:
             stray = [k for k in ("headers", "type", "oauth") if k in self.model_fields_set]
         else:

@@ -87,7 +87,7 @@ class StateStore:
         """Store a server spec as given (JSON data; validate it with ServerConfig first). ServerExists if added."""
         _check_actor(actor)
         try:
-            spec = json.loads(json.dumps(spec))
+            data: dict[str, Any] = json.loads(json.dumps(spec))
         except (TypeError, ValueError) as e:
             raise ValueError(f"server spec for '{name}' must be JSON data: {e}") from None
         async with self._transaction(f"add server '{name}'") as conn:
@@ -97,10 +97,10 @@ class StateStore:
                     f"server '{name}' was already added (by {existing.added_by} at {existing.added_at:%Y-%m-%d %H:%M} "
                     "UTC); remove it first to replace it"
                 )
-            added = AddedServer(name=name, spec=spec, added_by=actor, added_at=_now())
+            added = AddedServer(name=name, spec=data, added_by=actor, added_at=_now())
             await conn.execute(insert(servers).values(**vars(added)))
             # the spec may hold secrets (env, headers): the log names its keys only
-            await _audit(conn, actor, "add_server", name, {"keys": sorted(spec)})
+            await _audit(conn, actor, "add_server", name, {"keys": sorted(data)})
             return added
 
     async def remove_server(self, name: str, actor: Actor) -> bool:
