@@ -21,7 +21,7 @@ ask for less; a cut data result carries the cut text in ``structuredContent`` wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import toon_format
@@ -94,5 +94,5 @@ def _cut_texts(blocks: list[types.ContentBlock], max_chars: int) -> list[types.C
     return out
 
 
-def _with_media(result: types.CallToolResult, media: list[types.ContentBlock]) -> types.CallToolResult:
+def _with_media(result: types.CallToolResult, media: Sequence[types.ContentBlock]) -> types.CallToolResult:
     return result.model_copy(update={"content": [*result.content, *media]}) if media else result
