@@ -8,6 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp.server import Server
 
     from onetool.config import Config
@@ -50,7 +52,10 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
 
     async with Gateway(config) as gateway, anyio.create_task_group() as tg:
         tg.start_soon(cancel_on_signal, tg.cancel_scope)
-        faces = {"run": serve.build_run_server, "inspect": serve.build_inspect_server}
+        faces: dict[str, Callable[[Gateway], Server[Any]]] = {
+            "run": serve.build_run_server,
+            "inspect": serve.build_inspect_server,
+        }
         main_face = faces[mode](gateway)
         if listener is None:
             logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
@@ -62,7 +62,11 @@ class ToolLike(Protocol):
     def output_schema(self) -> Mapping[str, Any] | None: ...
 
 
-class ServerLike(Protocol):
+# Generic in its tools, so find_tool gives back the caller's own tool type.
+ToolT_co = TypeVar("ToolT_co", bound=ToolLike, covariant=True)
+
+
+class ServerLike(Protocol[ToolT_co]):
     @property
     def name(self) -> str: ...
     @property
@@ -72,7 +76,7 @@ class ServerLike(Protocol):
         """``connected`` for a usable server or local pack; ``failed``, ``disabled``, ``quarantined`` hide it."""
 
     @property
-    def tools(self) -> Sequence[ToolLike]: ...
+    def tools(self) -> Sequence[ToolT_co]: ...
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,11 @@ def inspect_schemas(
     return _schema(find_tool(found, tool), compression, max_description_len)
 
 
-def find_server(servers: Iterable[ServerLike], name: str) -> ServerLike:
+ServerT = TypeVar("ServerT", bound=ServerLike[ToolLike])
+ToolT = TypeVar("ToolT", bound=ToolLike)
+
+
+def find_server(servers: Iterable[ServerT], name: str) -> ServerT:
     """The visible server called ``name``; UnknownPack with the closest names, or UpstreamUnavailable if it failed."""
     servers = list(servers)
     for s in servers:
@@ -153,7 +161,7 @@ def find_server(servers: Iterable[ServerLike], name: str) -> ServerLike:
     )
 
 
-def find_tool(server: ServerLike, name: str) -> ToolLike:
+def find_tool(server: ServerLike[ToolT], name: str) -> ToolT:
     """``server``'s tool called ``name``, or UnknownTool with the closest names and the list of its tools."""
     for t in server.tools:
         if t.name == name:

@@ -9,6 +9,7 @@ pool (``pack_context``) and the change cues (``subscribe``); this module only sp
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -146,7 +147,7 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
             raise
         return await call(ctx, found.name, target, arguments or {}, max_chars=max_chars)
 
-    handlers = {"inspect": inspect, "exec": exec_}
+    handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
 
     async def call_tool(_: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         handler = handlers.get(params.name)
