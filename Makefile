@@ -25,6 +25,7 @@ run: install
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy onetool sandbox
 	$(BIN)/pytest -q
 
 bench: install
@@ -33,6 +34,7 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy onetool sandbox
 
 clean:
 	rm -rf $(VENV) tests/node_modules
