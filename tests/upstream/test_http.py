@@ -141,10 +141,10 @@ async def _answer_with(status: str, port_ready: anyio.Event, ports: list[int]) -
             head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
             await stream.send(head.encode() + b"Connection: close\r\n\r\n" + body)
 
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    ports.append(listener.extra(anyio.abc.SocketAttribute.local_port))
-    port_ready.set()
-    await listener.serve(handle)
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        ports.append(listener.extra(anyio.abc.SocketAttribute.local_port))
+        port_ready.set()
+        await listener.serve(handle)
 
 
 @pytest.fixture
