@@ -118,6 +118,7 @@ class SpawnFailure:
 class _Fork:
     memory_mb: int
     cpu_seconds: float
+    prefault: bool
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Worker | SpawnFailure | None = None
 
@@ -141,13 +142,15 @@ class ForkServer:
         self._send_lock = anyio.Lock(fast_acquire=True)
         self.process: ZygoteProcess | None = None
 
-    async def fork(self, memory_mb: int, cpu_seconds: float) -> Worker | SpawnFailure:
+    async def fork(self, memory_mb: int, cpu_seconds: float, *, prefault: bool = True) -> Worker | SpawnFailure:
+        """A worker confined with these limits; with `prefault`, one that took its copy-on-write faults while
+        idle (sandbox.worker), which a worker wanted at once has no time for."""
         if self._stopping.is_set():
             return SpawnFailure("the sandbox is closing")
         if self._control is None and self._failure is not None:
             return SpawnFailure(self._failure)
         request_id = next(self._ids)
-        request = _Fork(memory_mb, cpu_seconds)
+        request = _Fork(memory_mb, cpu_seconds, prefault)
         self._pending[request_id] = request
         try:
             if self._control is not None:
@@ -164,7 +167,8 @@ class ForkServer:
         return request.result
 
     async def _send(self, control: socket.socket, request_id: int, request: _Fork) -> None:
-        data = json.dumps({"id": request_id, "memory_mb": request.memory_mb, "cpu_seconds": request.cpu_seconds})
+        fields = {"memory_mb": request.memory_mb, "cpu_seconds": request.cpu_seconds, "prefault": request.prefault}
+        data = json.dumps({"id": request_id, **fields})
         async with self._send_lock:
             while True:
                 try:

@@ -127,13 +127,16 @@ class Sandbox:
             self._refills += 1
         self._aftercare_wanted.set()
 
-    async def _own_worker(self, deliver: MemoryObjectSendStream[Worker | SpawnFailure], key: tuple[int, float]) -> None:
+    async def _own_worker(
+        self, deliver: MemoryObjectSendStream[Worker | SpawnFailure], key: tuple[int, float], prefault: bool = True
+    ) -> None:
         """One worker's whole life, fork to exit: it is always killed, its exit awaited and its channel closed.
 
-        A worker lost with the zygote before it was ready is replaced, once the zygote is back.
+        A worker lost with the zygote before it was ready is replaced, once the zygote is back. One forked
+        without `prefault` is wanted at once: it says ready without taking its page faults first.
         """
         while True:
-            item = await self._forks.fork(*key)
+            item = await self._forks.fork(*key, prefault=prefault)
             if isinstance(item, SpawnFailure):
                 self._offer(deliver, item)
                 return
@@ -184,8 +187,9 @@ class Sandbox:
         """A ready worker, and whether its replacement is still to be started.
 
         Each pool worker taken is replaced. With one ready the replacement waits until the run is over, so
-        the fork never lands on a run's critical path; with none ready it starts at once, so a burst forks
-        as many workers as it needs. A run with other confinement limits gets a worker of its own.
+        the fork never lands on a run's critical path; with none ready it starts at once, without the prefault
+        job, so a burst forks as many workers as it needs and none waits for work the run would do itself. A run
+        with other confinement limits gets a worker of its own, also without it.
         """
         if self._task_group is None or self._closing:
             raise RuntimeError("Sandbox.run() needs an entered sandbox: `async with Sandbox() as sandbox:`")
@@ -193,12 +197,12 @@ class Sandbox:
         if key != self._pool_key:
             deliver, receive = anyio.create_memory_object_stream[Worker | SpawnFailure](1)
             with deliver, receive:
-                self._task_group.start_soon(self._own_worker, deliver, key)
+                self._task_group.start_soon(self._own_worker, deliver, key, False)
                 return await receive.receive(), False
         while True:
             deferred = self._ready_receive.statistics().current_buffer_used > 0
             if not deferred:
-                self._task_group.start_soon(self._own_worker, self._ready_send, key)
+                self._task_group.start_soon(self._own_worker, self._ready_send, key, False)
             try:
                 # A ready worker is taken at once: no trip round the event loop on a run's critical path.
                 await anyio.lowlevel.checkpoint_if_cancelled()

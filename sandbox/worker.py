@@ -42,7 +42,9 @@ def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: floa
     confine(confinement, memory_mb, cpu_seconds, (fd,), parent_pid)
 
 
-def serve(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> NoReturn:
+def serve(
+    fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int, *, prefault: bool = True
+) -> NoReturn:
     """Run in the forked child; never returns. `fd` is this worker's end of its channel to the host."""
     prepare(fd, confinement, memory_mb, cpu_seconds, parent_pid)
     channel = FdChannel(fd, fd, JOB_CAP)
@@ -50,7 +52,8 @@ def serve(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float,
     # touches (reference counts): done by the first run, those page copies cost milliseconds. A constant,
     # trusted job of ours takes them now, while idle; its one pack call is answered by a loopback, and its
     # namespace is dropped.
-    run_job(_PREFAULT_JOB, _Loopback())
+    if prefault:
+        run_job(_PREFAULT_JOB, _Loopback())
     channel.send({"op": "ready"})
     try:
         job = channel.receive()

@@ -6,7 +6,8 @@ allows, and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
 record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
 runs snippet code; it is single-threaded, so a fork copies a consistent interpreter.
 
-Host -> zygote: {"id", "memory_mb", "cpu_seconds"}: fork a worker confined with these limits.
+Host -> zygote: {"id", "memory_mb", "cpu_seconds", "prefault"}: fork a worker confined with these limits, which
+runs the prefault job before it says ready if "prefault" is true.
 Zygote -> host: {"op": "ready"} once; {"op": "forked", "id", "pid"} (the pid as the zygote sees it) carrying
 two descriptors, the host's end of the worker's channel and a pidfd (so the host can kill it without racing
 pid reuse, and learn the pid it knows the worker by);
@@ -100,9 +101,9 @@ class _Zygote:
                 if not data:
                     self.shutdown()
                 request, _ = _DECODER.raw_decode(data.decode())
-                self.fork(request["id"], request["memory_mb"], request["cpu_seconds"])
+                self.fork(request["id"], request["memory_mb"], request["cpu_seconds"], request["prefault"])
 
-    def fork(self, request_id: int, memory_mb: int, cpu_seconds: float) -> None:
+    def fork(self, request_id: int, memory_mb: int, cpu_seconds: float, prefault: bool) -> None:
         # The C socket type and bare descriptors: socket.socketpair and socket objects run Python (and touch
         # its pages) to make and close them.
         pair = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -117,7 +118,7 @@ class _Zygote:
             return
         if pid == 0:
             try:
-                serve(worker_end, self.confinement, memory_mb, cpu_seconds, os.getppid())
+                serve(worker_end, self.confinement, memory_mb, cpu_seconds, os.getppid(), prefault=prefault)
             finally:
                 os._exit(1)
         os.close(worker_end)
