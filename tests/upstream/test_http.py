@@ -95,7 +95,11 @@ class FaultHttpServer:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        wait_for_port(self.port)
+        try:
+            wait_for_port(self.port)
+        except BaseException:
+            self.kill()  # a server that never listened must not outlive the test
+            raise
 
     def kill(self) -> None:
         if self._proc is not None:
