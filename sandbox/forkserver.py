@@ -144,7 +144,7 @@ class ForkServer:
 
     async def fork(self, memory_mb: int, cpu_seconds: float, *, prefault: bool = True) -> Worker | SpawnFailure:
         """A worker confined with these limits; with `prefault`, one that took its copy-on-write faults while
-        idle (sandbox.worker), which a worker wanted at once has no time for."""
+        idle (sandbox/worker.py), which a worker wanted at once has no time for."""
         if self._stopping.is_set():
             return SpawnFailure("the sandbox is closing")
         if self._control is None and self._failure is not None:
