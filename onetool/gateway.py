@@ -10,9 +10,8 @@ such change is told to subscribers (the MCP faces, which send ``notifications/to
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -131,7 +130,7 @@ class Gateway:
             relay = None
             if client is not None and (client.wants_progress or client.wants_log("emergency")):
                 relay = Relay(client, self._pool, self._tasks)
-            async with relay or contextlib.nullcontext():
+            async with relay or nullcontext():
                 try:
                     outcome = await self._sandbox.run(
                         code,
