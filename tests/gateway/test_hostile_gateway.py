@@ -292,3 +292,49 @@ async def test_a_float_subclass_cannot_smuggle_nan(served: ServedGateway) -> Non
     assert_clean(result)
     assert result.structured_content is not None
     assert result.structured_content["result"] == ["nan", "inf"]
+
+
+# The hot-path classes: a worker now outlives its reply until the aftercare kills it, a fresh worker has run a
+# prefault job (with a pack call) before the snippet, and a run's reports have a sender only once there is one.
+
+
+async def test_a_finished_worker_holding_memory_does_not_linger(served: ServedGateway) -> None:
+    """Runs that each leave 200 MiB behind, one after another: a finished worker waits for its kill, and the
+    aftercare must deliver it at once, so the memory held never piles up."""
+    code = "x = 'a' * (200 * 2**20)\nlen(x)"
+    async with Client(served.url, read_timeout_seconds=60) as client:
+        for _ in range(8):
+            assert text_of(await client.call_tool("run", {"code": code})) == str(200 * 2**20)
+        with anyio.fail_after(2):
+            while _busy_workers(served.proc.pid):
+                await anyio.sleep(0.02)
+
+
+async def test_the_prefault_job_leaves_nothing_to_the_snippet(served: ServedGateway) -> None:
+    """Names, output and the pack of the worker's own prefault job are not the snippet's."""
+    probes = "".join(f"try:\n    left.append(repr({name}))\nexcept NameError:\n    pass\n" for name in "fip")
+    result, worst = await attack(served.url, f"left = []\n{probes}print('mine')\nleft")
+    assert_clean(result)
+    # The prefault job printed three lines; the snippet's output is its own line only.
+    assert not result.is_error and result.structured_content == {"result": [], "output": "mine\n"}, text_of(result)
+    assert worst < BYSTANDER_BOUND
+    calls = await served.run("[fx.echo(message=str(k)) for k in range(3)]")
+    assert not calls.is_error and "{'x'" not in text_of(calls), text_of(calls)
+
+
+async def test_a_progress_flood_reaches_a_listening_client_rate_limited(served: ServedGateway) -> None:
+    """A client that asks for progress gets a sender for its run: a snippet flooding progress() must neither
+    hold the run up nor get more than the rate through."""
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    code = "for k in range(300000):\n    progress(k, 300000, 'x' * 1000)\n'done'"
+    async with Client(served.url, read_timeout_seconds=60) as client:
+        start = time.perf_counter()
+        result = await client.call_tool("run", {"code": code}, progress_callback=on_progress)
+        took = time.perf_counter() - start
+    assert_clean(result)
+    assert text_of(result) == "done", text_of(result)
+    assert 1 <= len(seen) <= 20 * took + 2 and seen == sorted(seen)
