@@ -9,17 +9,15 @@ the store. The connection then lists the tools, which proves the tokens work.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import webbrowser
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
-import uvicorn
 from loguru import logger
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -35,6 +33,8 @@ from onetool.auth.store import ServerStorage, TokenStore
 from onetool.config import ServerConfig
 from onetool.errors import OneToolError
 from onetool.hosts import is_loopback
+from onetool.serve.http import UvicornServer
+from onetool.serve.limits import DEFAULT_LIMITS
 from onetool.upstream.http import HttpStatuses, http_client_factory, http_reason, secure_url, sse_transport
 from onetool.upstream.session import list_all_tools
 
@@ -94,7 +94,10 @@ async def loopback_listener(
             raise AuthError(f"cannot listen on {host}:{port} for the browser's redirect: {e.strerror or e}") from None
         sock = _bind(host, 0)
     bound = sock.getsockname()[1]
-    server = _CallbackServer(Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])]))
+    # The gateway's own uvicorn: no access log (the callback's query holds the code and the state), no signal
+    # capture of its own (Ctrl-C stops `onetool auth` at once), the same header and body deadlines.
+    app = Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])])
+    server = UvicornServer(app, DEFAULT_LIMITS)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
@@ -105,23 +108,6 @@ async def loopback_listener(
                 server.should_exit = True
     finally:
         sock.close()
-
-
-class _CallbackServer(uvicorn.Server):
-    """uvicorn without access logs (the callback's query holds the code and the state), without its own
-    signal handling (Ctrl-C stops ``onetool auth`` at once), and telling when it listens."""
-
-    def __init__(self, app: Starlette) -> None:
-        super().__init__(uvicorn.Config(app, lifespan="off", log_config=None, access_log=False, log_level="warning"))
-        self.ready = anyio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
 
 
 def _bind(host: str, port: int) -> socket.socket:
