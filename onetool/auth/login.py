@@ -35,7 +35,14 @@ from onetool.errors import OneToolError
 from onetool.hosts import is_loopback
 from onetool.serve.http import UvicornServer
 from onetool.serve.limits import DEFAULT_LIMITS
-from onetool.upstream.http import HttpStatuses, http_client_factory, http_reason, secure_url, sse_transport
+from onetool.upstream.http import (
+    HttpStatuses,
+    http_client_factory,
+    http_reason,
+    oauth_problem,
+    secure_url,
+    sse_transport,
+)
 from onetool.upstream.session import list_all_tools
 
 __all__ = ["AuthError", "Authorized", "authorize", "callback_endpoint", "loopback_listener", "open_browser"]
@@ -196,7 +203,7 @@ async def authorize(
 
 def _reason(error: BaseException, problem: Exception | None, statuses: HttpStatuses) -> str:
     if problem is not None:
-        return str(problem)[:300]
+        return oauth_problem(problem)
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     if (code := statuses.failed()) is not None:

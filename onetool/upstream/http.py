@@ -18,6 +18,7 @@ __all__ = [
     "HttpStatuses",
     "http_client_factory",
     "http_reason",
+    "oauth_problem",
     "public_url",
     "secure_url",
     "sse_transport",
@@ -75,6 +76,12 @@ class HttpStatuses:
     def failed(self) -> int | None:
         """The last error status (400 and up), if any."""
         return next((code for code in reversed(self.codes) if code >= 400), None)
+
+
+def oauth_problem(problem: BaseException) -> str:
+    """What an OAuth failure says, safe to show and log: its first line, capped. The SDK's errors about a token
+    response the server sent go on with pydantic's echo of that response, tokens included."""
+    return str(problem).split("\n", 1)[0][:300]
 
 
 def http_reason(code: int) -> str:

@@ -10,7 +10,7 @@ from loguru import logger
 from onetool.auth.choice import resolve_flow
 from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
 from onetool.config import ServerConfig
-from onetool.upstream.http import HttpStatuses, http_reason
+from onetool.upstream.http import HttpStatuses, http_reason, oauth_problem
 from onetool.upstream.status import Failure, ServerState
 
 __all__ = ["OAuthStatus", "UpstreamAuth", "auth_command"]
@@ -53,7 +53,7 @@ class UpstreamAuth:
         if problem is not None:
             then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
             return Failure(
-                f"OAuth authentication failed: {str(problem)[:300]}",
+                f"OAuth authentication failed: {oauth_problem(problem)}",
                 fix=f"check servers.{self.name}.oauth{then}",
                 oauth_status="authentication_failed",
             )

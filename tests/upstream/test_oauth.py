@@ -20,12 +20,15 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import httpx2
 import pytest
+from mcp.client.auth.exceptions import OAuthTokenError
+from mcp.client.auth.utils import handle_token_response_scopes
 
 from onetool.auth import FileTokenStore, FlowFailed, PendingFlows, StoredAuth
 from onetool.auth.login import Authorized, authorize, loopback_listener
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
 from onetool.upstream import UpstreamPool
+from onetool.upstream.http import oauth_problem
 from tests.conftest import FIXTURES, free_port, wait_for_port
 from tests.test_config import error_of, write
 
@@ -377,3 +380,14 @@ async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path:
 def test_oauth_config_is_strict(tmp_path: Path, entry: str, message: str) -> None:
     error = error_of(write(tmp_path, f"servers:\n  s: {entry}\n"))
     assert message in error and "s3cr3t" not in error
+
+
+async def test_a_malformed_token_response_never_shows_its_tokens() -> None:
+    """The SDK's error for a token response it cannot read goes on with pydantic's echo of the response: what
+    a server's status, the log and the model read of it is its first line only."""
+    body = b'{"accessToken": "SECRET-ACCESS-123456789", "refresh": "SECRET-REFRESH-987654321", "token_type": "x"}'
+    with pytest.raises(OAuthTokenError) as caught:
+        await handle_token_response_scopes(httpx2.Response(200, content=body))
+    assert "SECRET" in str(caught.value)  # what the SDK says: the tokens are in it
+    shown = oauth_problem(caught.value)
+    assert "SECRET" not in shown and shown.startswith("Invalid token response")
