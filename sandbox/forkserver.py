@@ -56,25 +56,10 @@ _BOOTSTRAP = (
 )
 
 
-def _pid_of(pidfd: int, fallback: int) -> int:
-    """The pid this process knows a pidfd's process by: our fdinfo names it in our pid namespace (the zygote,
-    init of a pid namespace of its own, sees its workers as 2, 3, ...). Read here, so the zygote needs no path."""
-    try:
-        with open(f"/proc/self/fdinfo/{pidfd}") as info:
-            for line in info:
-                if line.startswith("Pid:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return fallback
-
-
 class Worker:
     """One forked worker: its channel, and a pidfd to kill it with (never a pid the zygote may have reaped)."""
 
-    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
-        self.pid = pid
-        """As this process sees it."""
+    def __init__(self, pidfd: int, sock: socket.socket) -> None:
         self.channel = SocketChannel(sock)
         self.returncode: int | None = None
         self.lost = False
@@ -88,6 +73,17 @@ class Worker:
     @property
     def running(self) -> bool:
         return not self._exited.is_set()
+
+    @property
+    def pid(self) -> int:
+        """The pid this process knows the worker by, read when asked (only diagnostics need it): our fdinfo for
+        the pidfd names it in our pid namespace, where the zygote, init of a namespace of its own, sees 2, 3..."""
+        if self.running:
+            with contextlib.suppress(OSError), open(f"/proc/self/fdinfo/{self._pidfd}") as info:
+                for line in info:
+                    if line.startswith("Pid:") and (pid := int(line.split()[1])) > 0:
+                        return pid
+        raise ProcessLookupError("the worker has exited")
 
     def discard(self) -> None:
         """Kill the worker and close its channel: the one way a worker ends, whoever ends it; idempotent."""
@@ -262,7 +258,7 @@ class ForkServer:
     def _dispatch(self, message: Any, fds: list[int]) -> None:
         op = message.get("op")
         if op == "forked" and len(fds) == 2:
-            worker = Worker(_pid_of(fds[1], message["pid"]), fds[1], socket.socket(fileno=fds[0]))
+            worker = Worker(fds[1], socket.socket(fileno=fds[0]))
             self._workers[message["pid"]] = worker
             request = self._pending.get(message["id"])
             if request is None or request.done.is_set():
