@@ -213,8 +213,12 @@ class UpstreamPool:
         return conn
 
     def listen_logs(self, server: str, listener: LogListener) -> Callable[[], None]:
-        """Pass ``server``'s log messages to ``listener`` until the returned function is called."""
-        listeners = self._connections[server].log_listeners
+        """Pass ``server``'s log messages to ``listener`` until the returned function is called. A server removed
+        meanwhile (a run may hold an older registry) has nothing to say: its call reports it as unknown."""
+        conn = self._connections.get(server)
+        if conn is None:
+            return lambda: None
+        listeners = conn.log_listeners
         listeners.add(listener)
         return lambda: listeners.discard(listener)
 
