@@ -22,7 +22,6 @@ from mcp.types import (
     CallToolResult,
     ListToolsResult,
     PaginatedRequestParams,
-    TextContent,
     Tool,
 )
 
@@ -33,6 +32,7 @@ from onetool.inspect.catalogue import CatalogueServer, catalogue
 from onetool.logs import logger
 from onetool.registry import PackContext, Registry, ToolSchema
 from onetool.serve.fanout import face_server
+from onetool.serve.run import error_result
 
 __all__ = [
     "EXEC_DESCRIPTION",
@@ -97,10 +97,6 @@ class _View:
         return self._snapshot
 
 
-def _error(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-
-
 def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
     """The MCP server with the tools ``inspect`` and ``exec``, backed by ``gateway``."""
     ctx = gateway.pack_context
@@ -152,17 +148,17 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
     async def call_tool(_: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         handler = handlers.get(params.name)
         if handler is None:
-            return _error(f"Unknown tool {params.name!r}: this server has two tools, `inspect` and `exec`.")
+            return error_result(f"Unknown tool {params.name!r}: this server has two tools, `inspect` and `exec`.")
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
             return await handler(**arguments)
         except ModelError as e:
-            return _error(str(e))
+            return error_result(str(e))
         except Exception as exc:
             # Nothing below is meant to raise anything else; if it does, the client gets a short message and
             # the traceback stays in our log.
             logger.opt(exception=exc).error("the inspect face failed on {}", params.name)
-            return _error(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
+            return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
     return face_server(
         gateway.subscribe,
