@@ -91,12 +91,10 @@ class Registry:
         """
         packs = dict(local)
         seen = visible or pool.tools
-        catalogue = {s.name: seen(s.name) for s in pool.status()}
-        status = {
-            s.name: replace(s, tool_count=len(shown)) for s in pool.status() if (shown := catalogue[s.name]) is not None
-        }
+        catalogue = {s.name: (s, seen(s.name)) for s in pool.status()}
+        status = {n: replace(s, tool_count=len(shown)) for n, (s, shown) in catalogue.items() if shown is not None}
         for server, st in status.items():
-            upstream = upstream_tools(st.pack, server, catalogue[server] or ())
+            upstream = upstream_tools(st.pack, server, catalogue[server][1] or ())
             mine = packs.get(st.pack)
             if mine is None:
                 packs[st.pack] = Pack(name=st.pack, tools=upstream, server=server)
