@@ -110,3 +110,14 @@ async def test_call_record_fields_and_caller_context(
     assert add["resultLength"] == len('{"result": 3}')
     assert slow["status"] == "FAILED" and slow["errorType"] == "UpstreamTimeout"
     assert slow["errorMessage"].startswith("fx.sleep timed out after 0.3 s")
+
+
+async def test_following_the_logs_of_a_server_removed_meanwhile_is_quiet() -> None:
+    """A run holds the registry it started with: the server it calls may have been removed since. Following its
+    logs must not fail (the call itself reports the server as unknown)."""
+    async with open_pool({"fx": fault("ok")}) as pool:
+        await pool.remove("fx")
+        stop = pool.listen_logs("fx", lambda params: None)
+        stop()
+        with pytest.raises(UpstreamError, match="unknown server 'fx'"):
+            await pool.call("fx", "echo", {"message": "x"})
