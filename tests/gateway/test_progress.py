@@ -32,12 +32,18 @@ class Seen:
     def __init__(self) -> None:
         self.progress: list[tuple[float, float | None, str | None]] = []
         self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.progress_notifications = 0
+        """Every notifications/progress on the connection, whether or not a callback was registered for it."""
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.progress.append((progress, total, message))
 
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params)
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, types.ProgressNotification):
+            self.progress_notifications += 1
 
 
 async def call_run(
@@ -55,6 +61,7 @@ async def call_run(
         mode=mode,  # type: ignore[arg-type]
         read_timeout_seconds=60,
         logging_callback=seen.on_log,
+        message_handler=seen.on_message,
         log_level=log_level,  # the 2026 era's per-request opt-in; no effect on a handshake-era connection
     ) as client:
         if log_level is not None and mode == "legacy":
@@ -84,13 +91,14 @@ async def test_snippet_progress_reaches_the_client_as_one_line(gateway: ServedGa
     result, seen = await call_run(gateway, code, mode)
     assert result.structured_content == {"result": "done"}, text_of(result)
     assert seen.progress == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+    assert seen.progress_notifications == 3  # what the no-token test below counts on
 
 
 async def test_without_a_progress_token_nothing_is_sent_and_the_run_works(gateway: ServedGateway) -> None:
     code = "progress(1, 2, 'half')\nbrave.trigger_long_running_operation(duration=0.3, steps=2)\nprogress(2, 2)\n7"
     result, seen = await call_run(gateway, code, "legacy", progress=False)
     assert result.structured_content == {"result": 7}, text_of(result)
-    assert seen.progress == []
+    assert seen.progress_notifications == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -111,10 +119,15 @@ async def test_a_2026_client_that_did_not_opt_in_gets_no_logs(gateway: ServedGat
 
 async def test_a_handshake_client_gets_warnings_and_above_by_default(gateway: ServedGateway) -> None:
     low = {"debug", "info", "notice"}
-    for _ in range(3):  # server-everything picks each message's level at random
+    arrived = []
+    for _ in range(12):  # server-everything picks each message's level at random: 3 in 8 are below warning
         result, seen = await call_run(gateway, LOGGING_SNIPPET, "legacy")
         assert not result.is_error, text_of(result)
         assert not [log for log in seen.logs if log.level in low], seen.logs
+        arrived += seen.logs
+        if arrived:
+            break
+    assert arrived, "no warning or above reached the client in 12 runs"
 
 
 @pytest.mark.parametrize("mode", MODES)
