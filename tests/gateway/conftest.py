@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,25 @@ def start_http_gateway(
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), f"no URL printed; log: {log.read_text() if log.exists() else ''}"
     return ServedGateway(proc, url, marker, log)
+
+
+@contextmanager
+def auth_command(config: Path, name: str, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`onetool auth NAME` (no browser), the authorization URL it printed, and the process, still waiting for the
+    redirect; killed on the way out if it still runs, so a failed assertion leaves nothing behind."""
+    env = {key: value for key, value in env.items() if key != "DISPLAY"}
+    cmd = [ONETOOL, "auth", name, "--config", str(config)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = next((line.strip() for line in proc.stdout if line.strip().startswith("http")), None)
+        if url is None:
+            raise AssertionError(f"no authorization URL printed: {proc.communicate(timeout=10)}")
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def stop(proc: subprocess.Popen[str]) -> int:

@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.gateway.conftest import ONETOOL, write_config
+from tests.gateway.conftest import ONETOOL, auth_command, write_config
 from tests.state.conftest import sqlite_execute
 from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
 
@@ -42,19 +42,10 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     assert re.search(r"^m2m\s+authenticated", status.stdout, re.M)
 
     env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
-    env.pop("DISPLAY", None)
-    proc = subprocess.Popen(
-        [ONETOOL, "auth", "fx", "--config", config], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    url = ""
-    for line in proc.stdout:
-        if line.strip().startswith("http"):
-            url = line.strip()
-            break
-    assert url.startswith(f"{server.base}/authorize?")
-    page = fetch(url)
-    out, err = proc.communicate(timeout=30)
+    with auth_command(Path(config), "fx", env) as (url, proc):
+        assert url.startswith(f"{server.base}/authorize?")
+        page = fetch(url)
+        out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "<b>fx</b>" in page.text
     assert "server 'fx': authorized; 2 tools" in out

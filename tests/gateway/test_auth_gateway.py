@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 
-from tests.gateway.conftest import ONETOOL, ServedGateway, start_http_gateway, stop, text_of
+from tests.gateway.conftest import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
 from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
 
 
@@ -46,24 +46,6 @@ def serve(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], ServedGateway]]
         stop(served.proc)
 
 
-def auth_through_gateway(config: Path, name: str) -> tuple[str, str, subprocess.Popen[str]]:
-    """Start `onetool auth NAME`; the authorization URL it prints, and the process (still waiting)."""
-    env = {**os.environ, "LOG_LEVEL": "WARNING"}
-    env.pop("DISPLAY", None)
-    proc = subprocess.Popen(
-        [ONETOOL, "auth", name, "--config", str(config)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.strip().startswith("http"):
-            return line.strip(), parse_qs(urlsplit(line.strip()).query)["state"][0], proc
-    raise AssertionError(f"no authorization URL printed: {proc.communicate(timeout=10)}")
-
-
 async def test_auth_through_the_running_gateway_then_a_restart_keeps_the_tokens(
     start_server: Callable[..., OAuthServer],  # noqa: F811
     serve: Callable[[dict[str, Any]], ServedGateway],
@@ -74,14 +56,15 @@ async def test_auth_through_the_running_gateway_then_a_restart_keeps_the_tokens(
     served = serve(config)
     assert oauth_view(served, "fx") == ("failed", "pending_authorization")
 
-    url, state, proc = auth_through_gateway(tmp_path / "onetool.yaml", "fx")
-    redirect_uri = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-    assert redirect_uri == f"{origin(served)}/oauth/callback"
-    forged = fetch(f"{redirect_uri}?state=forged-{state}&code=stolen")
-    assert forged.status_code == 400 and "invalid or has expired" in forged.text
+    with auth_command(tmp_path / "onetool.yaml", "fx", {**os.environ, "LOG_LEVEL": "WARNING"}) as (url, proc):
+        query = parse_qs(urlsplit(url).query)
+        redirect_uri, state = query["redirect_uri"][0], query["state"][0]
+        assert redirect_uri == f"{origin(served)}/oauth/callback"
+        forged = fetch(f"{redirect_uri}?state=forged-{state}&code=stolen")
+        assert forged.status_code == 400 and "invalid or has expired" in forged.text
 
-    page = fetch(url)  # the browser step: the authorization server approves and redirects to the gateway
-    out, err = proc.communicate(timeout=60)
+        page = fetch(url)  # the browser step: the authorization server approves and redirects to the gateway
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "Authorization complete" in page.text and "<b>fx</b>" in page.text
     assert f"server 'fx': authorized; 2 tools (reconnected by the gateway at {origin(served)})" in out
