@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from onetool import __version__
-from onetool.state.paths import private_dir, runtime_dir
+from onetool.state.paths import runtime_dir, write_private
 
 FILENAME = "gateway.json"
 MAX_BYTES = 64 * 1024  # a real file is about 200 bytes; anything far larger is not ours
@@ -67,18 +66,7 @@ def write(url: str, admin_token: str, *, path: Path | None = None) -> Path | Non
         "started_at": datetime.now(UTC).isoformat(),
         "version": __version__,
     }
-    # mkstemp opens with O_CREAT | O_EXCL and mode 0600: the token is never readable by others, not even briefly
-    fd, temp = tempfile.mkstemp(dir=private_dir(path.parent), prefix=f".{FILENAME}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(record, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temp)
-        raise
+    write_private(path, json.dumps(record))  # it holds the admin token
     return path
 
 

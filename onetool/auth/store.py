@@ -8,9 +8,7 @@ The record never reaches a log, a status or a snippet; only :mod:`onetool.auth` 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -20,21 +18,12 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from onetool.config import to_identifier
+from onetool.state.paths import state_dir, write_private
 
 if TYPE_CHECKING:
     from onetool.state import StateStore
 
 __all__ = ["FileTokenStore", "ServerStorage", "StateTokenStore", "StoredAuth", "TokenStore", "state_dir"]
-
-ENV_STATE_DIR = "ONETOOL_STATE_DIR"
-
-
-def state_dir() -> Path:
-    """``$ONETOOL_STATE_DIR``, else ``$XDG_STATE_HOME/onetool``, else ``~/.local/state/onetool``."""
-    if explicit := os.environ.get(ENV_STATE_DIR):
-        return Path(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "onetool"
 
 
 class StoredAuth(BaseModel):
@@ -112,17 +101,7 @@ class FileTokenStore:
     async def save(self, server: str, record: StoredAuth) -> None:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # also when it existed with wider permissions
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")  # created 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(record.model_dump_json(exclude_none=True))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path(server))
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        write_private(self._path(server), record.model_dump_json(exclude_none=True))
 
     async def forget(self, server: str) -> bool:
         try:

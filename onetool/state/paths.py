@@ -7,6 +7,8 @@ user added explicitly (env, headers) and the discovery file holds the admin toke
 from __future__ import annotations
 
 import os
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 ENV_STATE_DIR = "ONETOOL_STATE_DIR"
@@ -41,3 +43,19 @@ def private_dir(path: Path) -> Path:
     # mkdir's mode is filtered by the umask, which can only remove bits, so 0700 never ends up wider.
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once, in a private folder: the file is created 0600 (mkstemp opens with
+    O_CREAT | O_EXCL), so it is never readable by others, not even briefly, nor ever half written."""
+    fd, temp = tempfile.mkstemp(dir=private_dir(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise
