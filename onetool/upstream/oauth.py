@@ -82,12 +82,9 @@ class UpstreamAuth:
 
     def report(self, state: ServerState, failure: Failure | None) -> None:
         """Log a change of ``oauth_status`` once (reconnect attempts repeat the same failure)."""
-        if state is ServerState.CONNECTED:
-            status: OAuthStatus = "authenticated"
-        elif failure is not None and failure.oauth_status is not None:
-            status = failure.oauth_status  # type: ignore[assignment]
-        else:
+        if state is not ServerState.CONNECTED and (failure is None or failure.oauth_status is None):
             return  # not about authorization (a network error, the pool closing)
+        status = self.status(state, failure)
         if status == self._reported:
             return
         self._reported = status
