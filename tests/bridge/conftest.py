@@ -71,7 +71,12 @@ class BridgeProcess:
         """SIGTERM; seconds until the process exited."""
         started = time.monotonic()
         self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # the test fails, and leaves no bridge behind
+            self.process.wait()
+            raise
         elapsed = time.monotonic() - started
         assert self.process.stdout is not None
         self.process.stdout.close()
@@ -107,9 +112,14 @@ def bridge_factory(tmp_path: Path) -> Iterator[Any]:
         return bridge
 
     yield start
+    hung = []
     for bridge in started:
         if bridge.process.poll() is None:
-            bridge.stop()
+            try:
+                bridge.stop()
+            except subprocess.TimeoutExpired:
+                hung.append(bridge.pid)
+    assert not hung, f"bridges that did not stop on SIGTERM (killed): {hung}"
 
 
 @pytest.fixture(scope="module")

@@ -43,19 +43,21 @@ def postgres() -> Iterator[str]:
     if not (initdb and pg_ctl):
         pytest.skip("PostgreSQL is not installed (initdb, pg_ctl)")
     home = Path(tempfile.mkdtemp(prefix="onetool-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres")
     data, port = home / "data", free_port()
-    run = {"check": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    subprocess.run(_as_pg_owner([initdb, "-D", str(data), "-A", "trust", "-U", PG_USER, "--no-sync"]), **run)
-    options = f"-h 127.0.0.1 -p {port} -k {home} -F"
-    start = [pg_ctl, "-D", str(data), "-o", options, "-w", "-l", str(home / "log"), "start"]
-    subprocess.run(_as_pg_owner(start), **run)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     try:
+        if os.geteuid() == 0:
+            shutil.chown(home, "postgres")
+        initdb_args = [initdb, "-D", str(data), "-A", "trust", "-U", PG_USER, "--no-sync"]
+        subprocess.run(_as_pg_owner(initdb_args), check=True, **quiet)
+        options = f"-h 127.0.0.1 -p {port} -k {home} -F"
+        start = [pg_ctl, "-D", str(data), "-o", options, "-w", "-l", str(home / "log"), "start"]
+        subprocess.run(_as_pg_owner(start), check=True, **quiet)
         wait_for_port(port)
         yield f"postgresql+asyncpg://{PG_USER}@127.0.0.1:{port}"
     finally:
-        subprocess.run(_as_pg_owner([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]), **run)
+        # Whatever failed on the way: no postmaster and no folder left behind (a stop with none running fails).
+        subprocess.run(_as_pg_owner([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]), check=False, **quiet)
         shutil.rmtree(home, ignore_errors=True)
 
 
