@@ -7,14 +7,13 @@ entry the pool connects):
     entry = await conversions.convert(name, spec, actor="api")     # BridgeError: nothing changed
     ... reconnect `name` with `entry` ...
     await conversions.revert(name, actor="api")                    # then reconnect the original stdio entry
-    servers = await conversions.effective(servers)                 # at startup: converted ones as HTTP entries
     tg.start_soon(conversions.keep_registered, pool.subscribe, is_down, reconnect)   # re-register, in the background
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import anyio
@@ -63,14 +62,6 @@ class Conversions:
         """Stop it on the bridge (not running there is fine) and forget the conversion; the record it had."""
         await self._bridge.revert(name)
         return await self._store.remove_conversion(name, actor)
-
-    async def effective(self, servers: Mapping[str, ServerConfig]) -> dict[str, ServerConfig]:
-        """``servers`` with every converted one as its HTTP entry (as recorded: no request to the bridge)."""
-        records = await self._store.conversions()
-        return {
-            name: http_entry(spec, records[name].url, self._bridge.token) if name in records else spec
-            for name, spec in servers.items()
-        }
 
     async def reregister(self, name: str) -> str | None:
         """POST ``name``'s recorded command again (after a bridge restart; 409 is fine); its new URL if it moved."""
