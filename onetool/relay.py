@@ -24,7 +24,7 @@ from mcp import types
 from mcp.types import LoggingLevel
 
 from onetool.logs import logger
-from sandbox import PROGRESS_RATE, one_line
+from sandbox import PROGRESS_RATE, Ration, one_line
 
 if TYPE_CHECKING:
     from onetool.upstream import UpstreamPool
@@ -71,8 +71,7 @@ class Relay:
         self._sent = anyio.Event()
         self._closed = False
         self._last = -math.inf
-        self._tokens = float(PROGRESS_RATE)
-        self._tokens_at = -math.inf
+        self._ration = Ration(PROGRESS_RATE)
         self._followed: dict[str, Callable[[], None]] = {}
         self._logs = 0
 
@@ -113,7 +112,7 @@ class Relay:
         return forward
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        if not self._client.wants_progress or not self._take_token():
+        if not self._client.wants_progress or not self._ration.take(anyio.current_time()):
             return
         if progress <= self._last:
             progress = math.nextafter(self._last, math.inf)
@@ -121,15 +120,6 @@ class Relay:
                 total = None
         self._last = progress
         self._put(partial(self._client.progress, progress, total, message))
-
-    def _take_token(self) -> bool:
-        now = anyio.current_time()
-        self._tokens = min(PROGRESS_RATE, self._tokens + (now - self._tokens_at) * PROGRESS_RATE)
-        self._tokens_at = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
 
     # ----- logs ----------------------------------------------------------------------------
 

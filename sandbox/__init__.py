@@ -13,7 +13,7 @@ from sandbox.errors import (
     ToolUnavailable,
     UnknownTool,
 )
-from sandbox.messages import PROGRESS_RATE, one_line
+from sandbox.messages import PROGRESS_RATE, Ration, one_line
 from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
 from sandbox.pool import Sandbox
 
@@ -29,6 +29,7 @@ __all__ = [
     "OnCall",
     "OnProgress",
     "PolicyError",
+    "Ration",
     "RunError",
     "RunResult",
     "Sandbox",

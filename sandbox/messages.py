@@ -28,6 +28,7 @@ __all__ = [
     "Call",
     "Done",
     "Progress",
+    "Ration",
     "is_ready",
     "job_frame",
     "one_line",
@@ -50,6 +51,25 @@ MAX_PROGRESS_MESSAGE = 200
 """Characters of a progress() message."""
 PROGRESS_RATE = 20
 """progress() reports per second: the worker sends no more, the host passes on no more."""
+
+
+class Ration:
+    """A token bucket: ``take(now)`` is true for at most ``rate`` events a second, in bursts of up to ``rate``."""
+
+    def __init__(self, rate: float) -> None:
+        self._rate = rate
+        self._tokens = float(rate)
+        self._at = -math.inf
+
+    def take(self, now: float) -> bool:
+        self._tokens = min(self._rate, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
 _MAX_EXACT_INT = 2**53
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 

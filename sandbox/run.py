@@ -20,7 +20,17 @@ from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
 from sandbox.channel import ProtocolError
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
-from sandbox.messages import MAX_IN_FLIGHT, PROGRESS_RATE, REPLY_ENVELOPE, Call, Done, Progress, parse, reply_frame
+from sandbox.messages import (
+    MAX_IN_FLIGHT,
+    PROGRESS_RATE,
+    REPLY_ENVELOPE,
+    Call,
+    Done,
+    Progress,
+    Ration,
+    parse,
+    reply_frame,
+)
 from sandbox.untrusted import decode_untrusted
 
 __all__ = ["MAX_IN_FLIGHT", "OFFLOAD_SIZE", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
@@ -48,8 +58,7 @@ class Run:
         self._in_flight = 0
         self._ids: set[int] = set()
         """Ids of the calls waiting for replies: the worker matches replies by id, so none may be reused."""
-        self._progress_tokens = float(PROGRESS_RATE)
-        self._progress_at = anyio.current_time()
+        self._progress_ration = Ration(PROGRESS_RATE)
         self._progress_dropped = 0
         self._held = 0
         self._max_held = HELD_MESSAGES * (limits.max_message + REPLY_ENVELOPE)
@@ -139,17 +148,13 @@ class Run:
 
     def _progress(self, report: Progress) -> RunResult | None:
         """Pass the report on if the rate allows (a token bucket), else drop it; the end of a flooding run."""
-        now = anyio.current_time()
-        self._progress_tokens = min(PROGRESS_RATE, self._progress_tokens + (now - self._progress_at) * PROGRESS_RATE)
-        self._progress_at = now
-        if self._progress_tokens < 1:
+        if not self._progress_ration.take(anyio.current_time()):
             self._progress_dropped += 1
             if self._progress_dropped > PROGRESS_FLOOD:
                 return self._failed(
                     "LimitError", f"the worker sent progress reports far faster than {PROGRESS_RATE} a second"
                 )
             return None
-        self._progress_tokens -= 1
         if self.on_progress is not None:
             self.on_progress(report.done, report.total, report.message)
         return None
