@@ -21,6 +21,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.errors import ModelError
+from onetool.registry import Registry
 from onetool.registry.schema import ToolSchema
 from onetool.serve.fanout import face_server
 from onetool.serve.manage import MANAGEMENT_TOOLS, ControlLike, call_management
@@ -60,6 +61,9 @@ class DirectGateway(GatewayLike, Protocol):
 
     @property
     def pool(self) -> UpstreamPool: ...
+
+    @property
+    def registry(self) -> Registry: ...
 
     def visible_tools(self, server: str) -> list[types.Tool]: ...
 
@@ -151,14 +155,22 @@ class DirectFace:
         self._gateway = gateway
         self._separator = separator
         self._catalogue = DirectCatalogue({}, separator)
+        self._seen: Registry | None = None
         self.levels = LogLevels()
 
     def catalogue(self) -> DirectCatalogue:
-        """The current snapshot: read per request, so a list or call never sees a stale catalogue."""
+        """The current snapshot, so a list or call never sees a stale catalogue.
+
+        The gateway replaces its registry after every change of what a face may show (a catalogue, a status,
+        a quarantine, an approval), so a request that finds the registry it saw last reads nothing else.
+        """
         gw = self._gateway
-        visible = {view.name: gw.visible_tools(view.name) for view in gw.control.list()}
-        if _key(visible) != self._catalogue.key:
-            self._catalogue = DirectCatalogue(visible, self._separator)
+        registry = gw.registry
+        if registry is not self._seen:
+            visible = {view.name: gw.visible_tools(view.name) for view in gw.control.list()}
+            if _key(visible) != self._catalogue.key:
+                self._catalogue = DirectCatalogue(visible, self._separator)
+            self._seen = registry
         return self._catalogue
 
     async def list_tools(
