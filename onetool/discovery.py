@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,17 +84,6 @@ def remove(expected_pid: int | None = None, *, path: Path | None = None) -> bool
     with suppress(FileNotFoundError):
         path.unlink()
     return True
-
-
-@contextmanager
-def published(url: str, admin_token: str, *, path: Path | None = None) -> Iterator[Path | None]:
-    """Write the discovery file on enter (see ``write`` for None) and remove it on exit if it is still ours."""
-    written = write(url, admin_token, path=path)
-    try:
-        yield written
-    finally:
-        if written is not None:
-            remove(path=written)
 
 
 def _load(path: Path) -> Discovery | None:

@@ -112,9 +112,8 @@ def test_a_live_gateways_file_is_kept(folder: Path, other_gateway: int) -> None:
     assert found is not None and (found.pid, found.admin_token) == (other_gateway, "theirs")
     assert discovery.write("http://127.0.0.1:1234/mcp", "mine") is None
     assert path.read_bytes() == before
-    with discovery.published("http://127.0.0.1:1234/mcp", "mine") as written:
-        assert written is None
-    assert json.loads(path.read_text()) == planted, "exiting must not remove another gateway's file"
+    assert discovery.remove() is False
+    assert json.loads(path.read_text()) == planted, "stopping must not remove another gateway's file"
 
 
 def test_remove_leaves_another_processs_file_alone(folder: Path, other_gateway: int) -> None:
@@ -155,13 +154,6 @@ def test_a_malformed_file_reads_as_none_and_is_replaced(folder: Path, content: b
 def test_an_unreadable_path_reads_as_none(folder: Path) -> None:
     (folder / "gateway.json").mkdir(parents=True)  # a folder where the file should be
     assert discovery.read() is None
-
-
-def test_published_writes_on_enter_and_removes_on_exit_even_after_an_error(folder: Path) -> None:
-    with pytest.raises(RuntimeError), discovery.published("http://127.0.0.1:1/mcp", "t") as path:
-        assert path is not None and path.exists()
-        raise RuntimeError("the gateway crashed")
-    assert not (folder / "gateway.json").exists()
 
 
 def test_runtime_folder_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
