@@ -10,15 +10,16 @@ how exec calls it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from onetool.inspect.describe import InspectServer
 from onetool.logs import logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 
-__all__ = ["CatalogueServer", "CatalogueTool", "catalogue"]
+__all__ = ["CatalogueTool", "catalogue"]
 
 _ANY_OBJECT: Mapping[str, Any] = {"type": "object"}
 
@@ -49,15 +50,7 @@ class CatalogueTool:
         return self.tool.output_schema if isinstance(self.tool, UpstreamTool) else None
 
 
-@dataclass(frozen=True)
-class CatalogueServer:
-    name: str
-    tools: Sequence[CatalogueTool]
-    instructions: str | None = None
-    status: str = "connected"
-
-
-def catalogue(registry: Registry) -> list[CatalogueServer]:
+def catalogue(registry: Registry) -> list[InspectServer[CatalogueTool]]:
     """Every pack of ``registry`` as an inspect server (hidden ones included: describe_inspect leaves them out)."""
     servers = []
     for pack in registry.packs.values():
@@ -66,7 +59,7 @@ def catalogue(registry: Registry) -> list[CatalogueServer]:
             CatalogueTool(t.remote_name if isinstance(t, UpstreamTool) else t.name, t) for t in pack.tools.values()
         ]
         servers.append(
-            CatalogueServer(
+            InspectServer(
                 name=pack.server or pack.name,
                 tools=tools,
                 instructions=status.instructions if status else None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
@@ -89,9 +89,11 @@ class InspectTool:
 
 
 @dataclass(frozen=True)
-class InspectServer:
+class InspectServer(Generic[ToolT_co]):
+    """A server as inspect shows it; generic in its tools, so exec gets back the catalogue's own tool type."""
+
     name: str
-    tools: Sequence[ToolLike]
+    tools: Sequence[ToolT_co]
     instructions: str | None = None
     status: str = "connected"
 

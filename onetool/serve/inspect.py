@@ -26,9 +26,9 @@ from mcp.types import (
 )
 
 from onetool.errors import ModelError, UnknownTool
-from onetool.inspect import data_result, describe_inspect, find_server, find_tool, inspect_schemas
+from onetool.inspect import InspectServer, data_result, describe_inspect, find_server, find_tool, inspect_schemas
 from onetool.inspect.calls import call, shaped, value_size
-from onetool.inspect.catalogue import CatalogueServer, catalogue
+from onetool.inspect.catalogue import CatalogueTool, catalogue
 from onetool.logs import logger
 from onetool.registry import PackContext, Registry, ToolSchema
 from onetool.serve.fanout import face_server
@@ -78,7 +78,7 @@ class _Snapshot:
     """The inspect view of one registry snapshot: its servers, and the ``inspect`` description they give."""
 
     registry: Registry
-    servers: list[CatalogueServer]
+    servers: list[InspectServer[CatalogueTool]]
     description: str
 
 
