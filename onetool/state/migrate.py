@@ -1,7 +1,9 @@
 """Bring the store's schema to this code's head, on a live connection (run through ``run_sync``).
 
-A store already at ``HEAD`` is recognised with plain SQLAlchemy: Alembic (about 11 MiB resident) is imported only
-when there is something to migrate or refuse, so a gateway that opens its usual store never holds it.
+Alembic (about 11 MiB resident, for the life of the process) is imported only for a store that needs a migration
+or must be refused: an older one, or one from a newer OneTool. A store already at ``HEAD`` is recognised with
+plain SQLAlchemy, and an empty database gets this code's tables from ``models.metadata`` and is stamped ``HEAD``,
+as Alembic's own cookbook does it; a test checks that the migrations build exactly that schema.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Column, Connection, MetaData, PrimaryKeyConstraint, String, Table, insert, inspect, text
 
 from onetool.errors import StateError
+from onetool.state.models import metadata
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -24,6 +27,14 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 _VERSION_TABLE = "alembic_version"
 _MIGRATION_LOCK = 0x0E7001  # a fixed advisory lock key, held until the migrating transaction ends
 
+# Alembic's version table exactly as Alembic creates it, so a stamped store migrates later like any other.
+_version = Table(
+    _VERSION_TABLE,
+    MetaData(),
+    Column("version_num", String(32), nullable=False),
+    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
+)
+
 
 def upgrade(connection: Connection, location: str) -> None:
     """Bring the schema to this code's head; refuse a schema from a newer OneTool rather than guess."""
@@ -32,7 +43,19 @@ def upgrade(connection: Connection, location: str) -> None:
     if connection.dialect.name == "postgresql":
         # replicas may open one fresh database at once: the first migrates, the others then find it done
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-    _migrate(connection, location)
+        if current_revisions(connection) == {HEAD}:
+            return
+    if not inspect(connection).get_table_names():
+        create_at_head(connection)
+    else:
+        _migrate(connection, location)
+
+
+def create_at_head(connection: Connection) -> None:
+    """Give an empty database this code's tables, recorded as at ``HEAD``."""
+    metadata.create_all(connection)
+    _version.create(connection)
+    connection.execute(insert(_version).values(version_num=HEAD))
 
 
 def current_revisions(connection: Connection) -> set[str]:

@@ -1,8 +1,9 @@
 """The state store's tables (SQLAlchemy Core), in portable column types only (SQLite and PostgreSQL alike).
 
-A change here needs a new migration in ``migrations/versions/``: the tables are created by migrations, never by
-``metadata.create_all``. Migrations write the database-level types directly (``sa.DateTime(timezone=True)``),
-so they do not import this module and stay valid when it changes.
+A change here needs a new migration in ``migrations/versions/`` that builds the same schema: an empty store is
+created from these tables (``migrate.create_at_head``), an older one is migrated, and a test checks that both end
+alike. Migrations write the database-level types directly (``sa.DateTime(timezone=True)``), so they do not import
+this module and stay valid when it changes.
 """
 
 from __future__ import annotations

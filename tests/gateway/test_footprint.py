@@ -1,5 +1,5 @@
-"""What a serving gateway holds: `onetool serve` without OAuth servers, on a store at this code's head, imports
-neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it). They cost about 14 MiB
+"""What a serving gateway holds: `onetool serve` without OAuth servers, on a fresh store or one at this code's
+head, imports neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it). They cost about 14 MiB
 resident for the gateway's whole life; a stray top-level import would bring them back silently."""
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ def serve_once(folder: Path, servers: dict[str, Any]) -> list[str]:
 async def test_serve_without_oauth_servers_imports_neither_alembic_nor_the_oauth_client(
     tmp_path: Path, everything_http: str
 ) -> None:
-    await (await StateStore.open()).aclose()  # the default store, at head, as on every start after the first
     servers = {
         "web": {"url": everything_http},
         "fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]},
     }
-    assert serve_once(tmp_path, servers) == []
+    assert serve_once(tmp_path, servers) == [], "the first start, which creates the default store"
+    assert serve_once(tmp_path, servers) == [], "a start on the store at head"
 
 
 async def test_an_oauth_server_brings_the_oauth_client(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
 
@@ -62,19 +62,40 @@ def postgres() -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A URL for a store that does not exist yet."""
+def new_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], str]:
+    """Makes URLs of stores that do not exist yet, all on SQLite or all on PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'state' / 'onetool.db'}"
+        files = count()
+        return lambda: f"sqlite+aiosqlite:///{tmp_path / f'state{next(files)}' / 'onetool.db'}"
     base: str = request.getfixturevalue("postgres")
-    name = f"t{os.getpid()}_{next(_databases)}"
     port = base.rsplit(":", 1)[1]
     psql = _pg_bin("psql") or "psql"
-    subprocess.run(
-        [psql, "-h", "127.0.0.1", "-p", port, "-U", PG_USER, "-d", "postgres", "-qc", f"CREATE DATABASE {name}"],
-        check=True,
-    )
-    return f"{base}/{name}"
+
+    def new() -> str:
+        name = f"t{os.getpid()}_{next(_databases)}"
+        create = [
+            psql,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            port,
+            "-U",
+            PG_USER,
+            "-d",
+            "postgres",
+            "-qc",
+            f"CREATE DATABASE {name}",
+        ]
+        subprocess.run(create, check=True)
+        return f"{base}/{name}"
+
+    return new
+
+
+@pytest.fixture
+def store_url(new_store_url: Callable[[], str]) -> str:
+    """A URL for a store that does not exist yet."""
+    return new_store_url()
 
 
 def sqlite_file(url: str) -> Path | None:

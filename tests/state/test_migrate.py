@@ -1,16 +1,19 @@
-"""Migrations run only when needed: a store at this code's head opens without Alembic; fresh and older stores
-migrate to it, keeping their data."""
+"""Migrations run only when needed: a store at this code's head, and an empty one, open without Alembic (the empty
+one gets this code's tables); an older store migrates to head, keeping its data. The migrations build exactly
+the schema an empty store gets."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from onetool.state import StateStore
-from onetool.state.migrate import HEAD, current_revisions, shipped_head
+from onetool.state.migrate import HEAD, _migrate, current_revisions, shipped_head
+from onetool.state.models import metadata
 from tests.state.conftest import sqlite_file
 
 OLD = "0002"  # a revision before the OAuth tokens table
@@ -34,8 +37,9 @@ def alembic_imported_by_open(url: str) -> bool:
     return {"True\n": True, "False\n": False}[done.stdout]
 
 
-def test_a_store_at_head_opens_without_importing_alembic(store_url: str) -> None:
-    assert alembic_imported_by_open(store_url), "a fresh store is migrated, by Alembic"
+async def test_a_fresh_store_is_created_at_head_without_importing_alembic(store_url: str) -> None:
+    assert not alembic_imported_by_open(store_url), "a fresh store gets its tables from models.metadata"
+    assert await revisions(store_url) == {HEAD}
     assert not alembic_imported_by_open(store_url)
 
 
@@ -72,8 +76,58 @@ async def test_an_older_store_is_migrated_to_head_and_keeps_its_data(store_url: 
         await engine.dispose()
     assert await revisions(store_url) == {OLD}
 
+    assert alembic_imported_by_open(store_url), "an older store is migrated, by Alembic"
     async with await StateStore.open(store_url) as store:
         assert (await store.overrides())["kept"].enabled is False
         await store.save_oauth_record("kept", "{}")  # the table the migration added
         assert await store.oauth_record("kept") == "{}"
     assert await revisions(store_url) == {HEAD}
+
+
+def schema(connection: Connection) -> dict[str, object]:
+    """Every table as the database describes it: columns, primary key, indexes, unique and foreign keys."""
+    found = inspect(connection)
+    return {
+        table: {
+            "columns": [
+                (c["name"], str(c["type"]), c["nullable"], c.get("default"), c.get("autoincrement"))
+                for c in found.get_columns(table)
+            ],
+            "primary key": found.get_pk_constraint(table),
+            "indexes": sorted((i["name"], tuple(i["column_names"]), i["unique"]) for i in found.get_indexes(table)),
+            "unique": sorted((u["name"], tuple(u["column_names"])) for u in found.get_unique_constraints(table)),
+            "foreign keys": found.get_foreign_keys(table),
+        }
+        for table in sorted(found.get_table_names())
+    }
+
+
+async def test_the_migrations_build_the_schema_of_a_fresh_store(new_store_url: Callable[[], str]) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    created, migrated = new_store_url(), new_store_url()
+    await (await StateStore.open(created)).aclose()
+
+    def migrate_from_nothing(connection: Connection) -> None:
+        _migrate(connection, "the migrated store")
+
+    if (file := sqlite_file(migrated)) is not None:
+        file.parent.mkdir()
+    engine = create_async_engine(migrated)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(migrate_from_nothing)
+        async with engine.connect() as conn:
+            differences = await conn.run_sync(lambda c: compare_metadata(MigrationContext.configure(c), metadata))
+            by_migrations = await conn.run_sync(schema)
+    finally:
+        await engine.dispose()
+    assert differences == [], "models.py and the migrations disagree"
+    engine = create_async_engine(created)
+    try:
+        async with engine.connect() as conn:
+            assert await conn.run_sync(schema) == by_migrations
+    finally:
+        await engine.dispose()
+    assert await revisions(created) == await revisions(migrated) == {HEAD}
