@@ -69,6 +69,16 @@ def _gateway_pid() -> int:
     return int(out.stdout.split()[0])
 
 
+_DEPENDENCIES = "mcp, sqlalchemy.ext.asyncio, aiosqlite, jsonschema"
+"""The libraries DESIGN builds the gateway on (the MCP SDK, the state store's stack, argument validation)."""
+
+
+def _imports_rss_kb(modules: str) -> int:
+    """The RSS of a fresh interpreter that imported ``modules`` and nothing else: the floor under the gateway's."""
+    code = f"import {modules}\nprint(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS:')))"
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 async def _idle_rss_kb(config: Path) -> int:
     """The gateway's RSS once it has started and answered tools/list, before any run."""
     async with Client(_gateway(config)) as client:
@@ -133,7 +143,11 @@ async def run() -> list[Row]:
             rows.append(
                 Row("gateway", "20 concurrent runs with a proxied call, total", ms(time.perf_counter() - start))
             )
-        rows.append(Row("gateway", "gateway RSS after ~700 runs (1 upstream)", f"{rss / 1024:.1f} MiB"))
+        sdk, floor = _imports_rss_kb("mcp"), _imports_rss_kb(_DEPENDENCIES)
+        rows.append(Row("gateway", "memory floor: a Python process that imports mcp", f"{sdk / 1024:.1f} MiB"))
+        rows.append(Row("gateway", f"memory floor: one that imports {_DEPENDENCIES}", f"{floor / 1024:.1f} MiB"))
+        over = f"{rss / 1024:.1f} MiB ({(rss - floor) / 1024:+.1f} over the floor)"
+        rows.append(Row("gateway", "gateway RSS after ~700 runs (1 upstream)", over, "72 MiB"))
 
         async with Client(StdioServerParameters(command="node", args=[str(EVERYTHING), "stdio"])) as direct:
             for _ in range(20):
