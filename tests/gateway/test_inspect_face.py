@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from tests.gateway.conftest import (
     text_of,
     write_config,
 )
+from tests.gateway.eras import era_clients
 from tests.inspect.conftest import REFERENCE_TOOLS
 
 pytestmark = pytest.mark.anyio
@@ -288,29 +290,19 @@ async def test_catalogue_change_reaches_inspect_clients_of_both_eras(tmp_path: P
     }
     served = start_http_gateway(tmp_path, config, f"lc-{uuid.uuid4().hex}")
     try:
-        legacy_heard = anyio.Event()
-
-        async def on_message(message: Any) -> None:
-            if getattr(message, "method", "") == "notifications/tools/list_changed":
-                legacy_heard.set()
-
-        url = inspect_url(served)
-        async with Client(url, mode="legacy", message_handler=on_message) as legacy, Client(url) as modern:
-            before = (await modern.list_tools()).tools[0].description or ""
+        async with era_clients(inspect_url(served)) as clients:
+            before = (await clients.modern.list_tools()).tools[0].description or ""
             assert "    - add\n" in before and "shiny" not in before
-            async with modern.listen(tools_list_changed=True) as events:
-                added = await legacy.call_tool(
-                    "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
-                )
-                assert text_of(added) == "added shiny"
-                with anyio.fail_after(10):
-                    await legacy_heard.wait()
-                    async for _ in events:
-                        break
-            for client in (legacy, modern):
+            clients.drain()
+            added = await clients.legacy.call_tool(
+                "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
+            )
+            assert text_of(added) == "added shiny"
+            await clients.delays(time.perf_counter())
+            for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
                 assert "    - shiny\n" in after
-            ran = await modern.call_tool("exec", {"server_name": "fx", "tool_name": "shiny"})
+            ran = await clients.modern.call_tool("exec", {"server_name": "fx", "tool_name": "shiny"})
             assert text_of(ran) == "I am shiny"
     finally:
         assert stop(served.proc) == 0
