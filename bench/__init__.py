@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
+
+from tests.processes import start_and_read_line
 
 
 class Row(NamedTuple):
@@ -22,3 +27,25 @@ def median_p90(samples: list[float]) -> str:
     s = sorted(samples)
     p90 = s[min(len(s) - 1, int(len(s) * 0.9))]
     return f"{statistics.median(s) * 1000:.3f} / {p90 * 1000:.3f} ms"
+
+
+@contextmanager
+def serving(command: Sequence[str], env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Run ``command``, a server that prints its URL first, for the block; yields that line.
+
+    A server that never prints it is killed within the start deadline; on the way out it gets SIGTERM, and
+    SIGKILL if it has not exited 10 s later, so a stuck server never outlives the bench.
+    """
+    proc, line = start_and_read_line(command, env=env)
+    try:
+        yield line
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()

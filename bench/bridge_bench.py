@@ -9,19 +9,15 @@ takes (start the child, connect, serve), and a crash-to-first-answer restart.
 from __future__ import annotations
 
 import os
-import select
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
 from loguru import logger
 
-from bench import Row, median_p90, ms
+from bench import Row, median_p90, ms, serving
 from onetool.config import ServerConfig
 from onetool.upstream import UpstreamPool
 from onetool.upstream.connection import Mode
@@ -33,22 +29,7 @@ ONETOOL = str(Path(sys.executable).with_name("onetool"))
 TOKEN = "bench-token"
 CALLS = 1000
 ARGS = {"message": "bench"}
-
-
-@contextmanager
-def _bridge() -> Iterator[str]:
-    """A real bridge process; yields its API URL."""
-    command = [ONETOOL, "bridge", "--port", "0", "--base-port", "0", "--token", TOKEN, "--log-level", "ERROR"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        select.select([process.stdout], [], [], 30)
-        yield process.stdout.readline().strip()
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+BRIDGE = [ONETOOL, "bridge", "--port", "0", "--base-port", "0", "--token", TOKEN, "--log-level", "ERROR"]
 
 
 async def _calls(config: ServerConfig, mode: Mode = "auto") -> list[float]:
@@ -86,7 +67,7 @@ async def run() -> list[Row]:
     stdio = await _calls(EVERYTHING)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     body = {"serverName": "everything", "command": "node", "args": EVERYTHING.args}
-    with _bridge() as api:
+    with serving(BRIDGE) as api:
         started = time.perf_counter()
         created = httpx2.post(f"{api}/convert", json=body, headers=headers, timeout=60).json()
         convert = time.perf_counter() - started

@@ -18,7 +18,7 @@ import anyio.to_thread
 import yaml
 from mcp import Client
 
-from bench import Row, median_p90, ms
+from bench import Row, median_p90, ms, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
@@ -74,22 +74,11 @@ async def run() -> list[Row]:
         env = {**os.environ, "ONETOOL_STATE_DIR": str(folder / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "run")}
         alone = {**env, "ONETOOL_RUNTIME_DIR": str(folder / "no-gateway")}
         standalone = _wall(["run", "--config", str(ROOT / "onetool.yaml"), "-c", "1+1"], alone, 3)
-        gateway = subprocess.Popen(
-            [ONETOOL, "serve", "--http", "--config", str(config), "--log-level", "WARNING"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        try:
-            assert gateway.stdout is not None
-            url = gateway.stdout.readline().strip()
+        command = [ONETOOL, "serve", "--http", "--config", str(config), "--log-level", "WARNING"]
+        with serving(command, env) as url:
             token = json.loads((folder / "run" / "gateway.json").read_text())["admin_token"]
             attached = _wall(["run", "-c", "1+1"], env, 20)
             delays = await _list_changed_delays(url, token, 20)
-        finally:
-            gateway.terminate()
-            gateway.wait(15)
     rows.append(
         Row("control", "onetool run -c '1+1' attached, wall (median / p90 of 20)", median_p90(attached), "0.3 s")
     )

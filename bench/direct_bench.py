@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ import anyio
 import yaml
 from mcp import Client, StdioServerParameters, stdio_client
 
-from bench import Row, median_p90, ms
+from bench import Row, median_p90, ms, serving
 from onetool.config import Config
 from onetool.gateway import Gateway
 from onetool.serve.direct import DirectFace
@@ -43,20 +42,11 @@ def _gateway(folder: Path) -> Iterator[str]:
     config.write_text(
         yaml.safe_dump({"http": {"enable_direct_endpoint": True}, "servers": {"cat": CATALOGUE, "fx": FAULT}})
     )
-    proc = subprocess.Popen(
-        [ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        # The bench gateway leaves the user's state store and discovery file alone.
-        env={**os.environ, ENV_STATE_DIR: str(folder / "state"), ENV_RUNTIME_DIR: str(folder / "run")},
-    )
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip() + "/direct"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"]
+    # The bench gateway leaves the user's state store and discovery file alone.
+    env = {**os.environ, ENV_STATE_DIR: str(folder / "state"), ENV_RUNTIME_DIR: str(folder / "run")}
+    with serving(command, env) as url:
+        yield url + "/direct"
 
 
 async def _timed(n: int, fn: Callable[[], Awaitable[object]]) -> list[float]:

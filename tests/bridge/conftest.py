@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import EVERYTHING_JS, TIME_SERVER
+from tests.processes import start_and_read_line
 from tests.upstream.conftest import FAULT_SERVER, _stat, all_pids
 
 TOKEN = "bridge-test-token"
@@ -89,15 +89,8 @@ def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN) -> BridgeProc
     command = [ONETOOL, "bridge", "--port", "0", "--log-file", str(log), "--log-level", "DEBUG", *args]
     if token:
         command += ["--token", token]
-    with open(log.with_suffix(".stderr"), "w") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
-    assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], 30)
-    line = process.stdout.readline().strip() if ready else ""
-    if not line.startswith("http://"):
-        process.kill()
-        process.communicate()
-        raise RuntimeError(f"the bridge did not start: {log.with_suffix('.stderr').read_text()}")
+    process, line = start_and_read_line(command, stderr=log.with_suffix(".stderr"), env=env)
+    assert line.startswith("http://"), f"the bridge printed {line!r}, not its URL"
     return BridgeProcess(process, line, log, token)
 
 

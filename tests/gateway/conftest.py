@@ -17,6 +17,7 @@ import yaml
 from mcp import Client, types
 
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
+from tests.processes import start_and_read_line
 
 HERE = Path(__file__).resolve().parent
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
@@ -82,17 +83,15 @@ def start_http_gateway(
 ) -> ServedGateway:
     path = write_config(folder, config)
     log = folder / "gateway.log"
-    proc = subprocess.Popen(
+    proc, url = start_and_read_line(
         [ONETOOL, "serve", "--http", "--port", "0", "--config", str(path), "--log-file", str(log), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+        stderr=folder / "gateway.stderr",
         env={**os.environ, "LOG_LEVEL": "DEBUG", **(env or {})},
         preexec_fn=preexec_fn,
     )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), f"no URL printed; log: {log.read_text() if log.exists() else ''}"
+    assert url.startswith("http://127.0.0.1:"), (
+        f"no URL printed: {url!r}; log: {log.read_text() if log.exists() else ''}"
+    )
     return ServedGateway(proc, url, marker, log)
 
 

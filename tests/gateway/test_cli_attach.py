@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import PYTHON, TIME_SERVER
 from tests.gateway.admin import cli, discovered
 from tests.gateway.conftest import ONETOOL, start_http_gateway, stop, write_config
+from tests.processes import start_and_read_line
 
 CONFIG = {"servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}}
 SNIPPETS = [
@@ -147,15 +148,11 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
 
 def test_serve_prints_the_url_once(tmp_path: Path) -> None:
     """On stdout, for scripts; the log (here on stderr, as under `make run`) does not repeat it."""
-    proc = subprocess.Popen(
-        [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    url = proc.stdout.readline().strip()
+    errors = tmp_path / "serve.stderr"
+    command = [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))]
+    proc, url = start_and_read_line(command, stderr=errors)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=15)
+    out, _ = proc.communicate(timeout=15)
+    err = errors.read_text()
     assert proc.returncode == 0 and url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
     assert (url + "\n" + out + err).count(url) == 1, err

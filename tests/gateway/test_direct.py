@@ -31,6 +31,7 @@ from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.gateway.conftest import ServedGateway, start_http_gateway, stop, text_of
+from tests.gateway.eras import era_clients
 
 pytestmark = pytest.mark.anyio
 
@@ -114,73 +115,6 @@ async def upstream(server: dict[str, Any], mode: str) -> AsyncIterator[Client]:
 
 async def names(client: Client) -> list[str]:
     return [t.name for t in (await client.list_tools()).tools]
-
-
-class ListChanged:
-    """When one client heard notifications/tools/list_changed (perf_counter times)."""
-
-    def __init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[float](100)
-
-    def close(self) -> None:
-        self._send.close()
-        self._receive.close()
-
-    def heard(self) -> None:
-        self._send.send_nowait(time.perf_counter())
-
-    def drain(self) -> None:
-        with contextlib.suppress(anyio.WouldBlock):
-            while True:
-                self._receive.receive_nowait()
-
-    async def next(self, timeout: float = 10) -> float:
-        with anyio.fail_after(timeout):
-            return await self._receive.receive()
-
-
-@dataclass(frozen=True)
-class EraClients:
-    legacy: Client
-    modern: Client
-    heard: dict[str, ListChanged]
-
-    def drain(self) -> None:
-        for one in self.heard.values():
-            one.drain()
-
-    async def delays(self, since: float) -> dict[str, float]:
-        """Seconds from ``since`` until each era's client heard the next list_changed."""
-        return {era: await one.next() - since for era, one in self.heard.items()}
-
-
-@contextlib.asynccontextmanager
-async def era_clients(url: str) -> AsyncIterator[EraClients]:
-    """A handshake-era and a 2026-era client on ``url``, each recording the list_changed it hears."""
-    heard = {"legacy": ListChanged(), "modern": ListChanged()}
-
-    async def on_message(message: Any) -> None:
-        if getattr(message, "method", "") == "notifications/tools/list_changed":
-            heard["legacy"].heard()
-
-    async with (
-        Client(url, mode="legacy", message_handler=on_message, read_timeout_seconds=60) as legacy,
-        Client(url, read_timeout_seconds=60) as modern,
-        modern.listen(tools_list_changed=True) as events,
-        anyio.create_task_group() as tg,
-    ):
-
-        async def pump() -> None:
-            async for _ in events:
-                heard["modern"].heard()
-
-        tg.start_soon(pump)
-        try:
-            yield EraClients(legacy, modern, heard)
-        finally:
-            tg.cancel_scope.cancel()
-            for one in heard.values():
-                one.close()
 
 
 async def wait_for_names(client: Client, present: bool, prefix: str, timeout: float = 15) -> list[str]:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.to_thread
 import httpx2
 import pytest
 import toon_format
@@ -21,6 +23,7 @@ from mcp import Client, StdioServerParameters, types
 
 from onetool.inspect import INSTRUCTIONS_MAX_CHARS
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
+from tests.gateway.admin import admin
 from tests.gateway.conftest import (
     ONETOOL,
     ServedGateway,
@@ -30,6 +33,7 @@ from tests.gateway.conftest import (
     text_of,
     write_config,
 )
+from tests.gateway.eras import era_clients
 from tests.inspect.conftest import REFERENCE_TOOLS
 
 pytestmark = pytest.mark.anyio
@@ -288,30 +292,70 @@ async def test_catalogue_change_reaches_inspect_clients_of_both_eras(tmp_path: P
     }
     served = start_http_gateway(tmp_path, config, f"lc-{uuid.uuid4().hex}")
     try:
-        legacy_heard = anyio.Event()
-
-        async def on_message(message: Any) -> None:
-            if getattr(message, "method", "") == "notifications/tools/list_changed":
-                legacy_heard.set()
-
-        url = inspect_url(served)
-        async with Client(url, mode="legacy", message_handler=on_message) as legacy, Client(url) as modern:
-            before = (await modern.list_tools()).tools[0].description or ""
+        async with era_clients(inspect_url(served)) as clients:
+            before = (await clients.modern.list_tools()).tools[0].description or ""
             assert "    - add\n" in before and "shiny" not in before
-            async with modern.listen(tools_list_changed=True) as events:
-                added = await legacy.call_tool(
-                    "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
-                )
-                assert text_of(added) == "added shiny"
-                with anyio.fail_after(10):
-                    await legacy_heard.wait()
-                    async for _ in events:
-                        break
-            for client in (legacy, modern):
+            clients.drain()
+            added = await clients.legacy.call_tool(
+                "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
+            )
+            assert text_of(added) == "added shiny"
+            await clients.delays(time.perf_counter())
+            for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
                 assert "    - shiny\n" in after
-            ran = await modern.call_tool("exec", {"server_name": "fx", "tool_name": "shiny"})
+            ran = await clients.modern.call_tool("exec", {"server_name": "fx", "tool_name": "shiny"})
             assert text_of(ran) == "I am shiny"
+    finally:
+        assert stop(served.proc) == 0
+
+
+# ---- quarantine ------------------------------------------------------------------------------------------------
+
+
+async def described(client: Client) -> str:
+    return (await client.list_tools()).tools[0].description or ""
+
+
+async def admin_action(served: ServedGateway, server: str, action: str) -> dict[str, Any]:
+    """POST /admin/servers/{server}/{action}, as an operator would; the server's view it answers."""
+    status, view = await anyio.to_thread.run_sync(admin, served.url, "POST", f"/admin/servers/{server}/{action}", {})
+    assert status == 200, view
+    return view
+
+
+async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_path: Path) -> None:
+    """Quarantine through the admin API: the server leaves inspect's description, inspect and exec answer as for
+    an unknown server (no upstream call is made), and every client hears it; approval brings it back."""
+    config = {**SMALL_CONFIG, "http": {"enable_inspect_endpoint": True}}
+    served = start_http_gateway(tmp_path, config, f"quar-{uuid.uuid4().hex}")
+    current_time = {"server_name": "time", "tool_name": "get_current_time", "arguments": {"timezone": "UTC"}}
+    try:
+        async with era_clients(inspect_url(served)) as clients:
+            assert "  Server: time\n" in await described(clients.modern)
+            calls = tool_calls(served, "time", "get_current_time")
+
+            clients.drain()
+            assert (await admin_action(served, "time", "quarantine"))["quarantined"]
+            await clients.delays(time.perf_counter())
+            for client in (clients.legacy, clients.modern):
+                description = await described(client)
+                assert "Server: time" not in description and "get_current_time" not in description
+                assert "  Server: fx - fault fixture server, mode ok\n" in description
+            unknown = "unknown server 'time'. Available servers: fx, proxy"
+            for tool, arguments in (("inspect", {"server_name": "time"}), ("exec", current_time)):
+                refused = await clients.legacy.call_tool(tool, arguments)
+                assert refused.is_error and text_of(refused).startswith(unknown), text_of(refused)
+            assert tool_calls(served, "time", "get_current_time") == calls
+
+            clients.drain()
+            assert not (await admin_action(served, "time", "approve"))["quarantined"]
+            await clients.delays(time.perf_counter())
+            for client in (clients.legacy, clients.modern):
+                assert "  Server: time\n    - get_current_time: " in await described(client)
+            found = await clients.modern.call_tool("inspect", {"server_name": "time", "tool_name": "get_current_time"})
+            assert decoded(found)["name"] == "get_current_time"
+            assert decoded(await clients.modern.call_tool("exec", current_time))["timezone"] == "UTC"
     finally:
         assert stop(served.proc) == 0
 

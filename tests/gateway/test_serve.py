@@ -27,6 +27,7 @@ from tests.gateway.conftest import (
     text_of,
     write_config,
 )
+from tests.processes import start_and_read_line
 
 pytestmark = pytest.mark.anyio
 
@@ -100,17 +101,8 @@ def test_sigterm_shuts_down_http_cleanly(tmp_path: Path) -> None:
 
 async def test_starts_with_no_config(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
-    proc = subprocess.Popen(
-        [ONETOOL, "serve", "--http", "--port", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    proc, url = start_and_read_line([ONETOOL, "serve", "--http", "--port", "0"], cwd=tmp_path, env=env)
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
         async with Client(url) as client:
             result = await client.call_tool("run", {"code": "proxy.list_servers()"})
             assert result.structured_content["result"] == []

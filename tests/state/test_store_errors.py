@@ -13,6 +13,7 @@ import pytest
 
 from onetool.errors import StateError
 from onetool.state import StateStore
+from tests.processes import start_and_read_line
 from tests.state.conftest import sqlite_execute
 
 SECONDS = 10.0  # generous: the busy timeout below is 0.5 s, a refused connection is immediate
@@ -38,8 +39,8 @@ def hold_exclusive_lock(path: Path) -> subprocess.Popen[str]:
         "print('locked', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
+    proc, line = start_and_read_line([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    assert line == "locked"
     return proc
 
 
