@@ -10,10 +10,12 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -85,3 +87,26 @@ def sqlite_execute(path: Path, sql: str) -> list[tuple[object, ...]]:
     """Run SQL on a store file with the plain sqlite3 module: a second, independent client."""
     with sqlite3.connect(path) as con:
         return con.execute(sql).fetchall()
+
+
+def hold_lock(path: Path, mode: Literal["IMMEDIATE", "EXCLUSIVE"]) -> subprocess.Popen[str]:
+    """Another process that holds SQLite's write lock until its stdin closes.
+
+    IMMEDIATE: the reserved lock of a writer in progress (readers may still read); EXCLUSIVE: no one else may
+    even read.
+    """
+    code = (
+        "import sqlite3, sys\n"
+        f"con = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        f"con.execute('BEGIN {mode}')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
+    return proc
+
+
+def release(proc: subprocess.Popen[str]) -> None:
+    with proc:  # closes stdin, which ends the holder, then waits for it
+        pass
