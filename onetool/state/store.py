@@ -164,6 +164,15 @@ class StateStore:
             )
             return {row.tool: ApprovedTool(**row._mapping) for row in rows}
 
+    async def all_approved_tools(self) -> dict[str, dict[str, ApprovedTool]]:
+        """Every server's approved tools, by server then tool, as :meth:`approved_tools` gives them one by one."""
+        found: dict[str, dict[str, ApprovedTool]] = {}
+        async with self._transaction("read the approved tools", write=False) as conn:
+            rows = await conn.execute(select(approved_tools).order_by(approved_tools.c.server, approved_tools.c.tool))
+            for row in rows:
+                found.setdefault(row.server, {})[row.tool] = ApprovedTool(**row._mapping)
+        return found
+
     async def approve_tools(self, server: str, tools: Iterable[Tool], actor: Actor) -> dict[str, ApprovedTool]:
         """Approve these tools as they are now (e.g. held after a change); other approved tools stay."""
         _check_actor(actor)

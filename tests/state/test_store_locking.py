@@ -32,6 +32,7 @@ async def _every_read(store: StateStore) -> list[object]:
         await store.added_servers(),
         await store.overrides(),
         await store.approved_tools("added"),
+        await store.all_approved_tools(),
         await store.conversions(),
         await store.conversion("added"),
         await store.oauth_record("added"),
