@@ -13,12 +13,15 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from itertools import count
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from onetool.state import StateStore
 from tests.conftest import free_port, wait_for_port
 
 PG_USER = "onetool"
@@ -110,3 +113,15 @@ def hold_lock(path: Path, mode: Literal["IMMEDIATE", "EXCLUSIVE"]) -> subprocess
 def release(proc: subprocess.Popen[str]) -> None:
     with proc:  # closes stdin, which ends the holder, then waits for it
         pass
+
+
+class RecordingStore(StateStore):
+    """The real store, noting what each of its transactions was for: to count a caller's trips to the database."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.transactions: list[str] = []
+
+    def _transaction(self, doing: str, *, write: bool = True) -> AbstractAsyncContextManager[AsyncConnection]:
+        self.transactions.append(doing)
+        return super()._transaction(doing, write=write)
