@@ -91,14 +91,15 @@ class _Observed(OAuthClientProvider):
         self.problem = None
 
     async def _initialize(self) -> None:
-        await super()._initialize()
+        async with self.storage.one_read():  # the SDK's reads of tokens and client, and the expiry below
+            await super()._initialize()
+            # The SDK only learns the expiry from a fresh token response; without this a stored,
+            # expired token would be sent (and refused) instead of refreshed.
+            self.context.token_expiry_time = (
+                (await self.storage.record()).expires_at if self.context.current_tokens else None
+            )
         if self.fixed_client is not None:
             self.context.client_info = self.fixed_client
-        # The SDK only learns the expiry from a fresh token response; without this a stored,
-        # expired token would be sent (and refused) instead of refreshed.
-        self.context.token_expiry_time = (
-            (await self.storage.record()).expires_at if self.context.current_tokens else None
-        )
 
     async def _refresh_token(self) -> httpx2.Request:
         self._log.debug("server '{}': refreshing the OAuth access token", self.server)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -120,8 +122,22 @@ class ServerStorage:
         self.url = url
         self.has_tokens = False
         """Whether the record last read or written held tokens: for a status asked outside any await."""
+        self._held: StoredAuth | None = None
+
+    @asynccontextmanager
+    async def one_read(self) -> AsyncIterator[None]:
+        """Inside, every :meth:`record` is the record read once on entry (or written since): the SDK asks for the
+        tokens and the client one by one when a connection starts. Each entry reads the store again, so a record
+        written elsewhere (``onetool auth``) is seen by the next connection attempt."""
+        self._held = await self.record()
+        try:
+            yield
+        finally:
+            self._held = None
 
     async def record(self) -> StoredAuth:
+        if self._held is not None:
+            return self._held
         found = await self.store.load(self.server)
         if found is not None and found.url != self.url:
             logger.bind(server=self.server).info(
@@ -135,6 +151,8 @@ class ServerStorage:
     async def _save(self, record: StoredAuth) -> None:
         await self.store.save(self.server, record)
         self.has_tokens = record.tokens is not None
+        if self._held is not None:
+            self._held = record
 
     async def get_tokens(self) -> OAuthToken | None:
         return (await self.record()).tokens

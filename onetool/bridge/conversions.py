@@ -101,7 +101,7 @@ class Conversions:
                 await on_moved(name, url)
 
         async with changes() as stream:
-            due = set(await self._store.conversions())
+            converted = due = set(await self._store.conversions())
             while True:
                 for name in sorted(due):
                     await visit(name)
@@ -112,5 +112,7 @@ class Conversions:
                     except anyio.EndOfStream:
                         return
                 # A bridge that is still down changes no status: without a change, look again at every one.
-                converted = set(await self._store.conversions())
-                due = {name for name in (changed or converted) if name in converted and is_down(name)}
+                down = {name for name in (changed or converted) if is_down(name)}
+                if down:  # only then can there be work: the store says which are (still, or newly) converted
+                    converted = set(await self._store.conversions())
+                due = down & converted

@@ -84,13 +84,14 @@ class ServerControl:
                 continue
             packs[to_identifier(name)] = name
         overrides = await store.overrides()
+        approvals = await store.all_approved_tools()
         loaded: dict[str, _Server] = {}
         for name, (server, added_by) in servers.items():
             o = overrides.get(name)
             enabled = server.enabled if o is None or o.enabled is None else o.enabled
             quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
             approved_at = o.approved_at if o is not None else None
-            approved = await store.approved_tools(name) if approved_at is not None else {}
+            approved = approvals.get(name, {}) if approved_at is not None else {}
             loaded[name] = _Server(server, added_by, enabled, Trust(quarantined, approved_at, approved))
         bridging = Bridging(config.bridge, store)
         for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():

@@ -23,6 +23,9 @@ from onetool.state.paths import default_database, private_dir
 # A bare dialect name gets the async driver OneTool ships, so `postgresql://...` works as users write it.
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}
 
+# The execution option that marks a transaction as read-only (see read_only).
+_READ_ONLY = "onetool_read_only"
+
 _ADVICE = (
     (
         re.compile(r"file is not a database|malformed|corrupt", re.I),
@@ -109,12 +112,21 @@ def _bounded_waits(url: URL, timeout: float) -> dict[str, Any]:
     return {}  # another driver: its own defaults
 
 
+def read_only(engine: AsyncEngine) -> AsyncEngine:
+    """The same engine (same pool) for transactions that only read: on SQLite they take no write lock."""
+    return engine.execution_options(**{_READ_ONLY: True})
+
+
 def _transactions_for_sqlite(engine: AsyncEngine) -> None:
-    """Take SQLite's write lock when a transaction begins, and keep DDL inside it.
+    """Take SQLite's write lock when a writing transaction begins, and keep DDL inside it.
 
     The sqlite3 module begins transactions lazily and commits before DDL, so a migration could stop half done,
     and two writers that both read first could deadlock. `BEGIN IMMEDIATE` (the SQLAlchemy-documented recipe)
-    makes every transaction atomic and serialises writers through the busy timeout.
+    makes every writing transaction atomic and serialises writers through the busy timeout.
+
+    A transaction of :func:`read_only` begins deferred: it takes a shared lock at its first SELECT, so it reads
+    one consistent snapshot while another process writes, and neither waits for the other until that writer
+    commits (a moment).
     """
 
     @event.listens_for(engine.sync_engine, "connect")
@@ -122,8 +134,9 @@ def _transactions_for_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.isolation_level = None
 
     @event.listens_for(engine.sync_engine, "begin")
-    def _begin_immediate(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    def _begin(connection: Any) -> None:
+        read = connection.get_execution_options().get(_READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
 
 def _private_file(file: Path) -> None:

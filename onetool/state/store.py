@@ -6,7 +6,8 @@ OAuth credentials, an audit log.
     ...
     await store.aclose()
 
-Every method is one transaction, writes its audit entry in that same transaction, and returns frozen records.
+Every method is one transaction (a read-only one when it only reads: on SQLite it does not wait for a writer),
+writes its audit entry in that same transaction, and returns frozen records.
 Any failure of the database itself (corrupt, locked, unreachable) is a StateError naming the store.
 The store does not know the config: callers check names and validate specs (``onetool.config.ServerConfig``).
 """
@@ -25,7 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from onetool.errors import ServerExists, StateError
-from onetool.state.engine import Target, create_engine
+from onetool.state.engine import Target, create_engine, read_only
 from onetool.state.fingerprint import canonical_json, fingerprint_of
 from onetool.state.migrate import upgrade
 from onetool.state.models import approved_tools, audit_log, conversions, oauth_tokens, overrides, servers
@@ -42,6 +43,7 @@ class StateStore:
 
     def __init__(self, engine: AsyncEngine, target: Target) -> None:
         self._engine = engine
+        self._reader = read_only(engine)
         self._target = target
 
     @classmethod
@@ -79,7 +81,7 @@ class StateStore:
     # --- servers added at run time -------------------------------------------------------------------
 
     async def added_servers(self) -> dict[str, AddedServer]:
-        async with self._transaction("read the added servers") as conn:
+        async with self._transaction("read the added servers", write=False) as conn:
             rows = await conn.execute(select(servers).order_by(servers.c.added_at, servers.c.name))
             return {row.name: AddedServer(**row._mapping) for row in rows}
 
@@ -116,7 +118,7 @@ class StateStore:
     # --- overrides -----------------------------------------------------------------------------------
 
     async def overrides(self) -> dict[str, Override]:
-        async with self._transaction("read the overrides") as conn:
+        async with self._transaction("read the overrides", write=False) as conn:
             rows = await conn.execute(select(overrides).order_by(overrides.c.server))
             return {row.server: Override(**row._mapping) for row in rows}
 
@@ -156,11 +158,20 @@ class StateStore:
     # --- approved tools (rug-pull detection) ---------------------------------------------------------
 
     async def approved_tools(self, server: str) -> dict[str, ApprovedTool]:
-        async with self._transaction(f"read the approved tools of '{server}'") as conn:
+        async with self._transaction(f"read the approved tools of '{server}'", write=False) as conn:
             rows = await conn.execute(
                 select(approved_tools).where(approved_tools.c.server == server).order_by(approved_tools.c.tool)
             )
             return {row.tool: ApprovedTool(**row._mapping) for row in rows}
+
+    async def all_approved_tools(self) -> dict[str, dict[str, ApprovedTool]]:
+        """Every server's approved tools, by server then tool, as :meth:`approved_tools` gives them one by one."""
+        found: dict[str, dict[str, ApprovedTool]] = {}
+        async with self._transaction("read the approved tools", write=False) as conn:
+            rows = await conn.execute(select(approved_tools).order_by(approved_tools.c.server, approved_tools.c.tool))
+            for row in rows:
+                found.setdefault(row.server, {})[row.tool] = ApprovedTool(**row._mapping)
+        return found
 
     async def approve_tools(self, server: str, tools: Iterable[Tool], actor: Actor) -> dict[str, ApprovedTool]:
         """Approve these tools as they are now (e.g. held after a change); other approved tools stay."""
@@ -183,12 +194,12 @@ class StateStore:
     # --- servers converted to HTTP through a bridge -------------------------------------------------
 
     async def conversions(self) -> dict[str, ConvertedServer]:
-        async with self._transaction("read the converted servers") as conn:
+        async with self._transaction("read the converted servers", write=False) as conn:
             rows = await conn.execute(select(conversions).order_by(conversions.c.server))
             return {row.server: ConvertedServer(**row._mapping) for row in rows}
 
     async def conversion(self, name: str) -> ConvertedServer | None:
-        async with self._transaction(f"read the conversion of '{name}'") as conn:
+        async with self._transaction(f"read the conversion of '{name}'", write=False) as conn:
             row = (await conn.execute(select(conversions).where(conversions.c.server == name))).first()
             return ConvertedServer(**row._mapping) if row is not None else None
 
@@ -245,7 +256,7 @@ class StateStore:
     # --- OAuth credentials (opaque here: onetool.auth.StateTokenStore reads and writes them) -----------
 
     async def oauth_record(self, server: str) -> str | None:
-        async with self._transaction(f"read the OAuth record of '{server}'") as conn:
+        async with self._transaction(f"read the OAuth record of '{server}'", write=False) as conn:
             row = (await conn.execute(select(oauth_tokens.c.record).where(oauth_tokens.c.server == server))).first()
             return row.record if row is not None else None
 
@@ -277,7 +288,7 @@ class StateStore:
         query = select(audit_log).order_by(audit_log.c.id.desc()).limit(limit)
         if server is not None:
             query = query.where(audit_log.c.server == server)
-        async with self._transaction("read the audit log") as conn:
+        async with self._transaction("read the audit log", write=False) as conn:
             return [AuditEntry(**row._mapping) for row in await conn.execute(query)]
 
     # --- helpers -------------------------------------------------------------------------------------
@@ -290,10 +301,13 @@ class StateStore:
             return override
 
     @asynccontextmanager
-    async def _transaction(self, doing: str) -> AsyncIterator[AsyncConnection]:
-        """One transaction; a database failure becomes a StateError that says what we were doing."""
+    async def _transaction(self, doing: str, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
+        """One transaction; a database failure becomes a StateError that says what we were doing.
+
+        ``write=False`` for one that only reads: it neither waits for nor blocks a writer elsewhere (SQLite).
+        """
         try:
-            async with self._engine.begin() as conn:
+            async with (self._engine if write else self._reader).begin() as conn:
                 yield conn
         except StateError:
             raise

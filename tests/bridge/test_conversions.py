@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from onetool.bridge.client import BridgeClient
 from onetool.bridge.conversions import Conversions
@@ -15,6 +18,7 @@ from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from tests.bridge.conftest import TOKEN, BridgeProcess
 from tests.conftest import TIME_SERVER, free_port
+from tests.state.conftest import RecordingStore
 
 pytestmark = pytest.mark.anyio
 TIME = ServerConfig(command=TIME_SERVER, args=["--local-timezone", "UTC"], timeout=12)
@@ -75,3 +79,37 @@ async def test_convert_revert_and_reregister_after_bridge_restarts(bridge_factor
         assert bridge.api("GET", "/convert/time").status_code == 404
         assert await store.conversion("time") is None
         assert await conversions.revert("time", actor="api") is None, "reverting twice: 404 ignored, no record"
+
+
+async def test_the_registration_loop_asks_the_store_only_when_a_converted_server_is_down(tmp_path: Path) -> None:
+    # No bridge listens here: a re-registration fails (logged), which is all this test needs of it.
+    client = BridgeClient(f"http://127.0.0.1:{free_port()}", TOKEN)
+    store = await RecordingStore.open(f"sqlite:///{tmp_path / 'state.db'}")
+    async with store:
+        await store.record_conversion("time", command="x", args=[], env={}, url="http://127.0.0.1:1/mcp", actor="api")
+        down: set[str] = set()
+        send, receive = anyio.create_memory_object_stream[str]()  # unbuffered: a send returns once it is taken
+
+        @asynccontextmanager
+        async def changes() -> AsyncIterator[MemoryObjectReceiveStream[str]]:
+            async with receive:
+                yield receive
+
+        async def on_moved(name: str, url: str) -> None:
+            raise AssertionError("the bridge cannot have moved it: there is none")
+
+        store.transactions.clear()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(Conversions(client, store).keep_registered, changes, down.__contains__, on_moved)
+            # Each send returns once the loop is back for the next change: all before it was handled. ("other"
+            # is never down, so it may be handled while "time" goes down.)
+            for name in ("time", "other", "time", "other"):  # status changes of servers that are up
+                await send.send(name)
+            # the start-up pass only (it re-registers every converted server)
+            assert store.transactions == ["read the converted servers", "read the conversion of 'time'"]
+            down.add("time")
+            await send.send("time")
+            await send.send("other")
+            # which are converted? (re-registering it again waits for RETRY_SECONDS)
+            assert store.transactions[2:] == ["read the converted servers"]
+            await send.aclose()  # the end of the changes: the loop returns

@@ -10,14 +10,20 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from itertools import count
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from onetool.state import StateStore
 from tests.conftest import free_port, wait_for_port
+from tests.processes import start_and_read_line
 
 PG_USER = "onetool"
 _databases = count()
@@ -106,3 +112,38 @@ def sqlite_execute(path: Path, sql: str) -> list[tuple[object, ...]]:
     """Run SQL on a store file with the plain sqlite3 module: a second, independent client."""
     with sqlite3.connect(path) as con:
         return con.execute(sql).fetchall()
+
+
+def hold_lock(path: Path, mode: Literal["IMMEDIATE", "EXCLUSIVE"]) -> subprocess.Popen[str]:
+    """Another process that holds SQLite's write lock until its stdin closes.
+
+    IMMEDIATE: the reserved lock of a writer in progress (readers may still read); EXCLUSIVE: no one else may
+    even read.
+    """
+    code = (
+        "import sqlite3, sys\n"
+        f"con = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        f"con.execute('BEGIN {mode}')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc, line = start_and_read_line([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    assert line == "locked"
+    return proc
+
+
+def release(proc: subprocess.Popen[str]) -> None:
+    with proc:  # closes stdin, which ends the holder, then waits for it
+        pass
+
+
+class RecordingStore(StateStore):
+    """The real store, noting what each of its transactions was for: to count a caller's trips to the database."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.transactions: list[str] = []
+
+    def _transaction(self, doing: str, *, write: bool = True) -> AbstractAsyncContextManager[AsyncConnection]:
+        self.transactions.append(doing)
+        return super()._transaction(doing, write=write)

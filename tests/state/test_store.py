@@ -152,6 +152,20 @@ async def test_approve_tools_stores_the_definition_and_its_fingerprint(store_url
     assert stored["b"].approved_by == "api"  # untouched by the second approval
 
 
+async def test_all_approved_tools_is_every_server_read_one_by_one(store_url: str) -> None:
+    async with await StateStore.open(store_url) as store:
+        assert await store.all_approved_tools() == {}
+        await store.approve_server("wix", "cli", [tool("b"), tool("a")])
+        await store.approve_tools("notion", [tool("search", "finds")], "api")
+        await store.approve_server("empty", "cli", [])  # approved with no tools: nothing to list
+        await store.approve_tools("held", [tool("x")], "cli")
+        await store.set_quarantined("held", True, "api")  # fingerprints kept while quarantined
+        everything = await store.all_approved_tools()
+        one_by_one = {name: await store.approved_tools(name) for name in ("held", "notion", "wix")}
+    assert everything == one_by_one
+    assert list(everything) == ["held", "notion", "wix"] and list(everything["wix"]) == ["a", "b"]
+
+
 async def test_forget_server_drops_overrides_and_approvals_only_of_that_server(store_url: str) -> None:
     async with await StateStore.open(store_url) as store:
         for name in ("gone", "kept"):

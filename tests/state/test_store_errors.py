@@ -3,8 +3,6 @@ to do, carries no chained traceback, comes quickly, and leaves the data as it wa
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,8 +11,7 @@ import pytest
 
 from onetool.errors import StateError
 from onetool.state import StateStore
-from tests.processes import start_and_read_line
-from tests.state.conftest import sqlite_execute
+from tests.state.conftest import hold_lock, release, sqlite_execute
 
 SECONDS = 10.0  # generous: the busy timeout below is 0.5 s, a refused connection is immediate
 
@@ -30,25 +27,6 @@ async def open_fails(url: str | None, *, timeout: float = 0.5) -> StateError:
     return error
 
 
-def hold_exclusive_lock(path: Path) -> subprocess.Popen[str]:
-    """Another process that holds SQLite's exclusive lock until its stdin closes."""
-    code = (
-        "import sqlite3, sys\n"
-        f"con = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
-        "con.execute('BEGIN EXCLUSIVE')\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.read()\n"
-    )
-    proc, line = start_and_read_line([sys.executable, "-c", code], stdin=subprocess.PIPE)
-    assert line == "locked"
-    return proc
-
-
-def release(proc: subprocess.Popen[str]) -> None:
-    with proc:  # closes stdin, which ends the holder, then waits for it
-        pass
-
-
 async def test_a_corrupt_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
     db = tmp_path / "onetool.db"
     garbage = b"this is not SQLite\n" * 500
@@ -62,7 +40,7 @@ async def test_a_corrupt_file_is_refused_and_left_untouched(tmp_path: Path) -> N
 async def test_a_database_locked_by_another_process_fails_at_open(tmp_path: Path) -> None:
     db = tmp_path / "onetool.db"
     await (await StateStore.open(f"sqlite:///{db}")).aclose()
-    holder = hold_exclusive_lock(db)
+    holder = hold_lock(db, "EXCLUSIVE")
     try:
         error = await open_fails(f"sqlite:///{db}")
     finally:
@@ -75,7 +53,7 @@ async def test_a_lock_taken_while_open_fails_the_change_and_loses_nothing(tmp_pa
     db = tmp_path / "onetool.db"
     async with await StateStore.open(f"sqlite:///{db}", timeout=0.5) as store:
         await store.set_enabled("kept", False, "cli")
-        holder = hold_exclusive_lock(db)
+        holder = hold_lock(db, "EXCLUSIVE")
         try:
             with pytest.raises(StateError, match="cannot change the overrides of 'new': database is locked"):
                 await store.set_enabled("new", False, "cli")
@@ -134,7 +112,7 @@ async def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
     assert str(error).startswith(f"state store {tmp_path / 'afile' / 'onetool.db'}: cannot open it:")
 
 
-@pytest.mark.parametrize("new_store_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 async def test_a_postgresql_lock_held_elsewhere_fails_the_change_quickly(store_url: str) -> None:
     async with await StateStore.open(store_url, timeout=0.5) as store:
         holder = await asyncpg.connect(store_url.replace("postgresql+asyncpg", "postgresql"))

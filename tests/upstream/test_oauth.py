@@ -23,13 +23,15 @@ import pytest
 from mcp.client.auth.exceptions import OAuthTokenError
 from mcp.client.auth.utils import handle_token_response_scopes
 
-from onetool.auth import FileTokenStore, FlowFailed, PendingFlows, StoredAuth
+from onetool.auth import FileTokenStore, FlowFailed, PendingFlows, StateTokenStore, StoredAuth, TokenStore
 from onetool.auth.login import Authorized, authorize, loopback_listener
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
+from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.http import oauth_problem
 from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.state.conftest import RecordingStore
 from tests.test_config import error_of, write
 
 OAUTH_SERVER = str(FIXTURES / "oauth_server.py")
@@ -119,14 +121,14 @@ async def browser_step(browser: Browser) -> AsyncIterator[Callable[[str], Any]]:
         yield show
 
 
-async def run_authorization(name: str, config: ServerConfig, store: FileTokenStore, browser: Browser) -> Authorized:
+async def run_authorization(name: str, config: ServerConfig, store: TokenStore, browser: Browser) -> Authorized:
     pending = PendingFlows()
     async with browser_step(browser) as show, loopback_listener(pending) as redirect_uri:
         return await authorize(name, config, store, pending=pending, redirect_uri=redirect_uri, show=show)
 
 
 @asynccontextmanager
-async def pool_of(servers: dict[str, ServerConfig], store: FileTokenStore) -> AsyncIterator[UpstreamPool]:
+async def pool_of(servers: dict[str, ServerConfig], store: TokenStore) -> AsyncIterator[UpstreamPool]:
     async with UpstreamPool(servers, token_store=store, backoff_base=0.1, backoff_max=0.5) as pool:
         yield pool
 
@@ -191,6 +193,27 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
     record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
+
+
+async def test_a_connect_reads_the_stored_record_once_and_the_next_attempt_reads_it_again(
+    server: OAuthServer, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    async with (
+        await RecordingStore.open(url) as state,
+        pool_of({"fx": code_config(server)}, StateTokenStore(state)) as pool,
+    ):
+        assert pool.server_status("fx").oauth_status == "pending_authorization"
+        # `onetool auth fx` in another process: another store on the same file
+        async with await StateStore.open(url) as elsewhere:
+            await run_authorization("fx", code_config(server), StateTokenStore(elsewhere), Browser())
+        with anyio.fail_after(15):
+            while not pool.server_status("fx").connected:  # the retry reads the store again
+                await anyio.sleep(0.05)
+        state.transactions.clear()
+        assert (await pool.put("fx", code_config(server))).connected
+        assert (await pool.call("fx", "add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+        assert state.transactions == ["read the OAuth record of 'fx'"]  # tokens, client and expiry: one read
 
 
 async def test_a_wrong_state_is_rejected_and_the_real_redirect_still_completes(
@@ -355,7 +378,7 @@ def test_flow_inference_is_logged_at_info(
 async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path: Path) -> None:
     from mcp.shared.auth import OAuthToken
 
-    from onetool.auth import ServerStorage, StateTokenStore, TokenStore
+    from onetool.auth import ServerStorage, StateTokenStore
     from onetool.state import StateStore
 
     async with await StateStore.open(f"sqlite:///{tmp_path / 'state.db'}") as state:
