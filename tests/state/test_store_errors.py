@@ -112,7 +112,7 @@ async def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
     assert str(error).startswith(f"state store {tmp_path / 'afile' / 'onetool.db'}: cannot open it:")
 
 
-@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("new_store_url", ["postgresql"], indirect=True)
 async def test_a_postgresql_lock_held_elsewhere_fails_the_change_quickly(store_url: str) -> None:
     async with await StateStore.open(store_url, timeout=0.5) as store:
         holder = await asyncpg.connect(store_url.replace("postgresql+asyncpg", "postgresql"))
