@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import statistics
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from tests.processes import start_and_read_line
+from tests.processes import start_and_read_line, stop
 
 
 class Row(NamedTuple):
@@ -40,12 +39,4 @@ def serving(command: Sequence[str], env: Mapping[str, str] | None = None) -> Ite
     try:
         yield line
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
+        stop(proc)

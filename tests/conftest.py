@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from loguru import logger
 
+from tests.processes import stop
+
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 EVERYTHING_JS = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -78,12 +80,7 @@ def _serve_everything(mode: str) -> Iterator[int]:
         wait_for_port(port)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 5)
 
 
 @pytest.fixture(scope="session")

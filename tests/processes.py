@@ -1,7 +1,8 @@
-"""Start a process that announces itself with one line on stdout (a URL), and read that line within a deadline.
+"""Start a process that announces itself with one line on stdout (a URL), and read that line within a deadline;
+stop a process as a service manager would, and kill it if it does not stop.
 
-Used by the tests and by bench/, so it needs nothing from pytest: a process that never prints would otherwise
-hang the whole run, so on the deadline it is killed and the caller fails with what it wrote to stderr.
+Used by the tests and by bench/, so it needs nothing from pytest: a process that never prints, or never stops,
+would otherwise hang the whole run or outlive it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["START_DEADLINE", "start_and_read_line"]
+__all__ = ["START_DEADLINE", "start_and_read_line", "stop"]
 
 START_DEADLINE = 30.0
 """Seconds; generous, as the machine may be busy. A start that takes this long is a hang, not a slow start."""
@@ -51,6 +52,23 @@ def start_and_read_line(
         else f"exited with status {proc.returncode} before printing a line"
     )
     raise AssertionError(f"{shlex.join(command)} {why}; its stderr: {written or '(empty)'}")
+
+
+def stop(proc: subprocess.Popen[Any], grace: float = 10.0) -> bool:
+    """SIGTERM, then SIGKILL if ``proc`` has not exited ``grace`` seconds later; reaped either way, and its stdout
+    closed. Whether it stopped on SIGTERM (a process that had already exited counts as stopped)."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(grace)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+    finally:
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _read_line(stdout: IO[str]) -> queue.Queue[str]:

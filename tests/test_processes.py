@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.conftest import processes_with
-from tests.processes import start_and_read_line
+from tests.processes import start_and_read_line, stop
 
 SILENT = "import sys, time; print('about to sleep', file=sys.stderr, flush=True); time.sleep(60)"
 
@@ -51,3 +51,14 @@ def test_a_process_that_exits_first_fails_with_its_status_and_stderr(tmp_path: P
     with pytest.raises(AssertionError, match=r"exited with status 1 before printing a line; its stderr: no config"):
         start_and_read_line(command, stderr=tmp_path / "err")
     assert (tmp_path / "err").read_text() == "no config here\n"
+
+
+def test_stop_kills_a_process_that_ignores_sigterm() -> None:
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+    )
+    proc, _ = start_and_read_line([sys.executable, "-c", stubborn])
+    assert stop(proc, grace=0.5) is False
+    assert proc.returncode == -9 and proc.stdout is not None and proc.stdout.closed
+    polite, _ = start_and_read_line([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"])
+    assert stop(polite) is True and polite.returncode == -15

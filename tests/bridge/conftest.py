@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import EVERYTHING_JS, TIME_SERVER
-from tests.processes import start_and_read_line
+from tests.processes import start_and_read_line, stop
 from tests.upstream.conftest import FAULT_SERVER, _stat, all_pids
 
 TOKEN = "bridge-test-token"
@@ -70,17 +69,9 @@ class BridgeProcess:
     def stop(self, timeout: float = 10.0) -> float:
         """SIGTERM; seconds until the process exited."""
         started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()  # the test fails, and leaves no bridge behind
-            self.process.wait()
-            raise
-        elapsed = time.monotonic() - started
-        assert self.process.stdout is not None
-        self.process.stdout.close()
-        return elapsed
+        if not stop(self.process, timeout):  # killed: the test fails, and leaves no bridge behind
+            raise subprocess.TimeoutExpired(self.process.args, timeout)
+        return time.monotonic() - started
 
 
 def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN) -> BridgeProcess:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.bridge.conftest import ONETOOL, TOKEN, BridgeProcess, everything, process_groups, time_server
 from tests.conftest import free_port
-from tests.processes import start_and_read_line
+from tests.processes import start_and_read_line, stop
 
 
 def test_convert_get_list_delete(bridge: BridgeProcess) -> None:
@@ -155,10 +155,9 @@ def test_token_from_the_environment() -> None:
     env = {**os.environ, "ONETOOL_BRIDGE_TOKEN": TOKEN}
     command = [ONETOOL, "bridge", "--host", "0.0.0.0", "--port", "0", "--base-port", "0"]
     process, line = start_and_read_line(command, env=env)
-    with process:
-        try:
-            url = line.replace("0.0.0.0", "127.0.0.1")
-            assert httpx2.get(f"{url}/convert").status_code == 401
-            assert httpx2.get(f"{url}/convert", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-        finally:
-            process.terminate()
+    try:
+        url = line.replace("0.0.0.0", "127.0.0.1")
+        assert httpx2.get(f"{url}/convert").status_code == 401
+        assert httpx2.get(f"{url}/convert", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    finally:
+        stop(process)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from mcp import Client, types
 
+from tests import processes
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.processes import start_and_read_line
 
@@ -115,18 +115,10 @@ def auth_command(config: Path, name: str, env: dict[str, str]) -> Iterator[tuple
 
 
 def stop(proc: subprocess.Popen[str]) -> int:
-    """SIGTERM, as a service manager would; the exit status it ends with."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
-    finally:
-        if proc.stdout is not None:
-            proc.stdout.close()
+    """SIGTERM, as a service manager would; the exit status it ends with. One that does not stop within 10 s
+    fails the test, killed."""
+    assert processes.stop(proc), f"{proc.args} did not stop within 10 s of SIGTERM (killed)"
+    return proc.returncode
 
 
 @pytest.fixture(scope="package")

@@ -31,6 +31,7 @@ from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.http import oauth_problem
 from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.processes import stop
 from tests.state.conftest import RecordingStore
 from tests.test_config import error_of, write
 
@@ -59,8 +60,7 @@ def start_server() -> Iterator[Callable[..., OAuthServer]]:
 
     yield start
     for proc in procs:
-        proc.terminate()
-        proc.wait(5)
+        stop(proc, 5)
 
 
 @pytest.fixture
