@@ -12,14 +12,14 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from itertools import count
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from onetool.state import StateStore
 from tests.conftest import free_port, wait_for_port
@@ -79,20 +79,8 @@ def new_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
 
     def new() -> str:
         name = f"t{os.getpid()}_{next(_databases)}"
-        create = [
-            psql,
-            "-h",
-            "127.0.0.1",
-            "-p",
-            port,
-            "-U",
-            PG_USER,
-            "-d",
-            "postgres",
-            "-qc",
-            f"CREATE DATABASE {name}",
-        ]
-        subprocess.run(create, check=True)
+        connect = [psql, "-h", "127.0.0.1", "-p", port, "-U", PG_USER, "-d", "postgres"]
+        subprocess.run([*connect, "-qc", f"CREATE DATABASE {name}"], check=True)
         return f"{base}/{name}"
 
     return new
@@ -102,6 +90,18 @@ def new_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
 def store_url(new_store_url: Callable[[], str]) -> str:
     """A URL for a store that does not exist yet."""
     return new_store_url()
+
+
+@asynccontextmanager
+async def engine_for(url: str) -> AsyncIterator[AsyncEngine]:
+    """A plain engine on the store at ``url``, beside the store's own (for a SQLite file, its folder is made)."""
+    if (file := sqlite_file(url)) is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 def sqlite_file(url: str) -> Path | None:

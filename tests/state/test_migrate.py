@@ -9,12 +9,11 @@ import sys
 from collections.abc import Callable
 
 from sqlalchemy import Connection, inspect
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from onetool.state import StateStore
-from onetool.state.migrate import HEAD, _migrate, current_revisions, shipped_head
+from onetool.state.migrate import HEAD, _alembic, current_revisions, shipped_head
 from onetool.state.models import metadata
-from tests.state.conftest import sqlite_file
+from tests.state.conftest import engine_for
 
 OLD = "0002"  # a revision before the OAuth tokens table
 
@@ -44,36 +43,29 @@ async def test_a_fresh_store_is_created_at_head_without_importing_alembic(store_
 
 
 async def revisions(url: str) -> set[str]:
-    engine = create_async_engine(url)
-    try:
-        async with engine.connect() as conn:
-            return await conn.run_sync(current_revisions)
-    finally:
-        await engine.dispose()
+    async with engine_for(url) as engine, engine.connect() as conn:
+        return await conn.run_sync(current_revisions)
+
+
+def alembic_upgrade(revision: str) -> Callable[[Connection], None]:
+    """Alembic's upgrade of a connection to ``revision`` (for ``run_sync``), as OneTool's migrations run."""
+    from alembic import command
+
+    def upgrade(connection: Connection) -> None:
+        config = _alembic()[0]
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    return upgrade
 
 
 async def test_an_older_store_is_migrated_to_head_and_keeps_its_data(store_url: str) -> None:
-    from alembic import command
-
-    from onetool.state.migrate import _alembic
-
-    def upgrade_to_old(connection: Connection) -> None:
-        config = _alembic()[0]
-        config.attributes["connection"] = connection
-        command.upgrade(config, OLD)
-
-    if (file := sqlite_file(store_url)) is not None:
-        file.parent.mkdir()
-    engine = create_async_engine(store_url)
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(upgrade_to_old)
-            await conn.exec_driver_sql(
-                "INSERT INTO overrides (server, enabled, created_at, updated_by, updated_at) "
-                "VALUES ('kept', false, '2026-01-01 00:00:00+00:00', 'cli', '2026-01-01 00:00:00+00:00')"
-            )
-    finally:
-        await engine.dispose()
+    async with engine_for(store_url) as engine, engine.begin() as conn:
+        await conn.run_sync(alembic_upgrade(OLD))
+        await conn.exec_driver_sql(
+            "INSERT INTO overrides (server, enabled, created_at, updated_by, updated_at) "
+            "VALUES ('kept', false, '2026-01-01 00:00:00+00:00', 'cli', '2026-01-01 00:00:00+00:00')"
+        )
     assert await revisions(store_url) == {OLD}
 
     assert alembic_imported_by_open(store_url), "an older store is migrated, by Alembic"
@@ -108,26 +100,13 @@ async def test_the_migrations_build_the_schema_of_a_fresh_store(new_store_url: C
 
     created, migrated = new_store_url(), new_store_url()
     await (await StateStore.open(created)).aclose()
-
-    def migrate_from_nothing(connection: Connection) -> None:
-        _migrate(connection, "the migrated store")
-
-    if (file := sqlite_file(migrated)) is not None:
-        file.parent.mkdir()
-    engine = create_async_engine(migrated)
-    try:
+    async with engine_for(migrated) as engine:
         async with engine.begin() as conn:
-            await conn.run_sync(migrate_from_nothing)
+            await conn.run_sync(alembic_upgrade("head"))
         async with engine.connect() as conn:
             differences = await conn.run_sync(lambda c: compare_metadata(MigrationContext.configure(c), metadata))
             by_migrations = await conn.run_sync(schema)
-    finally:
-        await engine.dispose()
     assert differences == [], "models.py and the migrations disagree"
-    engine = create_async_engine(created)
-    try:
-        async with engine.connect() as conn:
-            assert await conn.run_sync(schema) == by_migrations
-    finally:
-        await engine.dispose()
+    async with engine_for(created) as engine, engine.connect() as conn:
+        assert await conn.run_sync(schema) == by_migrations
     assert await revisions(created) == await revisions(migrated) == {HEAD}
