@@ -1,6 +1,6 @@
 """What a serving gateway holds: `onetool serve` without OAuth servers, on a fresh store or one at this code's
-head, imports neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it). They cost about 14 MiB
-resident for the gateway's whole life; a stray top-level import would bring them back silently."""
+head, imports neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it). They cost
+about 14 MiB resident for the gateway's whole life; a stray top-level import would bring them back silently."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from onetool.state import StateStore
 from tests.conftest import FIXTURES, PYTHON, free_port
 from tests.gateway.conftest import write_config
 
@@ -54,7 +53,6 @@ async def test_serve_without_oauth_servers_imports_neither_alembic_nor_the_oauth
 
 
 async def test_an_oauth_server_brings_the_oauth_client(tmp_path: Path) -> None:
-    await (await StateStore.open()).aclose()
     # nothing listens there: the server fails to connect, but its OAuth provider is built all the same
     servers = {"secured": {"url": f"http://127.0.0.1:{free_port()}/mcp", "oauth": {}, "connect_timeout": 2}}
     assert serve_once(tmp_path, servers) == [
