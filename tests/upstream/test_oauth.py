@@ -22,8 +22,17 @@ import httpx2
 import pytest
 from mcp.client.auth.exceptions import OAuthTokenError
 from mcp.client.auth.utils import handle_token_response_scopes
+from mcp.shared.auth import OAuthToken
 
-from onetool.auth import FileTokenStore, FlowFailed, PendingFlows, StateTokenStore, StoredAuth, TokenStore
+from onetool.auth import (
+    FileTokenStore,
+    FlowFailed,
+    PendingFlows,
+    ServerStorage,
+    StateTokenStore,
+    StoredAuth,
+    TokenStore,
+)
 from onetool.auth.login import Authorized, authorize, loopback_listener
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
@@ -376,11 +385,6 @@ def test_flow_inference_is_logged_at_info(
 
 @pytest.mark.parametrize("kind", ["file", "state"])
 async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path: Path) -> None:
-    from mcp.shared.auth import OAuthToken
-
-    from onetool.auth import ServerStorage, StateTokenStore
-    from onetool.state import StateStore
-
     async with await StateStore.open(f"sqlite:///{tmp_path / 'state.db'}") as state:
         store: TokenStore = FileTokenStore(tmp_path / "oauth") if kind == "file" else StateTokenStore(state)
         await store.save("fx", StoredAuth(url="http://127.0.0.1:1/mcp", tokens=OAuthToken(access_token="old")))
