@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx2
 import pytest
 
@@ -106,3 +107,30 @@ def test_auth_of_a_server_the_gateway_does_not_have_names_the_problem(
             timeout=30,
         )
         assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+async def test_tokens_in_a_response_the_client_cannot_read_reach_neither_snippet_status_nor_log(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    serve: Callable[[dict[str, Any]], ServedGateway],
+) -> None:
+    """The SDK's error for a token response it cannot read quotes the response, tokens included. What a snippet
+    (the server's listing, a call to it), /status and the log show of that error is its first line only."""
+    server = start_server("--malformed-tokens")
+    m2m = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": server.base}
+    served = serve({"servers": {"m2m": {"url": server.url, "oauth": m2m, "connect_timeout": 5}}})
+    with anyio.fail_after(20):
+        while oauth_view(served, "m2m") != ("failed", "authentication_failed"):
+            await anyio.sleep(0.1)
+    code = (
+        "try:\n    m2m.add(a=1, b=2)\n    called = 'answered'\nexcept Exception as e:\n    called = str(e)\n"
+        "[called, [s['error'] for s in proxy.list_servers() if s['name'] == 'm2m']]"
+    )
+    shown = text_of(await served.run(code))
+    assert "OAuth authentication failed: Invalid token response" in shown, shown
+    assert server.hook("stats")["client_credentials"] >= 1  # tokens were issued, and sent in the bad response
+    # pydantic shortens the value it quotes ('y4PLx36v...earer'): not even a token's head may show
+    heads = {secret[:8] for secret in server.hook("secrets")}
+    status_body = httpx2.get(f"{origin(served)}/status").text
+    log = served.log.read_text()
+    assert [h for h in heads if h in shown or h in status_body or h in log] == []
+    assert "input_value" not in shown + status_body + log
