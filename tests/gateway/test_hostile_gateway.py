@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters, types
 
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
+from tests.gateway.admin import admin
 from tests.gateway.conftest import ONETOOL, ServedGateway, start_http_gateway, stop, text_of, write_config
 
 pytestmark = pytest.mark.anyio
@@ -338,3 +340,36 @@ async def test_a_progress_flood_reaches_a_listening_client_rate_limited(served: 
     assert_clean(result)
     assert text_of(result) == "done", text_of(result)
     assert 1 <= len(seen) <= 20 * took + 2 and seen == sorted(seen)
+
+
+async def test_a_server_removed_while_a_run_follows_its_logs(tmp_path: Path) -> None:
+    """A server is removed (by an operator) while a run that will call it is under way. A handshake-era client gets
+    upstream logs, so the run follows the logs of each server it calls: the call must fail as a catchable error
+    naming what exists, not as a gateway bug, and the run goes on. (Each call resolves against the registry of the
+    moment; a call that slips between the pool's removal and the registry's rebuild is tests/upstream/test_calls's
+    `test_following_the_logs_of_a_server_removed_meanwhile_is_quiet`.)"""
+    marker = f"removed-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, hostile_config(marker), marker)  # its own: the admin API changes it
+    spec = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
+    code = (
+        "fx.sleep(seconds=1.5)\ntry:\n    gone.echo(message='x')\n    r = 'answered'\n"
+        "except Exception as e:\n    r = str(e)\nr"
+    )
+    try:
+        assert admin(served.url, "POST", "/admin/servers", {"name": "gone", "spec": spec})[0] == 201
+        with anyio.fail_after(20):
+            while text_of(await served.run("gone.echo(message='up')")) != "echo: up":
+                await anyio.sleep(0.1)
+        async with anyio.create_task_group() as tg:
+
+            async def remove_meanwhile() -> None:
+                await anyio.sleep(0.5)
+                await anyio.to_thread.run_sync(admin, served.url, "DELETE", "/admin/servers/gone")
+
+            tg.start_soon(remove_meanwhile)
+            result = await served.run(code, mode="legacy")
+        assert_clean(result)
+        assert not result.is_error and text_of(result) == "unknown pack 'gone'; available packs: brave, fx, proxy"
+        assert text_of(await served.run("1+1", mode="legacy")) == "2"
+    finally:
+        assert stop(served.proc) == 0
