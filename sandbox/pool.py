@@ -121,6 +121,8 @@ class Sandbox:
     def _after_run(self, worker: Worker | None, replace: bool) -> None:
         """Leave `worker` (one that finished cleanly and now only waits to be killed) and, if `replace`, the
         replacement of the pool worker the run took, to the aftercare."""
+        if worker is None and not replace:
+            return  # nothing to do: no wake-up and grace period for it
         if worker is not None:
             self._finished.append(worker)
         if replace:
