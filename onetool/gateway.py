@@ -28,7 +28,7 @@ from onetool.control import ServerControl
 from onetool.describe import describe_run
 from onetool.errors import ModelError
 from onetool.logs import LogSpan, logger
-from onetool.precheck import precheck
+from onetool.precheck import check_sites, too_long
 from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
 from onetool.relay import Relay, RunClient
 from onetool.results import returned_media, run_result
@@ -121,7 +121,7 @@ class Gateway:
         """
         with logger.contextualize(runId=uuid.uuid4().hex[:12]), LogSpan("run", codeLength=len(code)) as span:
             registry = self._registry
-            failure = precheck(code, registry)
+            failure = too_long(code)
             if failure is not None:
                 span.add(calls=0, status="FAILED", errorType=failure.type, errorMessage=failure.message)
                 return run_result(None, "", error=failure, max_chars=self.limits.max_output)
@@ -137,6 +137,7 @@ class Gateway:
                         packs=registry.tool_names,
                         on_call=partial(self._on_call, media, relay),
                         on_progress=None if relay is None else relay.snippet_progress,
+                        on_sites=partial(check_sites, registry=registry, code=code),
                     )
                 except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
                     logger.exception("sandbox failed")

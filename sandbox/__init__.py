@@ -1,7 +1,7 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.errors import (
     SNIPPET_ERRORS,
     TOOL_ERRORS,
@@ -16,6 +16,7 @@ from sandbox.errors import (
 from sandbox.messages import PROGRESS_RATE, Ration, one_line
 from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
 from sandbox.pool import Sandbox
+from sandbox.sites import Site
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -28,11 +29,13 @@ __all__ = [
     "Limits",
     "OnCall",
     "OnProgress",
+    "OnSites",
     "PolicyError",
     "Ration",
     "RunError",
     "RunResult",
     "Sandbox",
+    "Site",
     "ToolError",
     "ToolTimeout",
     "ToolUnavailable",

@@ -6,7 +6,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "OnCall", "OnProgress", "RunError", "RunResult"]
+from sandbox.sites import Site
+
+__all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "RunError", "RunResult"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,11 @@ OnCall = Callable[[str, str, list[Any], dict[str, Any]], Awaitable[Any]]
 OnProgress = Callable[[float, "float | None", "str | None"], None]
 """(done, total, message) from the snippet's progress(): finite numbers and one short line, checked and
 rate-limited by the host. Called on the run's reading loop, so it must not block: queue, don't await."""
+
+
+OnSites = Callable[[list[Site]], "RunError | None"]
+"""The pack calls the snippet's source shows, before it starts -> the error that ends the run, or None to let
+it go on. Called on the run's reading loop with at most MAX_SITES sites: bounded work, no awaiting."""
 
 
 @dataclass

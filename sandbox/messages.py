@@ -1,10 +1,11 @@
 """The messages of one run, typed; what the worker sends is checked here once, where it arrives.
 
 Host -> worker: the job (`job_frame`), then one reply per pack call (`reply_frame`), carrying the call's id.
-Worker -> host: `{"op": "ready"}` once confined; then any number of `{"op": "call", "id": n, ...}` (up to
-MAX_IN_FLIGHT of them waiting for their replies at once, which may come back in any order) and
-`{"op": "progress", ...}` (no reply); then `{"op": "done", ...}`. Anything else is a broken protocol
-(`ProtocolError`).
+Worker -> host: `{"op": "ready"}` once confined; then, when the code shows pack calls, one
+`{"op": "sites", "sites": [...]}` before the snippet starts (sandbox/sites.py); then any number of
+`{"op": "call", "id": n, ...}` (up to MAX_IN_FLIGHT of them waiting for their replies at once, which may
+come back in any order) and `{"op": "progress", ...}` (no reply); then `{"op": "done", ...}`. Anything else
+is a broken protocol (`ProtocolError`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import math
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sandbox.api import Limits, RunError
 from sandbox.channel import JOB_CAP, ProtocolError, encode
+from sandbox.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 
 __all__ = [
     "MAX_CALL_ID",
@@ -29,6 +31,7 @@ __all__ = [
     "Done",
     "Progress",
     "Ration",
+    "Sites",
     "is_ready",
     "job_frame",
     "one_line",
@@ -98,6 +101,13 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class Sites:
+    """The pack calls the snippet's source shows (sandbox/sites.py), sent before it starts; no reply."""
+
+    sites: list[Site]
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
     """How the run ended: a value, or an error; with what it printed."""
 
@@ -136,7 +146,7 @@ def is_ready(message: Any) -> bool:
     return message == {"op": "ready"}
 
 
-def parse(message: Any, limits: Limits) -> Call | Progress | Done:
+def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
     """A decoded frame from a worker during its run, checked once; `ProtocolError` says what was wrong.
     Text the worker chose is cut to the limits here: output and error message at max_output (plus the
     note the worker adds), the error's source line at MAX_SOURCE, its type at MAX_NAME."""
@@ -162,6 +172,16 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Done:
         ):
             message_text = None if text is None else one_line(text, MAX_PROGRESS_MESSAGE) or None
             return Progress(float(done), None if total is None else float(total), message_text)
+    elif op == "sites":
+        sites = message.get("sites")
+        if (
+            set(message) == {"op", "sites"}
+            and isinstance(sites, list)
+            and len(sites) <= MAX_SITES
+            and all(is_site(site) for site in sites)
+            and sum(len(site[3] or ()) for site in sites) <= MAX_SITE_NAMES
+        ):
+            return Sites([cast(Site, tuple(site)) for site in sites])
     elif op == "done":
         output, error = message.get("output"), message.get("error")
         if isinstance(output, str) and (error is None or _is_error(error)):
@@ -177,7 +197,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Done:
                 None if source is None else source[:MAX_SOURCE],
             )
             return Done(None, output[:cut], run_error)
-    raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "done") else "unexpected message")
+    raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "sites", "done") else "unexpected message")
 
 
 def one_line(text: str, limit: int) -> str:

@@ -319,12 +319,13 @@ def parse(code: str) -> ast.Module:
         raise CompileFailure("SyntaxError", f"the code cannot be parsed: {exc}", None, None) from None
 
 
-def compile_restricted(code: str, guards: Mapping[str, Any], packs: Collection[str] = ()) -> CodeType:
+def compile_restricted(code: str | ast.Module, guards: Mapping[str, Any], packs: Collection[str] = ()) -> CodeType:
     """Compile under the policy, with `guards` (one per GUARD_NAMES) bound into the code as constants.
 
+    `code` is the source, or the tree `parse` made of it (which the policy then rewrites in place).
     `packs` are the names of the run's packs, which the snippet may use even when they start with '_'.
     Raises CompileFailure (SyntaxError or PolicyError) with the first problem."""
-    tree = parse(code)
+    tree = parse(code) if isinstance(code, str) else code
     policy = SnippetPolicy(packs)
     tree = policy.visit(tree)
     if policy.failures:

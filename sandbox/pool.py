@@ -18,7 +18,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.channel import ProtocolError
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
@@ -223,10 +223,12 @@ class Sandbox:
         packs: Mapping[str, Collection[str]],
         on_call: OnCall,
         on_progress: OnProgress | None = None,
+        on_sites: OnSites | None = None,
         limits: Limits | None = None,
     ) -> RunResult:
         """Run one snippet. Never raises for anything the snippet does: that ends up in RunResult.error.
-        `on_progress` gets the snippet's progress() reports; without it they are dropped."""
+        `on_progress` gets the snippet's progress() reports; without it they are dropped. `on_sites` checks
+        the pack calls the source shows before the snippet starts (the worker parses it, not the host)."""
         limits = limits or self.limits
         frame = job_frame(code, packs, limits)
         if not await self._take_slot(limits):
@@ -237,7 +239,7 @@ class Sandbox:
             )
             return RunResult(None, "", RunError("BusyError", busy), 0)
         try:
-            return await self._run_in_worker(frame, limits, on_call, on_progress)
+            return await self._run_in_worker(frame, limits, on_call, on_progress, on_sites)
         finally:
             self._slots.release()
 
@@ -251,7 +253,7 @@ class Sandbox:
         return False
 
     async def _run_in_worker(
-        self, frame: bytes, limits: Limits, on_call: OnCall, on_progress: OnProgress | None
+        self, frame: bytes, limits: Limits, on_call: OnCall, on_progress: OnProgress | None, on_sites: OnSites | None
     ) -> RunResult:
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
@@ -261,7 +263,7 @@ class Sandbox:
             if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
-            run = Run(item, limits, on_call, on_progress)
+            run = Run(item, limits, on_call, on_progress, on_sites)
             clean = False
             try:
                 result = await run.drive(frame)

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.channel import ProtocolError
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
@@ -28,6 +28,7 @@ from sandbox.messages import (
     Done,
     Progress,
     Ration,
+    Sites,
     parse,
     reply_frame,
 )
@@ -47,11 +48,20 @@ OFFLOAD_SIZE = 256 * 1024
 class Run:
     """The host's half of one run: answer pack calls in child tasks until the worker reports, dies or times out."""
 
-    def __init__(self, worker: Worker, limits: Limits, on_call: OnCall, on_progress: OnProgress | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        limits: Limits,
+        on_call: OnCall,
+        on_progress: OnProgress | None = None,
+        on_sites: OnSites | None = None,
+    ) -> None:
         self.worker = worker
         self.limits = limits
         self.on_call = on_call
         self.on_progress = on_progress
+        self.on_sites = on_sites
+        self._sites_seen = False
         self.calls = 0
         self.finished = False
         """The worker reported how the run ended and now only waits to be killed."""
@@ -109,6 +119,11 @@ class Run:
                 message = parse(decoded, self.limits)
                 if isinstance(message, Done):
                     return self._finish(message, len(body))
+                if isinstance(message, Sites):
+                    refused = self._check_sites(message)
+                    if refused is not None:
+                        return refused
+                    continue
                 if isinstance(message, Progress):
                     flooded = self._progress(message)
                     if flooded is not None:
@@ -145,6 +160,14 @@ class Run:
         if self._held + size > self._max_held:
             return self._overflowed()
         return None
+
+    def _check_sites(self, message: Sites) -> RunResult | None:
+        """The end of the run if a call the source shows is wrong; the worker sends its sites once, first."""
+        if self._sites_seen or self.calls:
+            raise ProtocolError("call sites come once, before any pack call")
+        self._sites_seen = True
+        error = None if self.on_sites is None else self.on_sites(message.sites)
+        return None if error is None else RunResult(None, "", error, self.calls)
 
     def _progress(self, report: Progress) -> RunResult | None:
         """Pass the report on if the rate allows (a token bucket), else drop it; the end of a flooding run."""

@@ -12,8 +12,9 @@ from sandbox.channel import FdChannel
 from sandbox.errors import LimitError, PolicyError
 from sandbox.guards import make_globals, make_guards
 from sandbox.jsonable import TooDeep, text_of, to_json
-from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted
+from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, parse
 from sandbox.session import Pack, Session
+from sandbox.sites import call_sites
 
 OUTPUT_FLOOD_FACTOR = 4
 """Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""
@@ -132,7 +133,12 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         return PrintCollector(output)
 
     try:
-        code: CodeType = compile_restricted(code_text, make_guards(print_factory), packs)
+        tree = parse(code_text)
+        sites = call_sites(tree, packs)
+        if sites:
+            # Not waited on: the host reads it before any pack call and ends the run if a site is wrong.
+            channel.send({"op": "sites", "sites": sites})
+        code: CodeType = compile_restricted(tree, make_guards(print_factory), packs)
     except CompileFailure as failure:
         return done(None, _error(failure.type, failure.message, failure.line, failure.column, lines))
     except Exception as exc:  # a policy bug must cost this run, never the worker

@@ -29,6 +29,8 @@ class _Loopback(FdChannel):
         super().__init__(-1, -1, JOB_CAP)
 
     def send(self, message: Any) -> None:
+        if message["op"] != "call":
+            return  # the call sites the job shows: the host would check them
         self._reader.feed(encode({"id": message["id"], "value": {"x": [1, "1"]}}, self.max_size))
 
 

@@ -8,7 +8,15 @@ from types import MappingProxyType
 import pytest
 
 from onetool.errors import ArgumentError
-from onetool.registry.schema import MAX_TYPE_CHARS, ToolSchema, py_type, return_type
+from onetool.registry import schema as schema_module
+from onetool.registry.schema import (
+    MAX_CHECKED_CHARS,
+    MAX_CHECKED_VALUES,
+    MAX_TYPE_CHARS,
+    ToolSchema,
+    py_type,
+    return_type,
+)
 from tests.catalogue import BOOL, ENTITY, INT, STR, TIME_RESULT, listof, obj
 
 PRODUCT = ToolSchema(
@@ -157,13 +165,33 @@ async def test_broken_schema_leaves_judgement_to_the_upstream() -> None:
     assert await broken.bind("f", [1], {}) == {"a": 1}
 
 
-async def test_large_arguments_are_checked_in_full_and_bounded() -> None:
+async def test_only_small_arguments_are_checked_here_and_large_ones_go_to_the_upstream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The check runs on the event loop: its cost is bounded by a constant, whatever a snippet sends.
     schema = ToolSchema({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})
-    assert len((await schema.bind("f", [["x"] * 50_000], {}))["items"]) == 50_000
-    with pytest.raises(ArgumentError, match=re.escape("argument 'items.49999': 1 is not of type 'string'")):
-        await schema.bind("f", [["x"] * 49_999 + [1]], {})
-    with pytest.raises(ArgumentError, match=re.escape("more than 100,000 values; pass less data per call")):
-        await schema.bind("f", [["x"] * 200_000], {})
+    with pytest.raises(ArgumentError, match=re.escape("argument 'items.399': 1 is not of type 'string'")):
+        await schema.bind("f", [["x"] * 399 + [1]], {})
+    validated: list[int] = []
+    real = schema_module._validate
+    monkeypatch.setattr(schema_module, "_validate", lambda v, d, a: validated.append(1) or real(v, d, a))
+    many = ["x"] * (2 * MAX_CHECKED_VALUES) + [1]
+    assert (await schema.bind("f", [many], {}))["items"] == many  # the upstream judges it
+    long = ["x" * (MAX_CHECKED_CHARS + 1), 1]
+    assert (await schema.bind("f", [long], {}))["items"] == long
+    assert validated == []
+    await schema.bind("f", [["x"]], {})
+    assert validated == [1]
+
+
+async def test_keyword_names_are_bounded_before_any_work() -> None:
+    schema = ToolSchema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    names = {f"n{i}": 1 for i in range(400_000)}
+    with pytest.raises(ArgumentError, match=re.escape("f got 400,000 keyword arguments; it accepts: a")):
+        await schema.bind("f", [], names)
+    few = {f"n{i}": 1 for i in range(50)}
+    with pytest.raises(ArgumentError, match=re.escape("'n0', 'n1', 'n10', ") + ".* and 40 more; it accepts: a"):
+        await schema.bind("f", [], few)
 
 
 async def test_a_read_only_mapping_schema_is_still_enforced() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import anyio.to_thread
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
@@ -185,10 +184,16 @@ def _field_name(name: str) -> str:
     return name if name.isidentifier() else repr(name)
 
 
-_ON_LOOP_NODES = 2_000
-"""Arguments of up to this many JSON values are validated on the event loop: well under a millisecond."""
-MAX_ARGUMENT_NODES = 100_000
-"""jsonschema spends tens of microseconds per value: past this many, a call is refused rather than validated."""
+MAX_CHECKED_VALUES = 500
+"""Arguments of up to this many JSON values are checked against the input schema, on the event loop: a few
+milliseconds at most. Larger ones go to the upstream unchecked, which validates them itself: the check is
+friendliness, not a trust boundary, and its cost must not grow with what a snippet sends."""
+MAX_CHECKED_CHARS = 64 * 1024
+"""Characters of strings in checked arguments: a schema's ``pattern`` runs over each one."""
+MAX_EXTRA_NAMES = 100
+"""Keyword arguments past the declared properties one call may name (for schemas that allow extra ones)."""
+_SHOWN_NAMES = 10
+"""Unknown argument names an error lists."""
 
 
 def count_nodes(value: Any, limit: int) -> int:
@@ -204,19 +209,29 @@ def count_nodes(value: Any, limit: int) -> int:
     return count
 
 
+def checkable(arguments: Mapping[str, Any]) -> bool:
+    """Whether checking these arguments costs a bounded few milliseconds (MAX_CHECKED_VALUES, _CHARS)."""
+    count, chars, stack = 0, 0, [*arguments.keys(), *arguments.values()]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        if count > 2 * MAX_CHECKED_VALUES or chars > MAX_CHECKED_CHARS:
+            return False
+    return True
+
+
 def _validate(validator: Any, display: str, arguments: dict[str, Any]) -> None:
     error = js_exceptions.best_match(validator.iter_errors(arguments))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path)
         raise ArgumentError(f"{display}: argument {where or '(all)'!r}: {error.message[:500]}")
-
-
-def _validate_large(validator: Any, display: str, arguments: dict[str, Any]) -> None:
-    if count_nodes(arguments, MAX_ARGUMENT_NODES) > MAX_ARGUMENT_NODES:
-        raise ArgumentError(
-            f"{display}: the arguments hold more than {MAX_ARGUMENT_NODES:,} values; pass less data per call"
-        )
-    _validate(validator, display, arguments)
 
 
 class ToolSchema:
@@ -256,11 +271,14 @@ class ToolSchema:
         """Map positional and keyword arguments onto the properties and validate them.
 
         ``display`` is the signature shown in errors (``wix.get_product(...)``).
-        Positional arguments fill the properties in schema order. Small arguments are validated at once;
-        large ones in a worker thread, so no snippet's argument holds up the event loop, and past
-        MAX_ARGUMENT_NODES they are refused before validation starts.
+        Positional arguments fill the properties in schema order. The work is bounded whatever the snippet
+        sends: too many names are refused at once, and only :func:`checkable` arguments are validated here.
         """
         props = list(self.properties)
+        if len(kwargs) > len(props) + MAX_EXTRA_NAMES:
+            raise ArgumentError(
+                f"{display} got {len(kwargs):,} keyword arguments; it accepts: {', '.join(props) or 'no arguments'}"
+            )
         arguments: dict[str, Any] = dict(zip(props, args, strict=False))
         for key, value in kwargs.items():
             if key in arguments:
@@ -268,11 +286,8 @@ class ToolSchema:
             arguments[key] = value
         self.check_shape(display, len(args), arguments)
         validator = self._compiled()
-        if validator:
-            if count_nodes(arguments, _ON_LOOP_NODES) <= _ON_LOOP_NODES:
-                _validate(validator, display, arguments)
-            else:
-                await anyio.to_thread.run_sync(_validate_large, validator, display, arguments, abandon_on_cancel=True)
+        if validator and checkable(arguments):
+            _validate(validator, display, arguments)
         return arguments
 
     def check_shape(self, display: str, positional: int, names: Iterable[str]) -> None:
@@ -284,11 +299,13 @@ class ToolSchema:
                 f"but {positional} were given"
             )
         given = set(props[:positional]) | set(names)
-        unknown = [k for k in given if k not in self.properties]
+        unknown = sorted(k for k in given if k not in self.properties)
         if unknown and not self.open_ended:
+            shown = ", ".join(repr(u) for u in unknown[:_SHOWN_NAMES])
+            more = f" and {len(unknown) - _SHOWN_NAMES:,} more" if len(unknown) > _SHOWN_NAMES else ""
             raise ArgumentError(
                 f"{display} got unknown argument{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(u) for u in sorted(unknown))}; it accepts: {', '.join(props) or 'no arguments'}"
+                f"{shown}{more}; it accepts: {', '.join(props) or 'no arguments'}"
             )
         missing = [r for r in self.required if r not in given]
         if missing:

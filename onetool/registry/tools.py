@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from onetool.errors import ArgumentError, ToolFailed
-from onetool.registry.schema import ToolSchema
+from onetool.registry.schema import ToolSchema, count_nodes
 from onetool.registry.summary import summarize
 from onetool.results import error_text, to_value
 
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from onetool.registry.registry import Registry
     from onetool.upstream import UpstreamPool
     from onetool.upstream.connection import ProgressCallback
+
+MAX_LOCAL_VALUES = 20_000
+"""JSON values a local pack tool's arguments may hold: its annotations are checked on the event loop."""
 
 CTX = "ctx"
 """The parameter through which a local tool receives its :class:`PackContext`; snippets never pass it."""
@@ -122,7 +125,12 @@ class LocalTool(Tool):
         except TypeError as e:
             raise ArgumentError(f"{self.signature}: {e}") from None
         if self.arguments is not None:
-            # Arguments come from model-written code: check (and coerce) them against the annotations.
+            # Arguments come from model-written code: check (and coerce) them against the annotations, on the
+            # event loop, so within a bound (pydantic's core takes well under a microsecond a value).
+            if count_nodes(bound.arguments, MAX_LOCAL_VALUES) > MAX_LOCAL_VALUES:
+                raise ArgumentError(
+                    f"{self.signature}: the arguments hold more than {MAX_LOCAL_VALUES:,} values; pass less data"
+                )
             try:
                 checked = self.arguments.model_validate(bound.arguments)
             except ValidationError as e:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sandbox import Limits, RunResult, Sandbox
+from sandbox import Limits, RunError, RunResult, Sandbox
+from sandbox.sites import MAX_SITE_NAMES, MAX_SITES
 from sandbox.untrusted import MAX_NESTING, decode_untrusted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import assert_json_safe, run_hostile
@@ -189,3 +190,60 @@ def _reference(parts: list[str]) -> list[str]:
         out.append(part)
         i += 1
     return out
+
+
+SITE = b'["demo", "echo", 0, [], 1, 1]'
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (f'send(b\'{{"op": "sites", "sites": [{SITE.decode()}]}}\')\n' * 2, "call sites come once"),
+        (
+            "call(b'\"demo\"', b'\"echo\"')\nchannel.receive()\n"
+            f'send(b\'{{"op": "sites", "sites": [{SITE.decode()}]}}\')',
+            "call sites come once",
+        ),
+        ('send(b\'{"op": "sites", "sites": [["demo", "echo", -1, null, 1, 1]]}\')', "not a sites message"),
+        (
+            f"send(b'{{\"op\": \"sites\", \"sites\": [' + b','.join([{SITE!r}] * {MAX_SITES + 1}) + b']}}')",
+            "not a sites message",
+        ),
+        (
+            'send(b\'{"op": "sites", "sites": [["demo", "echo", 0, [\''
+            f" + b','.join([b'\"k\"'] * {MAX_SITE_NAMES + 1}) + b'], 1, 1]]}}')",
+            "not a sites message",
+        ),
+    ],
+    ids=["twice", "after-a-call", "negative-count", "too-many-sites", "too-many-names"],
+)
+async def test_call_sites_come_once_first_and_bounded(hostile: Sandbox, body: str, says: str) -> None:
+    checked: list[list[Any]] = []
+    result = await run_hostile(hostile, body, on_sites=lambda sites: checked.append(sites))
+    assert result.error is not None and result.error.type == "WorkerCrashed", result.error
+    assert says in result.error.message
+    assert len(checked) <= 1
+
+
+async def test_a_wrong_call_site_ends_the_run_before_any_call_is_answered(hostile: Sandbox) -> None:
+    called: list[str] = []
+
+    async def on_call(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        called.append(tool)
+
+    def on_sites(sites: list[Any]) -> RunError | None:
+        assert sites == [("demo", "echo", 0, [], 1, 1)]
+        return RunError("UnknownTool", "no such tool", 1, 1)
+
+    body = f'send(b\'{{"op": "sites", "sites": [{SITE.decode()}]}}\')\ncall(b\'"demo"\', b\'"echo"\')'
+    result = await run_hostile(hostile, body, on_call=on_call, on_sites=on_sites)
+    assert result.error == RunError("UnknownTool", "no such tool", 1, 1) and called == []
+
+
+async def test_a_restricted_snippet_sends_the_sites_its_source_shows(sandbox: Sandbox) -> None:
+    seen: list[list[Any]] = []
+    code = "import json\ndef f(d):\n    return d.echo(1)\ndemo.echo(1, x=2)\njson.dumps(1)\nmissing.tool(*[1])"
+    result = await sandbox.run(code, packs=PACKS, on_call=make_on_call(), on_sites=seen.append)
+    assert result.error is not None and result.error.type == "NameError" and result.error.line == 6
+    # Not d (a parameter), not json (a module): the pack call with its shape, and the unknown name.
+    assert seen == [[("demo", "echo", 1, ["x"], 4, 1), ("missing", "tool", 1, None, 6, 1)]]
