@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import anyio.to_thread
 from anyio.abc import ObjectReceiveStream
 from mcp import types
 
@@ -35,9 +34,6 @@ from onetool.results import returned_media, run_result
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
-
-_SHAPE_ON_LOOP_BYTES = 256 * 1024
-"""A run result up to this size is shaped on the event loop; a larger one in a worker thread."""
 
 
 class Gateway:
@@ -62,7 +58,12 @@ class Gateway:
             self.tokens: TokenStore = StateTokenStore(store)
             # The sandbox's workers boot in the background while the upstreams connect.
             self._sandbox = await stack.enter_async_context(
-                Sandbox(self.limits, warm=self._warm, max_concurrent_runs=self.config.sandbox.max_concurrent_runs)
+                Sandbox(
+                    self.limits,
+                    warm=self._warm,
+                    max_concurrent_runs=self.config.sandbox.max_concurrent_runs,
+                    host_memory_mb=self.config.sandbox.max_host_memory_mb,
+                )
             )
             self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs(), token_store=self.tokens))
             await self.control.attach(self._pool, self._publish)
@@ -147,7 +148,7 @@ class Gateway:
             span.add(calls=outcome.calls)
             if outcome.error is not None:
                 span.add(status="FAILED", errorType=outcome.error.type, errorMessage=outcome.error.message)
-            return await self._shape(outcome, media)
+            return self._shape(outcome, media)
 
     async def _on_call(
         self, media: set[str], relay: Relay | None, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]
@@ -169,19 +170,10 @@ class Gateway:
         media.update(returned_media(value))
         return value
 
-    async def _shape(self, outcome: RunResult, media: set[str]) -> types.CallToolResult:
-        shape = partial(
-            run_result,
-            outcome.value,
-            outcome.output,
-            error=outcome.error,
-            max_chars=self.limits.max_output,
-            media_keys=media,
+    def _shape(self, outcome: RunResult, media: set[str]) -> types.CallToolResult:
+        return run_result(
+            outcome.value, outcome.output, error=outcome.error, max_chars=self.limits.max_output, media_keys=media
         )
-        if outcome.size <= _SHAPE_ON_LOOP_BYTES:
-            return shape()
-        # Serialising and cutting megabytes must not hold up other clients' runs.
-        return await anyio.to_thread.run_sync(shape)
 
     def _rebuild(self) -> None:
         self._registry = Registry.build(self._local, self._pool, self.control.shown)
@@ -199,4 +191,4 @@ class Gateway:
 
 def limits_of(sandbox: SandboxConfig) -> Limits:
     """The sandbox limits a config's `sandbox:` section sets (the keys are the same)."""
-    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs"}))
+    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs", "max_host_memory_mb"}))

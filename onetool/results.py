@@ -20,6 +20,7 @@ from collections.abc import Mapping, Set
 from typing import Any
 
 from mcp import types
+from pydantic_core import to_json
 
 from sandbox import RunError
 
@@ -28,6 +29,8 @@ _MAX_MEDIA = 100
 """Media blocks one result carries; more stay data."""
 _MAX_MEDIA_SCAN = 1_000
 """Media-like dicts fingerprinted per result (or per tool return value): bounds the work a snippet can cause."""
+_MAX_MEDIA_WALK = 10_000
+"""Values the search for media in a result visits; the rest of a larger result stays as it is."""
 _MIN_ERROR_CHARS = 4_096
 _MAX_SOURCE_CHARS = 1_000
 
@@ -121,7 +124,9 @@ def run_result(
         content.append(types.TextContent(type="text", text=_cut(error_message(error), limit + 200, "error")))
         structured["error"] = _error_fields(error, message)
         return types.CallToolResult(content=content, structured_content=structured, is_error=True)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # pydantic-core renders compact JSON as json.dumps does, five times faster on numbers: a large result
+    # costs the event loop tens of milliseconds at most (sandbox.max_message bounds it).
+    text = value if isinstance(value, str) else to_json(value).decode()
     cut = _cut(text, max(budget, 1024), "result")
     if value is not None or not output:
         content.append(types.TextContent(type="text", text=cut))
@@ -179,16 +184,19 @@ def returned_media(value: Any) -> set[str]:
 class _Extractor:
     """Moves known media dicts of a value into ``media``, leaving a marker naming the content index.
 
-    Bounded: a depth of 4, at most _MAX_MEDIA blocks, and at most _MAX_MEDIA_SCAN candidates fingerprinted.
+    Bounded: a depth of 4, _MAX_MEDIA_WALK values visited, at most _MAX_MEDIA blocks, and at most
+    _MAX_MEDIA_SCAN candidates fingerprinted.
     """
 
     def __init__(self, keys: Set[str], media: list[types.ContentBlock]) -> None:
         self._keys = keys
         self._media = media
         self._scanned = 0
+        self._visits = _MAX_MEDIA_WALK
 
     def walk(self, value: Any, depth: int) -> Any:
-        if depth > 4:
+        self._visits -= 1
+        if depth > 4 or self._visits < 0:
             return value
         if isinstance(value, list):
             return [self.walk(v, depth + 1) for v in value]

@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.budget import HostMemory
 from sandbox.channel import ProtocolError
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
@@ -46,7 +47,8 @@ class Sandbox:
     At most `max_concurrent_runs` runs (default: twice the CPU count) execute at once, each in a worker of
     up to memory_mb; more wait for a slot in arrival order. One that waits longer than `queue_timeout`
     seconds (default: its own `timeout`) is not started and ends with a BusyError; its timeout is counted
-    only once it runs.
+    only once it runs. What runs' data may take of the host's memory at once is `host_memory_mb`
+    (sandbox/budget.py).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class Sandbox:
         warm: int = 2,
         max_concurrent_runs: int | None = None,
         queue_timeout: float | None = None,
+        host_memory_mb: int = 256,
     ) -> None:
         if max_concurrent_runs is not None and max_concurrent_runs < 1:
             raise ValueError(f"sandbox.max_concurrent_runs must be at least 1, not {max_concurrent_runs}")
@@ -63,6 +66,7 @@ class Sandbox:
         self.max_concurrent_runs = max_concurrent_runs or 2 * (os.cpu_count() or 1)
         self.queue_timeout = queue_timeout
         self._slots = anyio.Semaphore(self.max_concurrent_runs, fast_acquire=True)
+        self._memory = HostMemory(host_memory_mb * 1024 * 1024)
         self._warm = max(0, warm)
         self._forks = ForkServer(compile_filter().hex())
         self._pool_key = _confinement(limits)
@@ -263,7 +267,7 @@ class Sandbox:
             if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
             item.taken = True
-            run = Run(item, limits, on_call, on_progress, on_sites)
+            run = Run(item, limits, on_call, on_progress, on_sites, self._memory)
             clean = False
             try:
                 result = await run.drive(frame)

@@ -1,8 +1,9 @@
 """The host's half of one run: send the job, answer the worker's pack calls, read how the run ended.
 
-The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one in a thread,
-within the run's deadline) and checked once by sandbox/messages.py; the calls it may have waiting and
-the bytes the host holds for them are capped, and a run past a cap ends with a LimitError. Its progress
+The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one only once the
+run has reserved the memory its objects may take from the host's budget, sandbox/budget.py) and checked once
+by sandbox/messages.py; the calls it may have waiting and the bytes the host holds for them are capped, and a
+run past a cap ends with a LimitError. Its progress
 reports are passed on at most PROGRESS_RATE a second; a worker that keeps sending far more is not a snippet.
 """
 
@@ -13,10 +14,10 @@ import signal
 from typing import overload
 
 import anyio
-import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.budget import RESERVED_FROM, HostMemory, decoded_size
 from sandbox.channel import ProtocolError
 from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
@@ -34,15 +35,14 @@ from sandbox.messages import (
 )
 from sandbox.untrusted import decode_untrusted
 
-__all__ = ["MAX_IN_FLIGHT", "OFFLOAD_SIZE", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
+__all__ = ["MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
 
 PROGRESS_FLOOD = 1000
 """Dropped progress reports that end the run: progress() itself never sends faster than PROGRESS_RATE."""
 HELD_MESSAGES = 4
 """The bytes of calls waiting and of replies not yet taken by the worker are capped at this many full
 messages (sandbox.max_message): one call with its reply fits twice over."""
-OFFLOAD_SIZE = 256 * 1024
-"""Frames larger than this are decoded in a thread, so one run's big result does not stall the others."""
+_MB = 1024 * 1024
 
 
 class Run:
@@ -55,6 +55,7 @@ class Run:
         on_call: OnCall,
         on_progress: OnProgress | None = None,
         on_sites: OnSites | None = None,
+        memory: HostMemory | None = None,
     ) -> None:
         self.worker = worker
         self.limits = limits
@@ -62,6 +63,10 @@ class Run:
         self.on_progress = on_progress
         self.on_sites = on_sites
         self._sites_seen = False
+        self._memory = memory
+        self._reserved = 0
+        """Bytes this run holds of the host's memory budget; all of it is given back when the run ends."""
+        self._waiting_for_memory = False
         self.calls = 0
         self.finished = False
         """The worker reported how the run ended and now only waits to be killed."""
@@ -79,19 +84,29 @@ class Run:
     async def drive(self, job: bytes) -> RunResult:
         """`job` is the encoded job frame."""
         result: RunResult | None = None
-        with anyio.move_on_after(self.limits.timeout):
-            # Most runs make no pack call: the task group that answers calls starts with the first one.
-            first = await self._serve(job, None)
-            if isinstance(first, RunResult):
-                result = first
-            else:
-                async with anyio.create_task_group() as task_group:
-                    self._answering = task_group
-                    task_group.start_soon(self._answer, *first)
-                    result = await self._serve(None, task_group)
-                    task_group.cancel_scope.cancel()
+        try:
+            with anyio.move_on_after(self.limits.timeout):
+                # Most runs make no pack call: the task group that answers calls starts with the first one.
+                first = await self._serve(job, None)
+                if isinstance(first, RunResult):
+                    result = first
+                else:
+                    async with anyio.create_task_group() as task_group:
+                        self._answering = task_group
+                        task_group.start_soon(self._answer, *first)
+                        result = await self._serve(None, task_group)
+                        task_group.cancel_scope.cancel()
+        finally:
+            self._release(self._reserved)
         if self._overflow is not None:
             return self._overflow
+        if result is None and self._waiting_for_memory:
+            assert self._memory is not None
+            return self._failed(
+                "LimitError",
+                f"the run's data waited until its time limit for gateway memory: other runs held all "
+                f"{self._memory.limit // _MB} MB of sandbox.max_host_memory_mb; try again, or move less data",
+            )
         if result is None:  # the caller discards the worker
             timeout = float(self.limits.timeout)
             return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
@@ -101,33 +116,28 @@ class Run:
     async def _serve(self, job: bytes | None, task_group: TaskGroup) -> RunResult: ...
 
     @overload
-    async def _serve(self, job: bytes | None, task_group: None) -> RunResult | tuple[Call, int]: ...
+    async def _serve(self, job: bytes | None, task_group: None) -> RunResult | tuple[Call, int, int]: ...
 
-    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | tuple[Call, int]:
+    async def _serve(self, job: bytes | None, task_group: TaskGroup | None) -> RunResult | tuple[Call, int, int]:
         """Send `job` if given, then read until the end; without a task group, a pack call within the
-        caps is returned with its frame size, for the caller to answer once it has one."""
+        caps is returned with its frame size and reservation, for the caller to answer once it has one."""
         cap = self.limits.max_message + REPLY_ENVELOPE
         try:
             if job is not None:
                 await self.worker.channel.send_frame(job)
             while True:
                 body = await self.worker.channel.receive_frame(cap)
-                if len(body) > OFFLOAD_SIZE:
-                    decoded = await anyio.to_thread.run_sync(decode_untrusted, body, abandon_on_cancel=True)
-                else:
-                    decoded = decode_untrusted(body)
-                message = parse(decoded, self.limits)
+                reserved = await self._reserve(body)
+                if isinstance(reserved, RunResult):
+                    return reserved
+                message = parse(decode_untrusted(body), self.limits)
                 if isinstance(message, Done):
-                    return self._finish(message, len(body))
-                if isinstance(message, Sites):
-                    refused = self._check_sites(message)
-                    if refused is not None:
-                        return refused
-                    continue
-                if isinstance(message, Progress):
-                    flooded = self._progress(message)
-                    if flooded is not None:
-                        return flooded
+                    return self._finish(message, len(body))  # its reservation lasts until the run ends
+                if isinstance(message, Sites | Progress):
+                    self._release(reserved)
+                    ended = self._check_sites(message) if isinstance(message, Sites) else self._progress(message)
+                    if ended is not None:
+                        return ended
                     continue
                 refused = self._refuse(len(body))
                 if refused is not None:
@@ -139,12 +149,35 @@ class Run:
                 self._in_flight += 1
                 self._held += len(body)
                 if task_group is None:
-                    return message, len(body)
-                task_group.start_soon(self._answer, message, len(body))
+                    return message, len(body), reserved
+                task_group.start_soon(self._answer, message, len(body), reserved)
         except ProtocolError as exc:
             return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
         except GONE:
             return await self._crashed()
+
+    async def _reserve(self, body: bytes) -> int | RunResult:
+        """Reserve what decoding `body` may take of the host's memory: the bytes reserved, or the end of a run
+        whose frame could never fit."""
+        if self._memory is None or len(body) < RESERVED_FROM:
+            return 0
+        size = decoded_size(body)
+        if not self._memory.fits(size):
+            return self._failed(
+                "LimitError",
+                f"a message of the run ({len(body) // 1024:,} KB) would take about {size // _MB:,} MB of gateway "
+                f"memory, more than sandbox.max_host_memory_mb ({self._memory.limit // _MB:,} MB); move less data",
+            )
+        self._waiting_for_memory = True
+        await self._memory.reserve(size)
+        self._waiting_for_memory = False
+        self._reserved += size
+        return size
+
+    def _release(self, size: int) -> None:
+        if size and self._memory is not None:
+            self._reserved -= size
+            self._memory.release(size)
 
     def _refuse(self, size: int) -> RunResult | None:
         """The end of the run if one more call of `size` bytes is past a cap."""
@@ -189,7 +222,7 @@ class Run:
             f"({HELD_MESSAGES} x sandbox.max_message)",
         )
 
-    async def _answer(self, call: Call, size: int) -> None:
+    async def _answer(self, call: Call, size: int, reserved: int) -> None:
         frame = b""
         try:
             if call.refusal is not None:
@@ -205,6 +238,7 @@ class Run:
             with contextlib.suppress(*GONE):  # the worker died; _serve notices and reports it
                 await self.worker.channel.send_frame(frame)
         finally:
+            self._release(reserved)
             self._in_flight -= 1
             self._held -= size + len(frame)
             if call.id is not None:

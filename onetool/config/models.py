@@ -134,6 +134,9 @@ class SandboxConfig(_Strict):
     max_concurrent_runs: int | None = Field(
         default=None, ge=1, description="runs at once; more wait in line (default: twice the core count)"
     )
+    max_host_memory_mb: int = Field(
+        default=256, ge=16, description="gateway memory all runs' data may take at once; more waits or fails"
+    )
 
 
 class HttpConfig(_Strict):

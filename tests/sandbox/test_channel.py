@@ -34,7 +34,7 @@ LONE = b'"a\\ud800b"'
         ("done(b'\"\\xed\\xa0\\x80 \\xff\"')", {"value": "\ufffd\ufffd\ufffd \ufffd"}),
         (
             "done(b'[NaN, Infinity, -Infinity, 1e999, -1e999, 0.5]')",
-            {"value": ["nan", "inf", "-inf", "inf", "-inf", 0.5]},
+            {"value": ["NaN", "Infinity", "-Infinity", "Infinity", "-Infinity", 0.5]},
         ),
     ],
     ids=["value", "nested-key-and-pair", "output", "escaped-backslash-is-text", "raw-bytes", "non-finite-numbers"],
@@ -82,7 +82,7 @@ async def test_call_arguments_reach_on_call_json_safe(hostile: Sandbox) -> None:
     )
     result = await run_hostile(hostile, "import json\n" + body, on_call=on_call)
     assert result.value == {"value": "ok"}, result.error
-    assert seen == [["demo", "echo", ["\ufffd", {"k\ufffd": "nan"}], {"q\ufffd": 1}]]
+    assert seen == [["demo", "echo", ["\ufffd", {"k\ufffd": "NaN"}], {"q\ufffd": 1}]]
     json.dumps(seen, allow_nan=False).encode("utf-8")
 
 
@@ -117,7 +117,7 @@ async def test_bad_names_are_refused_without_calling(hostile: Sandbox, pack: str
     ("body", "says"),
     [
         ("send(b'[' * 100_000 + b']' * 100_000)", "malformed message"),
-        (f"done(b'[' * {MAX_NESTING} + b']' * {MAX_NESTING})", f"nested more than {MAX_NESTING} levels"),
+        (f"done(b'[' * {MAX_NESTING} + b']' * {MAX_NESTING})", "recursion limit exceeded"),
         ('send(b\'{"op": "done", "value": 1}\')', "not a done message"),
         ('send(b\'{"op": "call", "pack": 1}\')', "not a call message"),
         ("send(b'[1, 2]')", "unexpected message"),
