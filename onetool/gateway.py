@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream
 from mcp import types
 
@@ -34,6 +35,7 @@ from onetool.results import returned_media, run_result
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
+from sandbox.budget import RESERVED_FROM
 
 
 class Gateway:
@@ -148,6 +150,8 @@ class Gateway:
             span.add(calls=outcome.calls)
             if outcome.error is not None:
                 span.add(status="FAILED", errorType=outcome.error.type, errorMessage=outcome.error.message)
+            if outcome.size >= RESERVED_FROM:  # decoding it took the loop a while: other clients first
+                await anyio.lowlevel.checkpoint()
             return self._shape(outcome, media)
 
     async def _on_call(

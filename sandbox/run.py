@@ -14,6 +14,7 @@ import signal
 from typing import overload
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
@@ -131,6 +132,8 @@ class Run:
                 if isinstance(reserved, RunResult):
                     return reserved
                 message = parse(decode_untrusted(body), self.limits)
+                if reserved:  # a large frame took the loop for a while: let other clients in before going on
+                    await anyio.lowlevel.checkpoint()
                 if isinstance(message, Done):
                     return self._finish(message, len(body))  # its reservation lasts until the run ends
                 if isinstance(message, Sites | Progress):

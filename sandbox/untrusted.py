@@ -40,16 +40,19 @@ _SAFE_THEN_LONE = re.compile(rf"((?:{_SAFE})*+){_SURROGATE}")
 _SENTINEL = " \\ud800"
 """Appended so every match ends in a lone surrogate and the matches tile the whole text."""
 
-_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
-"""What may decode to a float that is not finite: NaN, Infinity, exponents of 100 and more, 300 digits."""
+_OVERFLOW = re.compile(rb"[0-9](?:[eE]\+?0*[1-9][0-9]{2}|[0-9]{308})")
+"""A number that may overflow a float: an exponent of 100 or more, or 309 digits. Led by a digit, so the
+scan is fast (a fifth of what an alternation of bare patterns costs)."""
 
 
 def decode_untrusted(body: bytes) -> Any:
     """JSON data from a frame body; `ProtocolError` if it is not JSON or nests too deep."""
-    text = _replace_lone_surrogates(body.decode("utf-8", "replace"))
     try:
-        value = from_json(text, allow_inf_nan=True)
-        if _NOT_FINITE.search(text):
+        if b"\\ud" in body or b"\\uD" in body or not body.isascii():
+            value = from_json(_replace_lone_surrogates(body.decode("utf-8", "replace")), allow_inf_nan=True)
+        else:  # what a worker sends: ASCII without surrogate escapes, decoded as it is
+            value = from_json(body, allow_inf_nan=True)
+        if b"NaN" in body or b"Infinity" in body or _OVERFLOW.search(body):
             value = from_json(to_json(value, inf_nan_mode="strings"))
     except ValueError as exc:
         raise ProtocolError(f"malformed message: {str(exc)[:200]}") from None

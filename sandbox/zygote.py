@@ -143,9 +143,16 @@ class _Zygote:
         os._exit(0)
 
 
+WORKER_NICE = 10
+"""How much lower the scheduler ranks the fork-server and its workers than the host."""
+
+
 def main() -> None:
     host_pid = int(sys.argv[1])
     set_parent_death_signal(host_pid)
+    # Workers (forked from here, so they inherit it) yield the CPU to the host: however many snippets burn
+    # their CPU at once, the event loop that answers every client runs first.
+    os.nice(WORKER_NICE)
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
