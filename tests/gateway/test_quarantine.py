@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config
+from onetool.control import ControlError
 from onetool.gateway import Gateway
 from onetool.state import StateStore
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
@@ -108,14 +109,55 @@ async def test_quarantined_until_approved_then_a_changed_or_new_tool_is_held(tmp
     ]
 
 
-async def test_a_server_added_through_mcp_starts_quarantined() -> None:
+def marking(marker: Path) -> dict[str, Any]:
+    """A stdio spec that creates ``marker`` the moment it runs, then serves the rug fixture (three tools)."""
+    script = f"open({str(marker)!r}, 'w').close(); import runpy; runpy.run_path({RUG!r}, run_name='__main__')"
+    return {"command": PYTHON, "args": ["-c", script]}
+
+
+async def test_a_server_added_through_mcp_runs_nothing_until_an_operator_approves_it(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    spec = marking(marker)
     config = Config.model_validate({})
     async with Gateway(config, warm_workers=0) as gateway:
-        view = await gateway.control.add("t", {"command": TIME_SERVER}, actor="mcp")
-        assert view.quarantined and view.status == "quarantined" and view.added_by == "mcp"
-        assert view.tool_count == 2 and gateway.visible_tools("t") == []
-        assert "t:" not in gateway.describe_run()
+        view = await gateway.control.add("t", spec, actor="mcp")
+        assert (view.status, view.quarantined, view.added_by, view.tool_count) == ("proposed", True, "mcp", 0)
+        assert view.launch == {"command": PYTHON, "args": spec["args"], "cwd": None, "env_keys": []}
+    # Nothing ran it, not even a restart of the gateway (the proposal is kept in the store).
+    async with Gateway(config, warm_workers=0) as gateway:
+        await anyio.sleep(1)
+        assert not marker.exists() and "t" not in gateway.pool
+        assert [v.status for v in gateway.control.list()] == ["proposed"]
+        for action in (
+            lambda: gateway.control.set_enabled("t", True, actor="api"),
+            lambda: gateway.control.restart("t", actor="api"),
+            lambda: gateway.control.approve("t", actor="api", tools=["lookup"]),
+        ):
+            with pytest.raises(ControlError, match="is a proposal: nothing runs it until an operator approves it"):
+                await action()
+        assert not marker.exists()
+
+        with anyio.fail_after(10):
+            started = await gateway.control.approve("t", actor="api")
+        # Approving shows what it runs and starts it, still quarantined: its tools are reviewed next.
+        assert marker.exists() and started.launch == view.launch
+        assert (started.status, started.quarantined, started.tool_count) == ("quarantined", True, 3)
+        assert gateway.visible_tools("t") == [] and "t.lookup" not in gateway.describe_run()
         with anyio.fail_after(10):
             view = await gateway.control.approve("t", actor="api")
-        assert not view.quarantined and len(gateway.visible_tools("t")) == 2
-        assert "t.get_current_time" in gateway.describe_run()
+        assert not view.quarantined and view.launch is None and len(gateway.visible_tools("t")) == 3
+        assert "t.lookup" in gateway.describe_run()
+
+    async with await StateStore.open() as store:
+        audit = [(e.actor, e.action) for e in reversed(await store.audit_log(server="t"))]
+    assert audit == [("mcp", "propose_server"), ("api", "accept_proposal"), ("api", "approve_server")]
+
+
+async def test_an_operator_rejects_a_proposal_by_removing_it(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    async with Gateway(Config.model_validate({}), warm_workers=0) as gateway:
+        await gateway.control.add("t", marking(marker), actor="mcp")
+        await gateway.control.remove("t", actor="cli")
+        assert gateway.control.list() == [] and not marker.exists()
+    async with await StateStore.open() as store:
+        assert await store.added_servers() == {}
