@@ -15,19 +15,19 @@ def one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit] + "..."
 
 
-_UNUSUAL = re.compile(r"[^\t\n\x20-\x7e]")
+_UNUSUAL = re.compile(r"[^\x20-\x7e]")
 _UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _UNSEEN_MARKS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF), (0x115F, 0x1160), (0x3164, 0x3164), (0xFFA0, 0xFFA0))
 """Variation selectors and Hangul fillers: they render as nothing, and can carry hidden data."""
 
 
-def unseen(char: str) -> bool:
+def unseen(char: str, keep: str = "\t\n") -> bool:
     """Whether a reader cannot see ``char`` for what it is: a control (but tab and newline), a format character
     (zero-width, bidi controls, tag characters), a surrogate, a private or unassigned code point, a line or
-    paragraph separator, a variation selector or a filler."""
+    paragraph separator, a variation selector or a filler. ``keep``: the controls that count as seen."""
     code = ord(char)
     if unicodedata.category(char) in _UNSEEN_CATEGORIES:
-        return char not in "\t\n"
+        return char not in keep
     return any(low <= code <= high for low, high in _UNSEEN_MARKS)
 
 
@@ -40,7 +40,8 @@ def label(char: str) -> str:
 _UNNAMED = {"Cc": "CONTROL", "Cs": "SURROGATE", "Co": "PRIVATE USE", "Cn": "UNASSIGNED"}
 
 
-def visible(text: str) -> str:
+def visible(text: str, keep: str = "\t\n") -> str:
     """``text`` with every :func:`unseen` character replaced by a marker a reader sees and can name:
-    ``"a\\u202eb"`` -> ``"a<U+202E RIGHT-TO-LEFT OVERRIDE>b"``. Plain ASCII passes at regex speed."""
-    return _UNUSUAL.sub(lambda m: f"<{label(m.group())}>" if unseen(m.group()) else m.group(), text)
+    ``"a\\u202eb"`` -> ``"a<U+202E RIGHT-TO-LEFT OVERRIDE>b"``; ``keep=""`` for one line (tab and newline named
+    too). Printable ASCII passes at regex speed."""
+    return _UNUSUAL.sub(lambda m: f"<{label(m.group())}>" if unseen(m.group(), keep) else m.group(), text)

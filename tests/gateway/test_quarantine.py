@@ -3,6 +3,7 @@ that changes (or appears) after approval is held until approved again."""
 
 from __future__ import annotations
 
+import shlex
 import time
 import uuid
 from pathlib import Path
@@ -151,6 +152,39 @@ async def test_a_server_added_through_mcp_runs_nothing_until_an_operator_approve
     async with await StateStore.open() as store:
         audit = [(e.actor, e.action) for e in reversed(await store.audit_log(server="t"))]
     assert audit == [("mcp", "propose_server"), ("api", "accept_proposal"), ("api", "approve_server")]
+
+
+async def test_a_server_a_model_proposes_over_mcp_starts_when_an_operator_approves_it_with_the_cli(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    spec = {**marking(marker), "env": {"API_KEY": "s3cret-value"}}
+    run_id = f"rug-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, {"http": {"enable_direct_endpoint": True}}, run_id)
+    direct = served.url.removesuffix("/mcp") + "/mcp/direct"
+    try:
+        async with Client(direct) as client:
+            added = await client.call_tool("upstream_servers", {"operation": "add", "name": "p", "spec": spec})
+            assert not added.is_error, text_of(added)
+            await anyio.sleep(1)
+            assert not marker.exists()
+            listed = cli("servers")
+            assert listed.returncode == 0, listed.stderr
+            assert " proposed " in listed.stdout and "s3cret-value" not in listed.stdout
+            # The operator sees exactly what approving runs: the command line, and the names of its env variables.
+            command = shlex.join([PYTHON, *spec["args"]])
+            assert f"p: approving it runs: {command} (env: API_KEY)" in listed.stdout
+
+            approved = cli("servers", "approve", "p")
+            assert approved.returncode == 0, approved.stderr
+            assert f"p: started: {command} (env: API_KEY)" in approved.stdout and " quarantined " in approved.stdout
+            assert marker.exists()
+            # Started, still quarantined: its tools wait for a second approval.
+            assert not any(t.name.startswith("p:") for t in (await client.list_tools()).tools)
+            assert cli("servers", "approve", "p").returncode == 0
+            assert "p:lookup" in [t.name for t in (await client.list_tools()).tools]
+    finally:
+        assert stop(served.proc) == 0
 
 
 async def test_an_operator_rejects_a_proposal_by_removing_it(tmp_path: Path) -> None:
