@@ -178,6 +178,14 @@ class ServerControl:
         pool = self._live()
         return [self._view(name) for name, s in self._servers.items() if s.proposed or name in pool]
 
+    def connects(self, name: str) -> ServerConfig:
+        """What the pool connects for ``name``; a ControlError for an unknown server, and for a proposal (nothing
+        may connect it, not even an OAuth login, until an operator approves it)."""
+        s = self._require(name)
+        if s.proposed:
+            raise rules.still_proposed(name)
+        return s.pool_config()
+
     def get(self, name: str) -> ServerView:
         self._require(name)
         return self._view(name)

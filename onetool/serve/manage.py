@@ -70,7 +70,7 @@ class ControlLike(Protocol):
     async def restart(self, name: str, *, actor: Actor) -> ServerViewLike: ...
 
 
-_SAYS = {
+_SAYS = {  # by the first operation each sentence covers
     "list": "'list' every server: its status (connected, quarantined, proposed, disabled, failed...), tool count, "
     "last error, who added it, and for a proposal exactly what approving it would run.",
     "add": "'add' proposes the server `spec` as `name`: nothing runs and nothing connects until "
@@ -93,11 +93,13 @@ def upstream_servers_tool(mode: Management) -> Tool:
             '{"command": "uvx", "args": ["mcp-server-fetch"]} or {"url": "https://host/mcp"}',
         }
     says = " ".join(_SAYS[op] for op in operations if op in _SAYS)
+    if mode == "full":
+        says += " Changes apply at once, and this endpoint's tool list (tools named server:tool) follows."
     return Tool(
         name=UPSTREAM_SERVERS,
         description=(
-            f"OneTool's upstream MCP servers. {says} Changes apply at once, and this endpoint's tool list follows "
-            f"(tools are named server:tool). This endpoint's {_MODE_KEY} is '{mode}': an operator decides the rest."
+            f"OneTool's upstream MCP servers. {says} This endpoint's {_MODE_KEY} is '{mode}': an operator decides "
+            "the rest."
         ),
         input_schema={
             "type": "object",

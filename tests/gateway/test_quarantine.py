@@ -136,6 +136,8 @@ async def test_a_server_added_through_mcp_runs_nothing_until_an_operator_approve
         ):
             with pytest.raises(ControlError, match="is a proposal: nothing runs it until an operator approves it"):
                 await action()
+        with pytest.raises(ControlError, match="is a proposal"):
+            gateway.control.connects("t")  # what an OAuth login would connect to
         assert not marker.exists()
 
         with anyio.fail_after(10):
