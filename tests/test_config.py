@@ -50,6 +50,7 @@ def test_shipped_configs_load() -> None:
     assert not full.servers["notion"].enabled
     assert list(full.enabled_servers) == ["github-api", "linear"]
     assert full.servers["linear"].oauth is not None and full.servers["linear"].oauth.scopes == ["read"]
+    assert full.direct.management == Config().direct.management == "propose"
     # Every section the models define is shown in the example.
     assert set(full.model_fields_set) >= set(Config.model_fields) - {"path"}
 
@@ -67,6 +68,11 @@ def test_unknown_key_names_path_and_allowed_keys(tmp_path: Path) -> None:
     assert str(tmp_path / "onetool.yaml") in msg
     assert "servers.wix.comand: unknown key" in msg
     assert "command" in msg and "connect_timeout" in msg
+
+
+def test_a_management_mode_is_one_of_three(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "direct:\n  management: admin\n"))
+    assert "direct.management" in msg and "'read-only', 'propose' or 'full'" in msg
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
     ]
     if config.http.enable_direct_endpoint:
         endpoints.append("/mcp/direct")
-        direct_face = serve.build_direct_server(gateway, config.http.direct_separator)
+        direct_face = serve.build_direct_server(gateway, config.http.direct_separator, config.direct.management)
         routes.append(serve.mcp_routes("/mcp/direct", direct_face, listener))
     if config.http.enable_inspect_endpoint:
         endpoints.append("/mcp/inspect")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from onetool.upstream import UpstreamPool
 
 from onetool.cli.common import EXIT_OK, attach_failed, print_table, setup, with_pool
+from onetool.text import visible
 
 
 def cmd_servers(args: argparse.Namespace) -> int:
@@ -130,6 +132,21 @@ def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
         for v in views
     ]
     print_table(table)
+    for v in views:
+        if v.get("launch"):
+            done = "approving it runs" if v["status"] == "proposed" else "started"
+            print(f"\n{v['name']}: {done}: {_launch(v['launch'])}")
+
+
+def _launch(launch: dict[str, Any]) -> str:
+    """What a server runs, on one line, every character visible: a model may have written it."""
+    if "command" in launch:
+        where = f" in {launch['cwd']}" if launch["cwd"] else ""
+        keys = ", ".join(launch["env_keys"]) or "-"
+        line = f"{shlex.join([launch['command'], *launch['args']])}{where} (env: {keys})"
+    else:
+        line = f"{launch['url']} over {launch['type']} (headers: {', '.join(launch['header_keys']) or '-'})"
+    return visible(line, keep="")
 
 
 def _error(view: dict[str, Any]) -> str:
@@ -153,7 +170,12 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     for tool in report["tools"]:
         mark = "  HELD " if tool["held"] else "       "
         print(f"{mark}{tool['name']}" + (f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""))
-    if report["quarantined"]:
+    if report["status"] == "proposed":
+        print(
+            f"\nproposed by a model: nothing runs it until you approve it (onetool servers approve {report['name']}); "
+            f"reject it with: onetool servers remove {report['name']}"
+        )
+    elif report["quarantined"]:
         print(f"\nquarantined: no face shows its tools; approve them with: onetool servers approve {report['name']}")
     for held in report["held"]:
         if held["reason"] == "changed after approval":

@@ -156,6 +156,21 @@ class HttpConfig(_Strict):
     )
 
 
+Management = Literal["read-only", "propose", "full"]
+
+
+class DirectConfig(_Strict):
+    """What a model may do through the management tools of ``/mcp/direct``. A model is not an operator: whatever
+    the mode, a server it adds is a proposal that runs nothing until an operator approves it, and it never undoes
+    an operator's decision."""
+
+    management: Management = Field(
+        default="propose",
+        description="read-only: list servers; propose: also add a server as a proposal and review quarantine; "
+        "full: also enable, disable, restart and remove the servers it added itself",
+    )
+
+
 class InspectConfig(_Strict):
     """The inspect/exec face (``/mcp/inspect``, ``serve --mode inspect``)."""
 
@@ -194,6 +209,7 @@ class Config(_Strict):
     http: HttpConfig = Field(default_factory=HttpConfig)
     state: StateConfig = Field(default_factory=StateConfig)
     inspect: InspectConfig = Field(default_factory=InspectConfig)
+    direct: DirectConfig = Field(default_factory=DirectConfig)
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 

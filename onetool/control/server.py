@@ -3,11 +3,17 @@
 Config-file servers and servers added at run time (kept in the state store) are merged at startup, with the
 store's overrides (enabled, quarantined) applied. Each change goes to the store first (with its audit entry),
 then to the running pool, then to the faces (``on_change``); a failed store write changes nothing.
+
+A server a model adds (actor "mcp") is a proposal: it is listed, with what it would run, but never handed to the
+pool, so no process starts and no connection opens until an operator approves it. That approval starts it,
+still quarantined: a second approval lets its tools in. A model never undoes an operator's decision
+(``rules.check_model_may_change``).
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +25,7 @@ from onetool.config import Config, ServerConfig, to_identifier, validate_server
 from onetool.control import rules
 from onetool.control.bridging import Bridging
 from onetool.control.trust import Trust
-from onetool.control.views import ControlError, HeldTool, ServerView
+from onetool.control.views import PROPOSED, ControlError, HeldTool, ServerView, launch
 from onetool.errors import ConfigError, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor
@@ -41,6 +47,10 @@ class _Server:
     trust: Trust
     bridged: ServerConfig | None = None
     """For a converted server: the entry the pool connects instead of ``config`` (the bridge's URL)."""
+    proposed: bool = False
+    """A model's proposal no operator approved yet: never in the pool."""
+    enabled_by: Actor | None = None
+    """Who last enabled or disabled it (None: nobody, the config or the add decides)."""
 
     def pool_config(self) -> ServerConfig:
         connect = self.bridged or self.config
@@ -66,7 +76,9 @@ class ServerControl:
     @classmethod
     async def load(cls, config: Config, store: StateStore) -> ServerControl:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
-        servers: dict[str, tuple[ServerConfig, Actor | None]] = {name: (s, None) for name, s in config.servers.items()}
+        servers: dict[str, tuple[ServerConfig, Actor | None, bool]] = {
+            name: (s, None, False) for name, s in config.servers.items()
+        }
         packs = {to_identifier(name): name for name in servers}
         for name, added in (await store.added_servers()).items():
             if to_identifier(name) in packs:
@@ -78,7 +90,7 @@ class ServerControl:
                 )
                 continue
             try:
-                servers[name] = (validate_server(name, added.spec), added.added_by)
+                servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed)
             except ConfigError as e:
                 logger.error("{}; remove it with `onetool servers remove {}`", e, name)
                 continue
@@ -86,21 +98,23 @@ class ServerControl:
         overrides = await store.overrides()
         approvals = await store.all_approved_tools()
         loaded: dict[str, _Server] = {}
-        for name, (server, added_by) in servers.items():
+        for name, (server, added_by, proposed) in servers.items():
             o = overrides.get(name)
             enabled = server.enabled if o is None or o.enabled is None else o.enabled
             quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
             approved_at = o.approved_at if o is not None else None
             approved = approvals.get(name, {}) if approved_at is not None else {}
-            loaded[name] = _Server(server, added_by, enabled, Trust(quarantined, approved_at, approved))
+            trust = Trust(quarantined, approved_at, approved)
+            enabled_by = o.enabled_by if o is not None else None
+            loaded[name] = _Server(server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by)
         bridging = Bridging(config.bridge, store)
         for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
             loaded[name].bridged = entry
         return cls(loaded, store, config.path, bridging)
 
     def configs(self) -> dict[str, ServerConfig]:
-        """What the pool connects: each server with its enabled override applied."""
-        return {name: s.pool_config() for name, s in self._servers.items()}
+        """What the pool connects: each server with its enabled override applied; never a proposal."""
+        return {name: s.pool_config() for name, s in self._servers.items() if not s.proposed}
 
     async def attach(self, pool: UpstreamPool, on_change: Callable[[], None]) -> None:
         """Start controlling ``pool``; ``on_change()`` after every change of what a face may show."""
@@ -117,14 +131,15 @@ class ServerControl:
         s = self._servers.get(server)
         if s is None:
             return pool.tools(server) if server in pool else []
-        if s.trust.quarantined:
+        if s.trust.quarantined or s.proposed:
             return None
         return s.trust.visible(pool.tools(server))
 
     def tools(self, server: str) -> list[types.Tool]:
         """Every tool the server offers now, held or not: for an admin's review."""
         self._require(server)
-        return self._live().tools(server)
+        pool = self._live()
+        return pool.tools(server) if server in pool else []
 
     async def refresh(self, server: str) -> None:
         """After a server's catalogue or status changed: re-check its tools against their approval, tell the
@@ -160,7 +175,16 @@ class ServerControl:
     # ----- reading -------------------------------------------------------------------------------
 
     def list(self) -> list[ServerView]:
-        return [self._view(status.name) for status in self._live().status() if status.name in self._servers]
+        pool = self._live()
+        return [self._view(name) for name, s in self._servers.items() if s.proposed or name in pool]
+
+    def connects(self, name: str) -> ServerConfig:
+        """What the pool connects for ``name``; a ControlError for an unknown server, and for a proposal (nothing
+        may connect it, not even an OAuth login, until an operator approves it)."""
+        s = self._require(name)
+        if s.proposed:
+            raise rules.still_proposed(name)
+        return s.pool_config()
 
     def get(self, name: str) -> ServerView:
         self._require(name)
@@ -189,15 +213,22 @@ class ServerControl:
     async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerView:
         async with self._lock:
             config, stored = rules.new_server(name, spec, self._servers, actor)
-            added = await self._store.add_server(name, stored, actor)
-            self._servers[name] = _Server(config, added.added_by, config.enabled, Trust(config.quarantined))
-            self._log(name, "added", actor, quarantined=config.quarantined)
-            await self._live().put(name, config)
+            proposed = rules.proposes(actor)
+            added = await self._store.add_server(name, stored, actor, proposed=proposed)
+            trust = Trust(config.quarantined)
+            self._servers[name] = _Server(config, added.added_by, config.enabled, trust, proposed=proposed)
+            if proposed:
+                self._log(name, "proposed", actor, **launch(config))
+            else:
+                self._log(name, "added", actor, quarantined=config.quarantined)
+                await self._live().put(name, config)
             return await self._changed(name)
 
     async def remove(self, name: str, *, actor: Actor) -> None:
         async with self._lock:
             s = self._servers.get(name)
+            if s is not None:
+                rules.check_model_may_change(name, "remove", actor, s.added_by, s.enabled_by, self._config_path)
             if s is not None and s.added_by is None:
                 raise rules.in_config_file(name, self._config_path)
             # The bridge stops it first: when the bridge is unavailable, nothing is removed.
@@ -213,8 +244,9 @@ class ServerControl:
 
     async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
         async with self._lock:
-            s = self._require(name)
+            s = self._started(name, "enable" if enabled else "disable", actor)
             await self._store.set_enabled(name, enabled, actor)
+            s.enabled_by = actor
             if s.enabled != enabled:
                 s.enabled = enabled
                 await self._live().put(name, s.pool_config())
@@ -223,7 +255,7 @@ class ServerControl:
 
     async def restart(self, name: str, *, actor: Actor) -> ServerView:
         async with self._lock:
-            s = self._require(name)
+            s = self._started(name, "restart", actor)
             if not s.enabled:
                 raise ControlError(f"server '{name}' is disabled; enable it to start it", 409)
             await self._store.record("restart_server", actor, name)
@@ -242,10 +274,14 @@ class ServerControl:
     async def approve(self, name: str, *, actor: Actor, tools: Sequence[str] | None = None) -> ServerView:
         """Let a quarantined server's tools in (recording them as approved), or the named held tools.
 
-        For the admin API and the CLI only: no MCP tool may reach this.
+        For the admin API and the CLI only: no MCP tool may reach this. Approving a proposal starts it (the answer
+        shows what it runs), still quarantined: its tools are reviewed and approved next.
         """
         async with self._lock:
             s = self._require(name)
+            if s.proposed and tools is None:
+                return await self._accept(name, s, actor)
+            s = self._started(name, "approve", actor)
             status = self._live().server_status(name)
             if status.status is not ServerState.CONNECTED:
                 raise ControlError(
@@ -276,7 +312,7 @@ class ServerControl:
         """Serve ``name`` (a stdio server) through the bridge and reconnect it there; its pack, overrides and
         approvals stay. A bridge that refuses or cannot be reached changes nothing (ControlError, its status)."""
         async with self._lock:
-            s = self._require(name)
+            s = self._started(name, "convert", actor)
             if s.bridged is not None:
                 raise ControlError(f"server '{name}' is already converted (to {s.bridged.url}); revert it first", 409)
             s.bridged = await self._bridging.convert(name, s.config, actor=actor)
@@ -287,7 +323,7 @@ class ServerControl:
     async def revert(self, name: str, *, actor: Actor) -> ServerView:
         """Stop ``name`` on the bridge and connect it over stdio again, as its conversion record has it."""
         async with self._lock:
-            s = self._require(name)
+            s = self._started(name, "revert", actor)
             record = await self._bridging.revert(name, actor=actor)
             s.config = s.config.model_copy(update={"command": record.command, "args": record.args, "env": record.env})
             s.bridged = None
@@ -327,12 +363,45 @@ class ServerControl:
             raise rules.unknown(name, self._servers)
         return s
 
+    def _started(self, name: str, action: str, actor: Actor) -> _Server:
+        """The server, if ``actor`` may ``action`` it and it is no proposal (nothing of a proposal runs)."""
+        s = self._require(name)
+        rules.check_model_may_change(name, action, actor, s.added_by, s.enabled_by, self._config_path)
+        if s.proposed:
+            raise rules.still_proposed(name)
+        return s
+
+    async def _accept(self, name: str, s: _Server, actor: Actor) -> ServerView:
+        """Let a proposal run: the pool starts it now, quarantined as every server a model added."""
+        what = launch(s.config)
+        if not await self._store.accept_proposal(name, actor, what):
+            raise ControlError(f"server '{name}' is no longer a proposal in the state store; list servers again", 409)
+        s.proposed = False
+        self._log(name, "approved to run", actor, **what)
+        await self._live().put(name, s.pool_config())
+        return dataclasses.replace(await self._changed(name), launch=what)
+
     async def _changed(self, name: str) -> ServerView:
         await self.refresh(name)
         return self._view(name)
 
     def _view(self, name: str) -> ServerView:
         s = self._servers[name]
+        if s.proposed:
+            return ServerView(
+                name=name,
+                pack=to_identifier(name),
+                type=s.config.transport,
+                status=PROPOSED,
+                enabled=s.enabled,
+                quarantined=s.trust.quarantined,
+                error=None,
+                detail=None,
+                fix=f"an operator approves it to run it: onetool servers approve {name}",
+                tool_count=0,
+                added_by=s.added_by,
+                launch=launch(s.config),
+            )
         st = self._live().server_status(name)
         return ServerView(
             name=name,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from onetool.config import ServerConfig
 from onetool.errors import OneToolError
 
 HeldReason = Literal["server quarantined", "changed after approval"]
+PROPOSED = "proposed"
+"""The status of a server a model proposed: nothing runs it until an operator approves it."""
 
 
 class ControlError(OneToolError):
@@ -26,7 +29,7 @@ class ServerView:
     pack: str
     type: str
     status: str
-    """A ServerState value, or "quarantined" for an enabled server that awaits approval."""
+    """A ServerState value, "quarantined" for an enabled server whose tools await approval, or PROPOSED."""
     enabled: bool
     quarantined: bool
     error: str | None
@@ -44,6 +47,8 @@ class ServerView:
     """For an OAuth server: authenticated, pending_authorization or authentication_failed."""
     converted_to: str | None = None
     """For a stdio server the bridge serves (``onetool servers convert``): the URL the gateway connects."""
+    launch: dict[str, Any] | None = None
+    """For a proposed server, and in the answer to approving one: what approving it runs (see :func:`launch`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for the admin API and the CLI."""
@@ -70,3 +75,13 @@ class HeldTool:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def launch(config: ServerConfig) -> dict[str, Any]:
+    """Exactly what connecting ``config`` starts or opens, for an operator to approve: the command, its
+    arguments, working folder and environment variable names, or the URL, transport and header names.
+    Never a value of the environment or of a header: they may be secrets."""
+    if config.command is not None:
+        cwd = str(config.cwd) if config.cwd is not None else None
+        return {"command": config.command, "args": list(config.args), "cwd": cwd, "env_keys": sorted(config.env)}
+    return {"url": config.url, "type": config.transport, "header_keys": sorted(config.headers)}

@@ -3,8 +3,9 @@
     GET    /admin/servers                  every server, with full status (the error's detail included)
     POST   /admin/servers                  {"name": ..., "spec": {...one config entry...}} -> 201, the server
     GET    /admin/servers/{name}           the server, its tools and its held changes
-    DELETE /admin/servers/{name}           remove a server added at run time
-    POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional)
+    DELETE /admin/servers/{name}           remove a server added at run time (or reject a model's proposal)
+    POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional;
+                                           a model's proposal: starts it, quarantined, its "launch" says what runs)
                                            convert (serve a stdio server through the bridge), revert
     GET    /admin/held                     every held tool, for review
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints)

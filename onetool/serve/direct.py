@@ -20,11 +20,12 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
+from onetool.config import Management
 from onetool.errors import ModelError
 from onetool.registry import Registry
 from onetool.registry.schema import ToolSchema
 from onetool.serve.fanout import face_server
-from onetool.serve.manage import MANAGEMENT_TOOLS, ControlLike, call_management
+from onetool.serve.manage import MANAGEMENT_NAMES, ControlLike, ManagementTools
 from onetool.serve.run import (
     RUN_INPUT_SCHEMA,
     GatewayLike,
@@ -52,7 +53,7 @@ MAX_NAME = 64
 """Longest tool name: some clients check names against ``^[a-zA-Z0-9_-]{1,64}$``."""
 _HASH_CHARS = 8
 """Hex digits of the hash that keeps a shortened name unique: 32 bits."""
-RESERVED = frozenset({"run", *MANAGEMENT_TOOLS})
+RESERVED = frozenset({"run", *MANAGEMENT_NAMES})
 
 
 class DirectGateway(GatewayLike, Protocol):
@@ -151,9 +152,10 @@ def _key(visible: Mapping[str, Sequence[types.Tool]]) -> tuple[tuple[str, tuple[
 
 
 class DirectFace:
-    def __init__(self, gateway: DirectGateway, separator: Separator) -> None:
+    def __init__(self, gateway: DirectGateway, separator: Separator, management: Management) -> None:
         self._gateway = gateway
         self._separator = separator
+        self._management = ManagementTools(management)
         self._catalogue = DirectCatalogue({}, separator)
         self._seen: Registry | None = None
         self.levels = LogLevels()
@@ -176,7 +178,7 @@ class DirectFace:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        management = [run_tool(self._gateway), *MANAGEMENT_TOOLS.values()]
+        management = [run_tool(self._gateway), *self._management.tools.values()]
         return types.ListToolsResult(tools=[*management, *self.catalogue().listed])
 
     async def call_tool(
@@ -188,8 +190,8 @@ class DirectFace:
         """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
         if name == "run":
             return await call_run(self._gateway, arguments, client)
-        if name in MANAGEMENT_TOOLS:
-            return await call_management(self._gateway.control, name, arguments)
+        if name in MANAGEMENT_NAMES:
+            return await self._management.call(self._gateway.control, name, arguments)
         catalogue = self.catalogue()
         target = catalogue.tools.get(name)
         if target is None:
@@ -205,8 +207,8 @@ class DirectFace:
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == "run":
             return RUN_INPUT_SCHEMA
-        if name in MANAGEMENT_TOOLS:
-            return MANAGEMENT_TOOLS[name].input_schema
+        if name in self._management.tools:
+            return self._management.tools[name].input_schema
         target = self.catalogue().tools.get(name)
         return target.tool.input_schema if target else None
 
@@ -224,9 +226,12 @@ def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
     return result.model_copy(update={"meta": rest or None})
 
 
-def build_direct_server(gateway: DirectGateway, separator: Separator = ":") -> Server[dict[str, Any]]:
-    """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires."""
-    face = DirectFace(gateway, separator)
+def build_direct_server(
+    gateway: DirectGateway, separator: Separator = ":", management: Management = "propose"
+) -> Server[dict[str, Any]]:
+    """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires;
+    ``management`` is what its management tools let a model do (``direct.management``)."""
+    face = DirectFace(gateway, separator, management)
     server = face_server(
         gateway.subscribe,
         on_list_tools=face.list_tools,

@@ -77,10 +77,7 @@ class Logins:
         self._logins: dict[str, Login] = {}
 
     async def start(self, name: str, actor: Actor) -> Login:
-        config = self.gateway.control.configs().get(name)
-        if config is None:
-            self.gateway.control.get(name)  # raises the control plane's "unknown server" error
-        assert config is not None
+        config = self.gateway.control.connects(name)
         if config.oauth is None:
             raise ControlError(f"server '{name}' has no oauth block in its config: there is nothing to authorize")
         if resolve_flow(name, config.oauth) == "client_credentials":

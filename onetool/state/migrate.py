@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-HEAD = "0003"
+HEAD = "0004"
 """The newest revision in ``migrations/versions/`` (a test checks it against Alembic's own answer)."""
 
 MIGRATIONS = Path(__file__).with_name("migrations")

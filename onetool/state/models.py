@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, Dialect, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import JSON, Boolean, Column, DateTime, Dialect, Index, Integer, MetaData, String, Table, Text, false
 from sqlalchemy.types import TypeDecorator
 
 NAME = 255  # server and tool names: config keys and MCP tool names are far shorter in practice
@@ -52,6 +52,8 @@ servers = Table(
     Column("spec", JSON, nullable=False),  # a config-file server entry, as given (the caller validated it)
     Column("added_by", String(ACTOR), nullable=False),
     Column("added_at", UtcDateTime, nullable=False),
+    # A server a model proposed (added through MCP): nothing runs until an operator approves it.
+    Column("proposed", Boolean, nullable=False, server_default=false()),
 )
 
 # Per-server overrides, of config-file and added servers alike.
@@ -67,6 +69,8 @@ overrides = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_by", String(ACTOR), nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # who made the last enable/disable decision: a model may not undo an operator's
+    Column("enabled_by", String(ACTOR), nullable=True),
 )
 
 approved_tools = Table(

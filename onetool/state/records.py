@@ -10,6 +10,8 @@ Actor = Literal["cli", "api", "mcp", "gateway"]
 """Who made a change: the CLI, the admin API, an MCP management tool, or the gateway itself (e.g. a rug pull)."""
 
 ACTORS: frozenset[str] = frozenset(get_args(Actor))
+OPERATORS: frozenset[str] = frozenset({"cli", "api"})
+"""The actors that are people: a model ("mcp") may propose, and never undo what one of these decided."""
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,8 @@ class AddedServer:
     spec: dict[str, Any] = field(repr=False)  # may hold env and header values the user passed in clear text
     added_by: Actor
     added_at: datetime
+    proposed: bool = False
+    """Added by a model and not yet approved by an operator: nothing may run it, no connection may be opened."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Override:
     created_at: datetime
     updated_by: Actor
     updated_at: datetime
+    enabled_by: Actor | None
+    """Who set ``enabled`` last (None: nobody has)."""
 
 
 @dataclass(frozen=True)

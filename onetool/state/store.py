@@ -85,8 +85,13 @@ class StateStore:
             rows = await conn.execute(select(servers).order_by(servers.c.added_at, servers.c.name))
             return {row.name: AddedServer(**row._mapping) for row in rows}
 
-    async def add_server(self, name: str, spec: Mapping[str, Any], actor: Actor) -> AddedServer:
-        """Store a server spec as given (JSON data; validate it with ServerConfig first). ServerExists if added."""
+    async def add_server(
+        self, name: str, spec: Mapping[str, Any], actor: Actor, *, proposed: bool = False
+    ) -> AddedServer:
+        """Store a server spec as given (JSON data; validate it with ServerConfig first). ServerExists if added.
+
+        ``proposed``: a model's proposal, which nothing runs until :meth:`accept_proposal`.
+        """
         _check_actor(actor)
         try:
             data: dict[str, Any] = json.loads(json.dumps(spec))
@@ -99,11 +104,26 @@ class StateStore:
                     f"server '{name}' was already added (by {existing.added_by} at {existing.added_at:%Y-%m-%d %H:%M} "
                     "UTC); remove it first to replace it"
                 )
-            added = AddedServer(name=name, spec=data, added_by=actor, added_at=_now())
+            added = AddedServer(name=name, spec=data, added_by=actor, added_at=_now(), proposed=proposed)
             await conn.execute(insert(servers).values(**vars(added)))
             # the spec may hold secrets (env, headers): the log names its keys only
-            await _audit(conn, actor, "add_server", name, {"keys": sorted(data)})
+            await _audit(conn, actor, "propose_server" if proposed else "add_server", name, {"keys": sorted(data)})
             return added
+
+    async def accept_proposal(self, name: str, actor: Actor, details: Mapping[str, Any]) -> bool:
+        """An operator lets a proposed server run; ``details`` (what it runs, no secret) go to the audit log.
+
+        False if ``name`` is not a proposal (any more).
+        """
+        _check_actor(actor)
+        async with self._transaction(f"accept the proposal '{name}'") as conn:
+            accepted = await conn.execute(
+                update(servers).where(servers.c.name == name, servers.c.proposed.is_(True)).values(proposed=False)
+            )
+            if accepted.rowcount == 0:
+                return False
+            await _audit(conn, actor, "accept_proposal", name, dict(details))
+            return True
 
     async def remove_server(self, name: str, actor: Actor) -> bool:
         """Remove an added server with its overrides, approvals and OAuth record; False if it was not added."""
@@ -123,8 +143,14 @@ class StateStore:
             return {row.server: Override(**row._mapping) for row in rows}
 
     async def set_enabled(self, name: str, enabled: bool | None, actor: Actor) -> Override:
-        """Enable or disable a server across restarts; ``None`` drops the override (the config decides again)."""
-        return await self._override(name, actor, "set_enabled", {"enabled": enabled}, enabled=enabled)
+        """Enable or disable a server across restarts; ``None`` drops the override (the config decides again).
+
+        The override keeps who decided (``enabled_by``): a model may not undo an operator's decision.
+        """
+        decided_by = actor if enabled is not None else None
+        return await self._override(
+            name, actor, "set_enabled", {"enabled": enabled}, enabled=enabled, enabled_by=decided_by
+        )
 
     async def set_quarantined(self, name: str, quarantined: bool | None, actor: Actor) -> Override:
         """Quarantine a server (this withdraws its approval), or release it; ``None`` drops the override.

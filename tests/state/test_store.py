@@ -102,6 +102,30 @@ async def test_overrides_survive_a_restart_and_none_drops_one(store_url: str) ->
     assert cleared.updated_by == "api"
 
 
+async def test_enabled_by_is_who_last_enabled_or_disabled_not_who_changed_something_else(store_url: str) -> None:
+    async with await StateStore.open(store_url) as store:
+        await store.set_enabled("time", False, "cli")
+        await store.set_quarantined("time", True, "mcp")
+        assert (await store.overrides())["time"].enabled_by == "cli"
+        await store.set_enabled("time", True, "mcp")
+        assert (await store.overrides())["time"].enabled_by == "mcp"
+        assert (await store.set_enabled("time", None, "api")).enabled_by is None
+
+
+async def test_a_proposal_is_kept_as_one_until_an_operator_accepts_it(store_url: str) -> None:
+    async with await StateStore.open(store_url) as store:
+        added = await store.add_server("p", {"command": "x"}, "mcp", proposed=True)
+        assert added.proposed and not (await store.add_server("q", {"command": "x"}, "cli")).proposed
+    async with await StateStore.open(store_url) as store:
+        assert (await store.added_servers())["p"].proposed
+        assert await store.accept_proposal("p", "cli", {"command": "x"})
+        assert not await store.accept_proposal("p", "cli", {"command": "x"})  # done already
+        assert not await store.accept_proposal("q", "cli", {})  # never was one
+        assert not (await store.added_servers())["p"].proposed
+        actions = [(e.actor, e.action, e.details) for e in reversed(await store.audit_log(server="p"))]
+    assert actions == [("mcp", "propose_server", {"keys": ["command"]}), ("cli", "accept_proposal", {"command": "x"})]
+
+
 async def test_approval_records_who_and_the_tools_and_quarantine_withdraws_it(store_url: str) -> None:
     async with await StateStore.open(store_url) as store:
         await store.set_quarantined("wix", True, "mcp")
