@@ -3,7 +3,6 @@
 
 from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.errors import (
-    SNIPPET_ERRORS,
     TOOL_ERRORS,
     ArgumentError,
     LimitError,
@@ -14,17 +13,15 @@ from sandbox.errors import (
     UnknownTool,
 )
 from sandbox.messages import PROGRESS_RATE, Ration, one_line
-from sandbox.policy import ALLOWED_MODULES, CompileFailure, parse
+from sandbox.policy import ALLOWED_MODULES
 from sandbox.pool import Sandbox
 from sandbox.sites import Site
 
 __all__ = [
     "ALLOWED_MODULES",
     "PROGRESS_RATE",
-    "SNIPPET_ERRORS",
     "TOOL_ERRORS",
     "ArgumentError",
-    "CompileFailure",
     "LimitError",
     "Limits",
     "OnCall",
@@ -41,5 +38,4 @@ __all__ = [
     "ToolUnavailable",
     "UnknownTool",
     "one_line",
-    "parse",
 ]
