@@ -25,7 +25,9 @@ _KNOWN_NAMES = frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names) | f
 def precheck(code: str, registry: Registry) -> RunError | None:
     """The first problem visible without running the code, or None."""
     if len(code) > MAX_CODE_CHARS:
-        return RunError("LimitError", f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
+        return RunError(
+            "LimitError", f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}", origin="host"
+        )
     try:
         tree = parse(code)
     except CompileFailure as failure:
@@ -61,7 +63,7 @@ def _check_call(tool: Tool, call: ast.Call) -> None:
 def _error(kind: str, message: str, line: int | None, column: int | None, code: str) -> RunError:
     lines = code.splitlines()
     source = lines[line - 1] if line is not None and 0 < line <= len(lines) else None
-    return RunError(kind, message, line, column, source)
+    return RunError(kind, message, line, column, source, origin="host")
 
 
 def _bound_names(tree: ast.AST) -> set[str]:

@@ -1,7 +1,7 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, OnProgress, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, Origin, RunError, RunResult
 from sandbox.errors import (
     SNIPPET_ERRORS,
     TOOL_ERRORS,
@@ -28,6 +28,7 @@ __all__ = [
     "Limits",
     "OnCall",
     "OnProgress",
+    "Origin",
     "PolicyError",
     "Ration",
     "RunError",

@@ -100,16 +100,17 @@ def test_media_extraction_is_bounded() -> None:
 
 
 def test_run_result_error() -> None:
-    error = RunError("ZeroDivisionError", "division by zero", line=2, source="x = 1/0")
+    error = RunError("ZeroDivisionError", "division by zero", line=2, source="x = 1/0", origin="code")
     result = run_result(None, "partial\n", error=error)
     assert result.is_error
-    assert result.content[-1].text == "ZeroDivisionError: division by zero (line 2: x = 1/0)"
+    assert result.content[-1].text == "[raised by the code] ZeroDivisionError: division by zero (line 2: x = 1/0)"
     assert result.structured_content["error"]["type"] == "ZeroDivisionError"
+    assert result.structured_content["error"]["origin"] == "code"
     assert result.structured_content["output"] == "partial\n"
 
 
 def test_error_message_is_capped_in_text_and_structured_content() -> None:
-    error = RunError("ValueError", "x" * 8_000_000, line=1, source="y" * 5000)
+    error = RunError("ValueError", "x" * 8_000_000, line=1, source="y" * 5000, origin="code")
     result = run_result(None, "", error=error, max_chars=10_000)
     assert len(result.content[-1].text) < 12_000
     fields = result.structured_content["error"]
