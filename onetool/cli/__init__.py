@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-c", dest="code", metavar="CODE", help="the code to run")
     run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
+    run.add_argument(
+        "--json", action="store_true", help="print the exact MCP result as JSON (the text is shown escaped otherwise)"
+    )
     run.set_defaults(func=cmd_run)
 
     servers = sub.add_parser(

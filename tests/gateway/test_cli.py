@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -45,6 +46,31 @@ def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
     proc = onetool("run", "-c", "1 / 0", cwd=tmp_path)
     assert proc.returncode == 1
     assert "ZeroDivisionError" in proc.stderr and proc.stdout == ""
+
+
+TERMINAL_ATTACK = "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b) + chr(0x202e) + chr(0x7f))\nraise ValueError('\\x1b[2J')"
+"""OSC 52 (write the operator's clipboard), a C1 CSI, a bidi override, DEL; then an error that clears the screen."""
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\x7f")
+
+
+def test_run_never_writes_a_terminal_control_raw(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert not [c for c in RAW if c in proc.stdout + proc.stderr]
+    assert "\\x1b]52;c;aGk=\\x07\\x9b\\u202e\\x7f\n" in proc.stderr and "ValueError: \\x1b[2J" in proc.stderr
+
+
+def test_run_json_gives_the_exact_data(tmp_path: Path) -> None:
+    proc = onetool("run", "--json", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.isascii() and proc.stderr == ""
+    result = json.loads(proc.stdout)
+    assert result["isError"] is True
+    assert result["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\u202e\x7f\n"
+    error = result["structuredContent"]["error"]
+    assert (error["type"], error["message"], error["origin"]) == ("ValueError", "\x1b[2J", "code")
+    assert json.loads(onetool("run", "--json", "-c", "[1, '007']", cwd=tmp_path).stdout)["structuredContent"] == {
+        "result": [1, "007"]
+    }
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -148,4 +174,6 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("ToolUnavailable: server 'time' is unavailable: command not found")
+    assert proc.stderr.startswith(
+        "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
+    )
