@@ -17,9 +17,10 @@ from typing import Any, TextIO
 
 from loguru import logger
 
+from onetool.errors import ConfigError
 from onetool.text import escape_unsafe
 
-__all__ = ["LogSpan", "logger", "setup_logging"]
+__all__ = ["LEVELS", "LogSpan", "log_level", "logger", "setup_logging"]
 
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
 
@@ -61,13 +62,43 @@ def _with_kv(record: Any) -> None:
     record["message"] = quoted(message) if "=" in message or '"' in message else one_line(message)
 
 
+LEVELS: dict[str, str | None] = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warning": "WARNING",
+    "warn": "WARNING",
+    "error": "ERROR",
+    "critical": "CRITICAL",
+    "fatal": "CRITICAL",
+    "silent": None,
+    "off": None,
+}
+"""The log levels an operator may name, in any case; None: no logs at all."""
+
+
+def log_level(text: str, source: str = "LOG_LEVEL") -> str | None:
+    """The loguru level ``text`` names (None: silent); a ConfigError in one line, naming ``source`` (the variable
+    or option it came from), for anything else: the CLI exits with status 2 rather than a traceback."""
+    try:
+        return LEVELS[text.strip().lower()]
+    except KeyError:
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise ConfigError(
+            f"{source}={quoted(shown)} is not a log level: use debug, info, warning (warn), error, "
+            "critical (fatal) or silent (off)"
+        ) from None
+
+
 def setup_logging(level: str | None = None, file: str | None = None, sink: TextIO | None = None) -> None:
-    """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO)."""
-    level = (level or os.environ.get("LOG_LEVEL") or "INFO").upper()
+    """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO), named as :func:`log_level`
+    takes it; silent or off sends them nowhere."""
+    name = log_level(level or os.environ.get("LOG_LEVEL") or "INFO")
     logger.remove()
     logger.configure(patcher=_with_kv)
+    if name is None:
+        return
     target: Any = file or sink or sys.stderr
-    logger.add(target, level=level, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    logger.add(target, level=name, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
 
 
 class LogSpan:

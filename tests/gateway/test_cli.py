@@ -13,8 +13,10 @@ import pytest
 from tests.gateway.conftest import ONETOOL, gateway_config, write_config
 
 
-def onetool(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+def onetool(
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}, **(env or {})}
     return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin, env=env)
 
 
@@ -147,6 +149,31 @@ def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
     )
     assert loud.stdout == "1\n"
     assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
+
+
+@pytest.mark.parametrize("level", ["warn", "WARNING", "Fatal", "critical", "error", "info", "silent", "OFF"])
+def test_log_level_names_in_any_case(tmp_path: Path, level: str) -> None:
+    proc = onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    served = onetool("serve", cwd=tmp_path, stdin="", env={"LOG_LEVEL": level})  # stdio, at once at its end
+    assert served.returncode == 0
+    assert ("serving MCP over stdio" in served.stderr) is (level.lower() == "info"), served.stderr
+
+
+REFUSED = "is not a log level: use debug, info, warning (warn), error, critical (fatal) or silent (off)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "-c", "1"], ["servers"], ["tools"], ["check"], ["stubs"], ["import", "x.json"], ["serve"], ["bridge"]],
+    ids=lambda command: command[0],
+)
+def test_a_bad_log_level_is_refused_in_one_line_by_every_command(tmp_path: Path, command: list[str]) -> None:
+    proc = onetool(*command, cwd=tmp_path, env={"LOG_LEVEL": "verbose"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "onetool: LOG_LEVEL=verbose " + REFUSED)
+    if command[0] != "import":  # the one command without the option
+        flag = onetool(*command, "--log-level", "loud please", cwd=tmp_path)
+        assert (flag.returncode, flag.stderr) == (2, 'onetool: --log-level="loud please" ' + REFUSED)
 
 
 def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
