@@ -207,10 +207,9 @@ def _check_log_level(args: argparse.Namespace) -> None:
     """Every command, logging or not, refuses a log level it would not understand, before it does anything."""
     import os
 
-    from onetool.logs import log_level
-
     given = getattr(args, "log_level", None)
-    if given:
-        log_level(given, "--log-level")
-    elif env := os.environ.get("LOG_LEVEL"):
-        log_level(env)
+    source = "--log-level" if given else "LOG_LEVEL"
+    if level := given or os.environ.get("LOG_LEVEL"):
+        from onetool.logs import log_level
+
+        log_level(level, source)
