@@ -31,7 +31,7 @@ from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
 from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
 from onetool.relay import Relay, RunClient
-from onetool.results import returned_media, run_result
+from onetool.results import error_span_fields, returned_media, run_result
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
@@ -126,7 +126,7 @@ class Gateway:
             registry = self._registry
             failure = too_long(code)
             if failure is not None:
-                span.add(calls=0, status="FAILED", errorType=failure.type, errorMessage=failure.message)
+                span.add(calls=0, status="FAILED", **error_span_fields(failure))
                 return run_result(None, "", error=failure, max_chars=self.limits.max_output)
             media: set[str] = set()
             # A client that wants neither progress nor even the gravest log message costs the run nothing.
@@ -144,12 +144,11 @@ class Gateway:
                     )
                 except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
                     logger.exception("sandbox failed")
-                    outcome = RunResult(
-                        None, "", RunError("InternalError", f"the sandbox failed: {type(e).__name__}"), 0, 0
-                    )
+                    failed = RunError("InternalError", f"the sandbox failed: {type(e).__name__}", origin="host")
+                    outcome = RunResult(None, "", failed, 0, 0)
             span.add(calls=outcome.calls)
             if outcome.error is not None:
-                span.add(status="FAILED", errorType=outcome.error.type, errorMessage=outcome.error.message)
+                span.add(status="FAILED", **error_span_fields(outcome.error))
             if outcome.size >= RESERVED_FROM:  # decoding it took the loop a while: other clients first
                 await anyio.lowlevel.checkpoint()
             return self._shape(outcome, media)

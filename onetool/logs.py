@@ -17,42 +17,88 @@ from typing import Any, TextIO
 
 from loguru import logger
 
-__all__ = ["LogSpan", "logger", "setup_logging"]
+from onetool.errors import ConfigError
+from onetool.text import escape_unsafe
+
+__all__ = ["LEVELS", "LogSpan", "log_level", "logger", "setup_logging"]
 
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
 
 
 MAX_FIELD_CHARS = 1_000
 """A logged field or message longer than this is cut: snippet and upstream data can be megabytes."""
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_BARE = re.compile(r"[\w.:/@+%,-]+", re.ASCII)
+"""A value shown as it is; any other is quoted, so no text a value holds reads as another field."""
 
 
 def one_line(value: Any) -> str:
     """``value`` as a capped, single-line, escaped string: data cannot forge a record or a terminal escape."""
+    return escape_unsafe(_capped(value))
+
+
+def quoted(value: Any) -> str:
+    """``value`` as one field of a record (logfmt): a plain token as it is, anything else in double quotes with
+    ``\\`` and ``"`` escaped, then what :func:`one_line` escapes. ``x" status=SUCCESS runId=abc`` inside an
+    error message stays inside its field."""
+    text = _capped(value)
+    if len(text) <= MAX_FIELD_CHARS and _BARE.fullmatch(text):
+        return text
+    return '"' + escape_unsafe(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+def _capped(value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
     if len(text) > MAX_FIELD_CHARS:
         text = f"{text[:MAX_FIELD_CHARS]}...[{len(text) - MAX_FIELD_CHARS:,} more characters]"
-    return _UNPRINTABLE.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text
 
 
 def _with_kv(record: Any) -> None:
     extra = record["extra"]
-    kv = " ".join(f"{k}={one_line(v)}" for k, v in extra.items() if not k.startswith("_"))
+    kv = " ".join(f"{k}={quoted(v)}" for k, v in extra.items() if not k.startswith("_"))
     extra["_kv"] = f" {kv}" if kv else ""
-    record["message"] = one_line(record["message"])
+    # The message is quoted as a field is when it holds what could read as a field (`=`) or a quote.
+    message = record["message"]
+    record["message"] = quoted(message) if "=" in message or '"' in message else one_line(message)
+
+
+LEVELS: dict[str, str | None] = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warning": "WARNING",
+    "warn": "WARNING",
+    "error": "ERROR",
+    "critical": "CRITICAL",
+    "fatal": "CRITICAL",
+    "silent": None,
+    "off": None,
+}
+"""The log levels an operator may name, in any case; None: no logs at all."""
+
+
+def log_level(text: str, source: str = "LOG_LEVEL") -> str | None:
+    """The loguru level ``text`` names (None: silent); a ConfigError in one line, naming ``source`` (the variable
+    or option it came from), for anything else: the CLI exits with status 2 rather than a traceback."""
+    try:
+        return LEVELS[text.strip().lower()]
+    except KeyError:
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise ConfigError(
+            f"{source}={quoted(shown)} is not a log level: use debug, info, warning (warn), error, "
+            "critical (fatal) or silent (off)"
+        ) from None
 
 
 def setup_logging(level: str | None = None, file: str | None = None, sink: TextIO | None = None) -> None:
-    """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO)."""
-    level = (level or os.environ.get("LOG_LEVEL") or "INFO").upper()
+    """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO), named as :func:`log_level`
+    takes it; silent or off sends them nowhere."""
+    name = log_level(level or os.environ.get("LOG_LEVEL") or "INFO")
     logger.remove()
     logger.configure(patcher=_with_kv)
+    if name is None:
+        return
     target: Any = file or sink or sys.stderr
-    logger.add(target, level=level, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    logger.add(target, level=name, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
 
 
 class LogSpan:

@@ -21,7 +21,9 @@ MAX_CODE_CHARS = 100_000
 def too_long(code: str) -> RunError | None:
     """The one check made before the run has its slot: it costs nothing."""
     if len(code) > MAX_CODE_CHARS:
-        return RunError("LimitError", f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
+        return RunError(
+            "LimitError", f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}", origin="host"
+        )
     return None
 
 
@@ -39,5 +41,5 @@ def check_sites(sites: list[Site], registry: Registry, code: str) -> RunError | 
         except ModelError as e:
             lines = code.splitlines() if lines is None else lines
             source = lines[line - 1] if 0 < line <= len(lines) else None
-            return RunError(type(e).__name__, str(e), line, column, source)
+            return RunError(type(e).__name__, str(e), line, column, source, origin="host")
     return None

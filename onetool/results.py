@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Set
 from typing import Any
 
 from mcp import types
 from pydantic_core import to_json
 
-from sandbox import RunError
+from sandbox import Origin, RunError
 
 MEDIA_TYPES = ("image", "audio", "resource", "resource_link")
 _MAX_MEDIA = 100
@@ -138,7 +139,7 @@ def run_result(
 
 
 def _error_fields(error: RunError, message: str) -> dict[str, Any]:
-    fields: dict[str, Any] = {"type": error.type[:100], "message": message}
+    fields: dict[str, Any] = {"type": error.type[:100], "message": message, "origin": error.origin}
     if error.line is not None:
         fields["line"] = error.line
     if error.source:
@@ -146,13 +147,30 @@ def _error_fields(error: RunError, message: str) -> dict[str, Any]:
     return fields
 
 
+def error_span_fields(error: RunError) -> dict[str, str]:
+    """A failed run's fields in its log record: the origin says whose the type and message are."""
+    return {"errorType": error.type, "errorMessage": error.message, "errorOrigin": error.origin}
+
+
+ORIGIN_PREFIXES: dict[Origin, str] = {
+    "host": "[onetool] ",
+    "tool": "[uncaught pack-call error] ",
+    "code": "[raised by the code] ",
+}
+"""How an error's text starts, by origin. Only the host's verdicts start with ``[onetool]``, and the rest of
+the text cannot start a line of its own (see :func:`error_message`), so no snippet or upstream text reads
+like a verdict of the host's, whatever type and message it chose (``TimeoutError``, ``WorkerCrashed``)."""
+_LINE_BREAK = re.compile(r"(\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])")
+
+
 def error_message(error: RunError) -> str:
-    """``ZeroDivisionError: division by zero (line 3: x = 1/0)``."""
+    """``[raised by the code] ZeroDivisionError: division by zero (line 3: x = 1/0)``; every line after the
+    first is indented, so only the prefix, written here, starts a line."""
     text = f"{error.type}: {error.message}"
     if error.line:
         source = f": {error.source.strip()[:_MAX_SOURCE_CHARS]}" if error.source else ""
         text += f" (line {error.line}{source})"
-    return text
+    return ORIGIN_PREFIXES[error.origin] + _LINE_BREAK.sub(r"\1  ", text)
 
 
 def _cut(text: str, limit: int, what: str) -> str:

@@ -1,7 +1,7 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
 from sandbox.errors import (
     TOOL_ERRORS,
     ArgumentError,
@@ -27,6 +27,7 @@ __all__ = [
     "OnCall",
     "OnProgress",
     "OnSites",
+    "Origin",
     "PolicyError",
     "Ration",
     "RunError",

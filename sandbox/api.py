@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from sandbox.sites import Site
 
-__all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "RunError", "RunResult"]
+__all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,20 @@ OnSites = Callable[[list[Site]], "RunError | None"]
 it go on. Called on the run's reading loop with at most MAX_SITES sites: bounded work, no awaiting."""
 
 
+Origin = Literal["host", "tool", "code"]
+"""Who an error comes from, decided by the host and never read from anything the worker sends:
+
+- "host": the host's own verdict, made where the host creates it: a time, CPU or host-side limit, a crashed or
+  lost worker, a broken protocol, a busy sandbox, the gateway's pre-check.
+- "tool": a pack call failed and the snippet did not catch it: the worker reported exactly an error (kind and
+  message) the host itself sent this run in a reply.
+- "code": anything else the worker reports, the snippet's own exception. That includes the worker-side limit
+  errors (sandbox.max_calls counted in the worker, the output flood, a result too large to send): the worker
+  runs the snippet's code, so what it says cannot be told apart from what the snippet raises. The host's own
+  checks of the same limits (it counts calls too) are host verdicts.
+"""
+
+
 @dataclass
 class RunError:
     type: str
@@ -49,6 +63,8 @@ class RunError:
     line: int | None = None
     column: int | None = None
     source: str | None = None
+    origin: Origin = field(kw_only=True)
+    """Every maker of a RunError says whose it is (see Origin): there is no default to forget."""
 
     def __str__(self) -> str:
         text = f"{self.type}: {self.message}" if self.message else self.type

@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import math
 import os
 import signal
 import socket
@@ -16,12 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from sandbox.channel import ProtocolError, decode
 from sandbox.launch import ZygoteProcess
 from sandbox.socket_channel import SocketChannel
 
-__all__ = ["GONE", "START_TIMEOUT", "STOP_TIMEOUT", "ForkServer", "SpawnFailure", "Worker"]
+__all__ = [
+    "GONE",
+    "RECYCLE_FORKS",
+    "RECYCLE_IDLE",
+    "START_TIMEOUT",
+    "STOP_TIMEOUT",
+    "ForkServer",
+    "SpawnFailure",
+    "Worker",
+]
 
 START_TIMEOUT = 30.0
 """Seconds the zygote has to import everything and say ready, and a forked worker to confine itself."""
@@ -30,6 +41,13 @@ STOP_TIMEOUT = 5.0
 _RETRY_DELAY = 1.0
 """Seconds between attempts to start a zygote that failed to start; forks fail meanwhile."""
 _CONTROL_CAP = 4096
+RECYCLE_FORKS = 200
+"""Forks one zygote serves before a fresh one takes over. A worker forked on demand inherits the zygote's heap,
+which each fork request and each live worker's bookkeeping shape a little, so addresses and the heap's layout
+seen in one run say something about the runs before it and those under way. A fresh zygote is a new process:
+a new hash seed, a new address-space layout, no history."""
+RECYCLE_IDLE = 30.0
+"""Seconds without a fork after which a zygote that has forked is replaced: a quiet moment ends its history."""
 GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
 
 
@@ -123,34 +141,74 @@ class _Fork:
         self.done.set()
 
 
+class _Life:
+    """One zygote, from its start to its exit, as the host sees it."""
+
+    def __init__(self) -> None:
+        self.control: socket.socket | None = None
+        """Set once the zygote said ready."""
+        self.process: ZygoteProcess | None = None
+        self.workers: dict[int, Worker] = {}
+        """By the pid the zygote knows them by, which its exit reports name (each zygote has pids of its own)."""
+        self.outstanding: set[int] = set()
+        """Ids of the fork requests it was sent and has not answered yet."""
+        self.forks = 0
+        self.last_fork = anyio.current_time()
+        self.settled = anyio.Event()
+        """It said ready, or it ended before it did."""
+        self.ended = False
+        self.retiring = False
+        """A fresh zygote took over: this one answers what it was sent, and exits once no worker of it is left."""
+        self.nudge = anyio.Event()
+        """Wakes the loop that decides when to replace it."""
+
+    def retire_if_done(self) -> None:
+        if self.retiring and not self.workers and not self.outstanding and self.control is not None:
+            with contextlib.suppress(OSError):
+                self.control.shutdown(socket.SHUT_WR)  # the zygote exits; its life ends
+
+
 class ForkServer:
-    """Owns the zygote: starts it, forwards fork requests, routes its replies, restarts it when it dies."""
+    """Owns the zygote: starts it, forwards fork requests, routes its replies, restarts it when it dies, and
+    replaces it with a fresh one every RECYCLE_FORKS forks and after RECYCLE_IDLE seconds without one. The fresh
+    zygote starts in the background and takes over once ready: no fork request waits for it; the old one
+    exits once its last worker has."""
 
     def __init__(self, program: str) -> None:
         self._program = program
-        self._control: socket.socket | None = None
+        self._current: _Life | None = None
+        """The zygote fork requests go to."""
+        self._lives: set[_Life] = set()
         self._pending: dict[int, _Fork] = {}
-        self._workers: dict[int, Worker] = {}
-        """By the pid the zygote knows them by, which its exit reports name."""
         self._ids = itertools.count()
         self._failure: str | None = None
         self._stopping = anyio.Event()
         self._send_lock = anyio.Lock(fast_acquire=True)
-        self.process: ZygoteProcess | None = None
+        self._zygotes: anyio.abc.TaskGroup | None = None
+
+    @property
+    def process(self) -> ZygoteProcess | None:
+        """The zygote fork requests go to, else the one starting."""
+        life = self._current or next(iter(self._lives), None)
+        return None if life is None else life.process
 
     async def fork(self, memory_mb: int, cpu_seconds: float, *, prefault: bool = True) -> Worker | SpawnFailure:
         """A worker confined with these limits; with `prefault`, one that took its copy-on-write faults while
         idle (sandbox/worker.py), which a worker wanted at once has no time for."""
         if self._stopping.is_set():
             return SpawnFailure("the sandbox is closing")
-        if self._control is None and self._failure is not None:
+        if self._current is None and self._failure is not None:
             return SpawnFailure(self._failure)
         request_id = next(self._ids)
         request = _Fork(memory_mb, cpu_seconds, prefault)
         self._pending[request_id] = request
         try:
-            if self._control is not None:
-                await self._send(self._control, request_id, request)
+            if (life := self._current) is not None:
+                await self._send(life, request_id, request)
+                life.forks += 1
+                life.last_fork = anyio.current_time()
+                if life.forks in (1, RECYCLE_FORKS):  # the idle clock starts; or it is time
+                    life.nudge.set()
             await request.done.wait()
         except BaseException:
             # Cancelled: a worker forked for us has no other owner. One still to come is killed on arrival.
@@ -162,77 +220,118 @@ class ForkServer:
         assert request.result is not None
         return request.result
 
-    async def _send(self, control: socket.socket, request_id: int, request: _Fork) -> None:
+    async def _send(self, life: _Life, request_id: int, request: _Fork) -> None:
         fields = {"memory_mb": request.memory_mb, "cpu_seconds": request.cpu_seconds, "prefault": request.prefault}
         data = json.dumps({"id": request_id, **fields})
+        assert life.control is not None
         async with self._send_lock:
             while True:
                 try:
-                    control.send(data.encode())
+                    life.control.send(data.encode())
+                    life.outstanding.add(request_id)
                     return
                 except BlockingIOError:
-                    await anyio.wait_writable(control)
+                    await anyio.wait_writable(life.control)
                 except OSError:
                     return  # the zygote is gone; the request stays pending and is sent to its successor
 
     async def stop(self) -> None:
-        """Close the control socket for writing: the zygote kills and reaps its workers, reports, exits."""
+        """Close the control sockets for writing: each zygote kills and reaps its workers, reports, exits."""
         self._stopping.set()
-        if self._control is not None:
-            with contextlib.suppress(OSError):
-                self._control.shutdown(socket.SHUT_WR)
+        for life in self._lives:
+            life.nudge.set()
+            if life.control is not None:
+                with contextlib.suppress(OSError):
+                    life.control.shutdown(socket.SHUT_WR)
 
     async def run(self) -> None:
-        while not self._stopping.is_set():
-            started = await self._serve_one()
-            if not started and not self._stopping.is_set():
-                for request in self._pending.values():
-                    request.resolve(SpawnFailure(self._failure or "the sandbox fork-server failed to start"))
-                with anyio.move_on_after(_RETRY_DELAY):
-                    await self._stopping.wait()
+        async with anyio.create_task_group() as zygotes:
+            self._zygotes = zygotes
+            while not self._stopping.is_set():
+                life = _Life()
+                zygotes.start_soon(self._serve_one, life)
+                await life.settled.wait()
+                if life.control is None and not self._stopping.is_set():
+                    current = self._current
+                    if current is None:
+                        for request in self._pending.values():
+                            request.resolve(SpawnFailure(self._failure or "the sandbox fork-server failed to start"))
+                        with anyio.move_on_after(_RETRY_DELAY):
+                            await self._stopping.wait()
+                    else:  # no fresh zygote this time: the current one serves on, and is due again later
+                        current.forks, current.last_fork = 0, anyio.current_time()
+                        await self._until_due(current)
+                    continue
+                await self._until_due(life)
         for request in self._pending.values():
             if not request.done.is_set():
                 request.resolve(SpawnFailure("the sandbox is closing"))
 
-    async def _serve_one(self) -> bool:
-        """One zygote's life; whether it got as far as ready."""
+    async def _until_due(self, life: _Life) -> None:
+        """Until `life`, the current zygote, has ended or is due to be replaced (RECYCLE_FORKS, RECYCLE_IDLE)."""
+        while not (self._stopping.is_set() or life.ended):
+            if life.forks >= RECYCLE_FORKS:
+                return
+            wait = RECYCLE_IDLE - (anyio.current_time() - life.last_fork) if life.forks else math.inf
+            if wait <= 0:
+                return
+            life.nudge = anyio.Event()
+            with anyio.move_on_after(wait):
+                await life.nudge.wait()
+            if self._current is not life:
+                return
+
+    async def _serve_one(self, life: _Life) -> None:
+        """One zygote's life. Once ready it takes over from the current zygote, which retires."""
         host_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        started = False
+        self._lives.add(life)
         try:
             try:
                 argv = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, str(os.getpid()), self._program]
                 process = ZygoteProcess(argv, zygote_end.fileno())
             except OSError as exc:
                 self._failure = f"could not start the sandbox fork-server: {exc}"
-                return False
+                return
             finally:
                 zygote_end.close()
-            self.process = process
+            life.process = process
             host_end.setblocking(False)
             try:
+                started = False
                 with anyio.move_on_after(START_TIMEOUT):
                     message, _ = await self._receive(host_end)
                     started = message == {"op": "ready"}
                 if not started:
                     self._failure = f"the sandbox fork-server failed to start (exit status {process.returncode})"
-                    return False
+                    return
                 self._failure = None
-                self._control = host_end
+                life.control = host_end
+                previous, self._current = self._current, life
+                life.settled.set()
+                if previous is not None:
+                    previous.retiring = True
+                    previous.retire_if_done()
                 if self._stopping.is_set():
                     await self.stop()
-                for request_id, request in list(self._pending.items()):
-                    if not request.done.is_set():
-                        await self._send(host_end, request_id, request)
+                await self._send_unanswered(life)
                 while True:
                     message, fds = await self._receive(host_end)
-                    self._dispatch(message, fds)
+                    self._dispatch(life, message, fds)
+                    life.retire_if_done()
             except (*GONE, ProtocolError, OSError):
-                return started
+                return
             finally:
-                self._control = None
-                for worker in self._workers.values():
+                life.ended = True
+                self._lives.discard(life)
+                if self._current is life:
+                    self._current = None
+                life.nudge.set()
+                for worker in life.workers.values():
                     worker.exited(None, lost=True)
-                self._workers.clear()
+                life.workers.clear()
+                if self._current is not None and self._zygotes is not None:
+                    # Requests it never answered go to its successor, already serving.
+                    self._zygotes.start_soon(self._send_unanswered, self._current)
                 with anyio.CancelScope(shield=True):
                     with anyio.move_on_after(STOP_TIMEOUT if self._stopping.is_set() else 0):
                         await process.wait()
@@ -240,7 +339,15 @@ class ForkServer:
                         process.kill()
                     await process.aclose()
         finally:
+            life.settled.set()
             host_end.close()
+
+    async def _send_unanswered(self, life: _Life) -> None:
+        """Send `life` every request waiting for a worker that no living zygote was sent."""
+        sent = set().union(*(other.outstanding for other in self._lives))
+        for request_id, request in list(self._pending.items()):
+            if not request.done.is_set() and request_id not in sent:
+                await self._send(life, request_id, request)
 
     async def _receive(self, control: socket.socket) -> tuple[Any, list[int]]:
         while True:
@@ -255,11 +362,12 @@ class ForkServer:
             raise anyio.EndOfStream
         return decode(data), fds
 
-    def _dispatch(self, message: Any, fds: list[int]) -> None:
+    def _dispatch(self, life: _Life, message: Any, fds: list[int]) -> None:
         op = message.get("op")
+        life.outstanding.discard(message.get("id", -1))
         if op == "forked" and len(fds) == 2:
             worker = Worker(fds[1], socket.socket(fileno=fds[0]))
-            self._workers[message["pid"]] = worker
+            life.workers[message["pid"]] = worker
             request = self._pending.get(message["id"])
             if request is None or request.done.is_set():
                 # Nobody waits for it any more (the requester was cancelled): it must not linger.
@@ -270,7 +378,7 @@ class ForkServer:
         for fd in fds:
             os.close(fd)
         if op == "exit":
-            exited = self._workers.pop(message["pid"], None)
+            exited = life.workers.pop(message["pid"], None)
             if exited is not None:
                 exited.exited(message["returncode"])
         elif op == "failed":

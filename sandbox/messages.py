@@ -10,6 +10,7 @@ is a broken protocol (`ProtocolError`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Collection, Mapping
@@ -31,6 +32,7 @@ __all__ = [
     "Done",
     "Progress",
     "Ration",
+    "SentErrors",
     "Sites",
     "is_ready",
     "job_frame",
@@ -75,6 +77,38 @@ class Ration:
 
 _MAX_EXACT_INT = 2**53
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def text_cap(limits: Limits) -> int:
+    """Characters of the output and of the error message a worker's Done may carry: max_output, plus the note
+    the worker adds when it cuts."""
+    return limits.max_output + 200
+
+
+class SentErrors:
+    """The pack-call errors (kind, message) the host sent one run in its replies, as digests.
+
+    When the worker reports exactly one of them as how the run ended, a pack call failed and the snippet did
+    not catch it: origin "tool". The snippet can match one only by re-raising an error the host sent it, which
+    says the same. A message is taken as the worker will report it (cut at `text_cap`, a lone surrogate as
+    U+FFFD, as sandbox/untrusted.py decodes it); one digest per reply, and the host answers at most
+    sandbox.max_calls calls per run, so the set is bounded by that.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self._cut = text_cap(limits)
+        self._digests: set[bytes] = set()
+
+    def add(self, kind: str, message: str) -> None:
+        self._digests.add(self._digest(kind, message))
+
+    def __contains__(self, error: RunError) -> bool:
+        return bool(self._digests) and self._digest(error.type, error.message) in self._digests
+
+    def _digest(self, kind: str, message: str) -> bytes:
+        text = _SURROGATE.sub("\ufffd", f"{kind}\0{message[: self._cut]}")
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,19 +161,31 @@ def job_frame(code: str, packs: Mapping[str, Collection[str]], limits: Limits) -
 
 
 def reply_frame(
-    call: Call, value: Any = None, error: str | None = None, kind: str = "ToolError", *, limits: Limits
+    call: Call,
+    value: Any = None,
+    error: str | None = None,
+    kind: str = "ToolError",
+    *,
+    limits: Limits,
+    sent: SentErrors,
 ) -> bytes:
-    """The answer to `call`: its value, or an error the snippet raises as `kind` (a TOOL_ERRORS name)."""
+    """The answer to `call`: its value, or an error the snippet raises as `kind` (a TOOL_ERRORS name). Every
+    error answered is added to `sent`."""
     reply: dict[str, Any] = {"value": value} if error is None else {"error": error, "type": kind}
     if call.id is not None:
         reply["id"] = call.id
     try:
-        return encode(reply, limits.max_message)
+        frame = encode(reply, limits.max_message)
     except ProtocolError:
         note = f"the result of {call.pack}.{call.tool} exceeds {limits.max_message} bytes"
     except (TypeError, ValueError) as exc:
         note = f"the result of {call.pack}.{call.tool} is not JSON data: {exc}"
-    return encode({"error": note, "id": call.id}, REPLY_ENVELOPE)
+    else:
+        if error is not None:
+            sent.add(kind, error)
+        return frame
+    sent.add("ToolError", note)
+    return encode({"error": note, "type": "ToolError", "id": call.id}, REPLY_ENVELOPE)
 
 
 def is_ready(message: Any) -> bool:
@@ -185,7 +231,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
     elif op == "done":
         output, error = message.get("output"), message.get("error")
         if isinstance(output, str) and (error is None or _is_error(error)):
-            cut = limits.max_output + 200
+            cut = text_cap(limits)
             if error is None:
                 return Done(message.get("value"), output[:cut], None)
             source = error["source"]
@@ -195,6 +241,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
                 error["line"],
                 error["column"],
                 None if source is None else source[:MAX_SOURCE],
+                origin="code",  # at most the snippet's own: the host alone may make it more (sandbox/run.py)
             )
             return Done(None, output[:cut], run_error)
     raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "sites", "done") else "unexpected message")

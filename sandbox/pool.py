@@ -241,7 +241,7 @@ class Sandbox:
                 f"the sandbox is busy: {self.max_concurrent_runs} runs are running (sandbox.max_concurrent_runs) "
                 f"and none ended within {wait} s; this run was not started, try again shortly"
             )
-            return RunResult(None, "", RunError("BusyError", busy), 0)
+            return RunResult(None, "", RunError("BusyError", busy, origin="host"), 0)
         try:
             return await self._run_in_worker(frame, limits, on_call, on_progress, on_sites)
         finally:
@@ -265,7 +265,7 @@ class Sandbox:
         while True:
             item, deferred = await self._acquire(_confinement(limits))
             if isinstance(item, SpawnFailure):
-                return RunResult(None, "", RunError("WorkerCrashed", item.reason), 0)
+                return RunResult(None, "", RunError("WorkerCrashed", item.reason, origin="host"), 0)
             item.taken = True
             run = Run(item, limits, on_call, on_progress, on_sites, self._memory)
             clean = False

@@ -30,13 +30,14 @@ from sandbox.messages import (
     Done,
     Progress,
     Ration,
+    SentErrors,
     Sites,
     parse,
     reply_frame,
 )
 from sandbox.untrusted import decode_untrusted
 
-__all__ = ["MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
+__all__ = ["C_STACK_OVERFLOW", "MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
 
 PROGRESS_FLOOD = 1000
 """Dropped progress reports that end the run: progress() itself never sends faster than PROGRESS_RATE."""
@@ -44,6 +45,10 @@ HELD_MESSAGES = 4
 """The bytes of calls waiting and of replies not yet taken by the worker are capped at this many full
 messages (sandbox.max_message): one call with its reply fits twice over."""
 _MB = 1024 * 1024
+C_STACK_OVERFLOW = (
+    "the code nested data too deeply and overflowed the worker's C stack (it died with SIGSEGV); nest less"
+)
+"""The message of a worker's SIGSEGV: the snippet's own RecursionError."""
 
 
 class Run:
@@ -81,6 +86,8 @@ class Run:
         self._answering: TaskGroup | None = None
         self._overflow: RunResult | None = None
         """Set by a reply that took the held bytes past their cap; the run ends with it."""
+        self._sent = SentErrors(limits)
+        """The errors this run's replies carried: a Done that reports one of them is a tool error."""
 
     async def drive(self, job: bytes) -> RunResult:
         """`job` is the encoded job frame."""
@@ -229,7 +236,7 @@ class Run:
         frame = b""
         try:
             if call.refusal is not None:
-                frame = reply_frame(call, error=call.refusal, kind="UnknownTool", limits=self.limits)
+                frame = reply_frame(call, error=call.refusal, kind="UnknownTool", limits=self.limits, sent=self._sent)
             else:
                 frame = await self._reply(call)
             self._held += len(frame)
@@ -252,8 +259,9 @@ class Run:
             value = await self.on_call(call.pack, call.tool, call.args, call.kwargs)
         except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
             kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
-            return reply_frame(call, error=str(exc) or type(exc).__name__, kind=kind, limits=self.limits)
-        return reply_frame(call, value, limits=self.limits)
+            message = str(exc) or type(exc).__name__
+            return reply_frame(call, error=message, kind=kind, limits=self.limits, sent=self._sent)
+        return reply_frame(call, value, limits=self.limits, sent=self._sent)
 
     async def _crashed(self) -> RunResult:
         with anyio.move_on_after(1.0):
@@ -264,13 +272,23 @@ class Run:
         if code == -signal.SIGXCPU:
             cpu = self.limits.cpu_seconds or self.limits.timeout
             return self._failed("TimeoutError", f"run exceeded its {float(cpu)} s CPU time limit (sandbox.cpu_seconds)")
+        if code == -signal.SIGSEGV:
+            # CPython 3.11 recurses in C without a depth check in places (hash() of deeply nested tuples):
+            # the snippet's data, not the host, overflowed the stack. The worker runs nothing but the
+            # snippet, so it is the snippet's error, reported in the shape Python gives the checked case.
+            return RunResult(None, "", RunError("RecursionError", C_STACK_OVERFLOW, origin="code"), self.calls)
         if code is not None and code < 0:
             return self._failed("WorkerCrashed", f"the worker died with signal {signal.Signals(-code).name}")
         return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
 
     def _finish(self, done: Done, size: int) -> RunResult:
+        """The worker's report; its error is the snippet's own ("code") unless it is exactly one this run's
+        replies carried ("tool")."""
         self.finished = True
+        if done.error is not None and done.error in self._sent:
+            done.error.origin = "tool"
         return RunResult(done.value, done.output, done.error, self.calls, size)
 
     def _failed(self, kind: str, message: str) -> RunResult:
-        return RunResult(None, "", RunError(kind, message), self.calls)
+        """A verdict of the host's."""
+        return RunResult(None, "", RunError(kind, message, origin="host"), self.calls)

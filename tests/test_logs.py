@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -37,22 +40,53 @@ def test_failure_without_exception(log_records: list) -> None:
     assert record["status"] == "FAILED" and record["errorType"] == "ToolError"
 
 
-def test_logged_lines_are_single_line_escaped_and_capped() -> None:
-    """Snippet or upstream data in a field or message cannot forge a record or reach the terminal raw."""
+@contextmanager
+def logged_lines() -> Iterator[io.StringIO]:
+    """The text setup_logging writes, as the operator reads it."""
     sink = io.StringIO()
     setup_logging("INFO", sink=sink)
     try:
-        forged = "x\n12:00:00.000 INFO    run status=SUCCESS\x1b[31m\u2028" + chr(0xD800)
-        with LogSpan("run") as span:
-            span.add(status="FAILED", errorMessage=forged + "y" * 5000)
-        logger.warning("upstream said {}", forged)
+        yield sink
     finally:  # back to loguru's defaults, as the other tests expect
         logger.remove()
         logger.configure(patcher=lambda record: None)
         logger.add(sys.stderr)
+
+
+def test_logged_lines_are_single_line_escaped_and_capped() -> None:
+    """Snippet or upstream data in a field or message cannot forge a record or reach the terminal raw."""
+    forged = "x\n12:00:00.000 INFO    run status=SUCCESS\x1b[31m\u2028" + chr(0xD800)
+    with logged_lines() as sink:
+        with LogSpan("run") as span:
+            span.add(status="FAILED", errorMessage=forged + "y" * 5000)
+        logger.warning("upstream said {}", forged)
     lines = sink.getvalue().splitlines()
     assert len(lines) == 2
     assert "\\n12:00:00.000" in lines[0] and "\\x1b[31m" in lines[0] and "\\u2028" in lines[0]
     assert "\\ud800" in lines[0] and "\x1b" not in sink.getvalue()
     assert "more characters]" in lines[0] and len(lines[0]) < 1500
-    assert lines[1].endswith("upstream said x\\n12:00:00.000 INFO    run status=SUCCESS\\x1b[31m\\u2028\\ud800")
+    assert lines[1].endswith('"upstream said x\\n12:00:00.000 INFO    run status=SUCCESS\\x1b[31m\\u2028\\ud800"')
+
+
+def test_a_value_cannot_leave_its_field() -> None:
+    """`" status=SUCCESS runId=abc` and a line break in an error message stay inside the quoted errorMessage."""
+    injected = 'bad" status=SUCCESS runId=abc\n'
+    with logged_lines() as sink, LogSpan("run", runId="r1") as span:
+        span.add(status="FAILED", errorType="ValueError", errorMessage=injected, errorOrigin="code")
+    (line,) = sink.getvalue().splitlines()
+    assert 'errorMessage="bad\\" status=SUCCESS runId=abc\\n"' in line
+    fields = dict(re.findall(r' (\w+)=("(?:[^"\\]|\\.)*"|\S+)', line))
+    assert fields["status"] == "FAILED" and fields["runId"] == "r1" and fields["errorOrigin"] == "code"
+    assert fields["errorMessage"] == '"bad\\" status=SUCCESS runId=abc\\n"'
+
+
+@pytest.mark.parametrize(
+    "invisible",
+    ["\u202e", "\u2066", "\u200e", "\u061c", "\u200b", "\u2060", "\ufeff", "\U000e0041", "\x85", "\x07", "\x7f"],
+)
+def test_bidi_zero_width_and_tag_characters_are_escaped(invisible: str) -> None:
+    with logged_lines() as sink:
+        logger.info("said", text=f"a{invisible}b")
+    line = sink.getvalue()
+    assert invisible not in line
+    assert invisible.encode("unicode_escape").decode() in line

@@ -20,6 +20,7 @@ from onetool.cli.serve import cmd_serve
 from onetool.cli.servers import cmd_servers
 
 DEFAULT_BRIDGE_PORT = 8080
+LOG_LEVEL_HELP = "debug, info, warning, error, critical or silent, in any case (default: $LOG_LEVEL)"
 SERVER_ACTIONS = {
     "remove": "remove a server added at run time",
     "enable": "enable a server",
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-c", dest="code", metavar="CODE", help="the code to run")
     run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
+    run.add_argument(
+        "--json", action="store_true", help="print the exact MCP result as JSON (the text is shown escaped otherwise)"
+    )
     run.set_defaults(func=cmd_run)
 
     servers = sub.add_parser(
@@ -150,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MIN",
         help="stop a server nobody called for MIN minutes (until the next call)",
     )
-    bridge.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    bridge.add_argument(
+        "--log-level", metavar="LEVEL", help="debug, info, warning, error, critical or silent (default: $LOG_LEVEL)"
+    )
     bridge.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
     bridge.set_defaults(func=cmd_bridge)
     return parser
@@ -161,7 +167,9 @@ def _common_options(default: Any) -> argparse.ArgumentParser:
     common.add_argument(
         "--config", metavar="FILE", help="config file (default: $ONETOOL_CONFIG, else ./onetool.yaml, else none)"
     )
-    common.add_argument("--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR (default: $LOG_LEVEL)")
+    common.add_argument(
+        "--log-level", metavar="LEVEL", help="debug, info, warning, error, critical or silent (default: $LOG_LEVEL)"
+    )
     common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
     return common
 
@@ -186,9 +194,22 @@ def main(argv: list[str] | None = None) -> int:
     from onetool.errors import ConfigError, StateError
 
     try:
+        _check_log_level(args)
         return int(args.func(args))
     except (ConfigError, StateError) as e:
         print(f"onetool: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def _check_log_level(args: argparse.Namespace) -> None:
+    """Every command, logging or not, refuses a log level it would not understand, before it does anything."""
+    import os
+
+    given = getattr(args, "log_level", None)
+    source = "--log-level" if given else "LOG_LEVEL"
+    if level := given or os.environ.get("LOG_LEVEL"):
+        from onetool.logs import log_level
+
+        log_level(level, source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -25,18 +26,26 @@ def setup(args: argparse.Namespace, default_level: str) -> Config:
     return load_config(find_config(args.config))
 
 
-def print_result(result: dict[str, Any]) -> int:
+def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
     """Print a CallToolResult (as JSON data, however it was obtained): its text on stdout, or on stderr when
-    it is an error; the exit status."""
+    it is an error, with what a terminal would act on escaped (`escape_unsafe`: ESC, BEL, C1, bidi ...); or,
+    `as_json`, the exact result as ASCII JSON on stdout. The exit status."""
+    from onetool.text import escape_unsafe
+
+    failed = bool(result.get("isError"))
+    if as_json:
+        # ASCII JSON escapes every control but DEL, which JSON lets through raw.
+        print(json.dumps(result, ensure_ascii=True).replace("\x7f", "\\u007f"))
+        return EXIT_FAILED if failed else EXIT_OK
     content = result.get("content") or []
-    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
+    texts = [str(c.get("text", "")) for c in content if c.get("type") == "text"]
     others = [str(c.get("type")) for c in content if c.get("type") != "text"]
-    out = sys.stderr if result.get("isError") else sys.stdout
+    out = sys.stderr if failed else sys.stdout
     for text in texts:
-        print(text, file=out)
+        print(escape_unsafe(text, keep_lines=True), file=out)
     if others:
-        print(f"[{len(others)} more content part(s): {', '.join(others)}]", file=out)
-    return EXIT_FAILED if result.get("isError") else EXIT_OK
+        print(escape_unsafe(f"[{len(others)} more content part(s): {', '.join(others)}]"), file=out)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def attach_failed(command: str, error: Exception) -> int:

@@ -21,7 +21,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         target = attach.find(args.gateway_url, args.token)
         if target is not None:
-            return print_result(target.request("POST", "/admin/run", {"code": code}))
+            return print_result(target.request("POST", "/admin/run", {"code": code}), as_json=args.json)
     except attach.NotRunning:
         pass  # a stale discovery file: run here instead
     except attach.AttachError as e:
@@ -30,7 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
     config = setup(args, "ERROR")
-    return anyio.run(_run, config, code)
+    return anyio.run(_run, config, code, args.json)
 
 
 def _read_code(args: argparse.Namespace) -> str | None:
@@ -52,9 +52,9 @@ def _read_code(args: argparse.Namespace) -> str | None:
         return None
 
 
-async def _run(config: Config, code: str) -> int:
+async def _run(config: Config, code: str, as_json: bool) -> int:
     from onetool.gateway import Gateway
 
     async with Gateway(config, warm_workers=1) as gateway:
         result = await gateway.run(code)
-    return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True), as_json=as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -12,8 +13,10 @@ import pytest
 from tests.gateway.conftest import ONETOOL, gateway_config, write_config
 
 
-def onetool(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+def onetool(
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}, **(env or {})}
     return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin, env=env)
 
 
@@ -45,6 +48,31 @@ def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
     proc = onetool("run", "-c", "1 / 0", cwd=tmp_path)
     assert proc.returncode == 1
     assert "ZeroDivisionError" in proc.stderr and proc.stdout == ""
+
+
+TERMINAL_ATTACK = "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b) + chr(0x202e) + chr(0x7f))\nraise ValueError('\\x1b[2J')"
+"""OSC 52 (write the operator's clipboard), a C1 CSI, a bidi override, DEL; then an error that clears the screen."""
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\x7f")
+
+
+def test_run_never_writes_a_terminal_control_raw(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert not [c for c in RAW if c in proc.stdout + proc.stderr]
+    assert "\\x1b]52;c;aGk=\\x07\\x9b\\u202e\\x7f\n" in proc.stderr and "ValueError: \\x1b[2J" in proc.stderr
+
+
+def test_run_json_gives_the_exact_data(tmp_path: Path) -> None:
+    proc = onetool("run", "--json", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.isascii() and proc.stderr == ""
+    result = json.loads(proc.stdout)
+    assert result["isError"] is True
+    assert result["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\u202e\x7f\n"
+    error = result["structuredContent"]["error"]
+    assert (error["type"], error["message"], error["origin"]) == ("ValueError", "\x1b[2J", "code")
+    assert json.loads(onetool("run", "--json", "-c", "[1, '007']", cwd=tmp_path).stdout)["structuredContent"] == {
+        "result": [1, "007"]
+    }
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -123,6 +151,31 @@ def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
     assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
 
 
+@pytest.mark.parametrize("level", ["warn", "WARNING", "Fatal", "critical", "error", "info", "silent", "OFF"])
+def test_log_level_names_in_any_case(tmp_path: Path, level: str) -> None:
+    proc = onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    served = onetool("serve", cwd=tmp_path, stdin="", env={"LOG_LEVEL": level})  # stdio, at once at its end
+    assert served.returncode == 0
+    assert ("serving MCP over stdio" in served.stderr) is (level.lower() == "info"), served.stderr
+
+
+REFUSED = "is not a log level: use debug, info, warning (warn), error, critical (fatal) or silent (off)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "-c", "1"], ["servers"], ["tools"], ["check"], ["stubs"], ["import", "x.json"], ["serve"], ["bridge"]],
+    ids=lambda command: command[0],
+)
+def test_a_bad_log_level_is_refused_in_one_line_by_every_command(tmp_path: Path, command: list[str]) -> None:
+    proc = onetool(*command, cwd=tmp_path, env={"LOG_LEVEL": "verbose"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "onetool: LOG_LEVEL=verbose " + REFUSED)
+    if command[0] != "import":  # the one command without the option
+        flag = onetool(*command, "--log-level", "loud please", cwd=tmp_path)
+        assert (flag.returncode, flag.stderr) == (2, 'onetool: --log-level="loud please" ' + REFUSED)
+
+
 def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "oops.py").write_text("def f(:\n")
@@ -148,4 +201,6 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("ToolUnavailable: server 'time' is unavailable: command not found")
+    assert proc.stderr.startswith(
+        "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
+    )

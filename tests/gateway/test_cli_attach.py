@@ -26,6 +26,7 @@ SNIPPETS = [
     "1 / 0",
     "time.get_current_time(timezone='UTC')['timezone']",
     "undefined_pack.tool()",
+    "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b))\nraise ValueError('\\x1b[2J' + chr(0x202e))",
 ]
 
 
@@ -61,7 +62,11 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
                 standalone.stdout,
                 standalone.stderr,
             ), code
+            assert not [c for c in "\x1b\x07\x9b\u202e" if c in attached.stdout + attached.stderr], code
         assert served.log.read_text().count("span=run ") == len(SNIPPETS)
+        exact = cli("run", "--json", "-c", SNIPPETS[-1])
+        assert exact.returncode == 1 and exact.stdout.isascii()
+        assert json.loads(exact.stdout)["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\n"
         # Given by URL and token, from anywhere.
         elsewhere = {"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")}
         by_url = cli("run", "--url", served.url, "--token", discovered()["admin_token"], "-c", "6 * 7", env=elsewhere)

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunError, Sandbox, ToolError
+from sandbox.run import C_STACK_OVERFLOW
 from tests.sandbox.conftest import PACKS, make_on_call
 
 pytestmark = pytest.mark.anyio
@@ -109,7 +110,7 @@ async def test_on_call_errors_are_catchable_tool_errors(sandbox: Sandbox) -> Non
 
 async def test_errors_name_type_line_and_source(sandbox: Sandbox) -> None:
     result = await run(sandbox, "a = 1\nb = 2\nx = 1/0")
-    assert result.error == RunError("ZeroDivisionError", "division by zero", 3, None, "x = 1/0")
+    assert result.error == RunError("ZeroDivisionError", "division by zero", 3, None, "x = 1/0", origin="code")
     assert str(result.error) == "ZeroDivisionError: division by zero (line 3: `x = 1/0`)"
 
 
@@ -129,7 +130,7 @@ async def test_policy_errors_say_what_to_do(sandbox: Sandbox) -> None:
 
 async def test_tool_error_from_pack_ends_run_when_uncaught(sandbox: Sandbox) -> None:
     result = await run(sandbox, "demo.fail()")
-    assert result.error == RunError("ToolError", "demo.fail failed on purpose", 1, None, "demo.fail()")
+    assert result.error == RunError("ToolError", "demo.fail failed on purpose", 1, None, "demo.fail()", origin="tool")
 
 
 async def test_max_calls(sandbox: Sandbox) -> None:
@@ -215,16 +216,26 @@ async def test_runs_are_isolated_and_concurrent() -> None:
             assert results[f"quick{i}"][1] < 2.0
 
 
-async def test_worker_segfault_is_worker_crashed(sandbox: Sandbox) -> None:
-    async def segfault_worker(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+async def test_worker_crash_is_worker_crashed(sandbox: Sandbox) -> None:
+    async def abort_worker(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         # Restricted code cannot crash its worker: the pack call is our moment to do it from outside.
         (worker,) = (w for w in sandbox._live if w.taken)
-        os.kill(worker.pid, signal.SIGSEGV)
+        os.kill(worker.pid, signal.SIGABRT)
         await anyio.sleep(5)
 
-    result = await sandbox.run("demo.echo(1)", packs={"demo": ["echo"]}, on_call=segfault_worker)
+    result = await sandbox.run("demo.echo(1)", packs={"demo": ["echo"]}, on_call=abort_worker)
     assert result.error is not None and result.error.type == "WorkerCrashed"
-    assert "SIGSEGV" in result.error.message
+    assert "SIGABRT" in result.error.message and result.error.origin == "host"
+
+
+async def test_a_c_stack_overflow_is_the_snippets_recursion_error(sandbox: Sandbox) -> None:
+    """hash() of deeply nested tuples recurses in C without a depth check and kills the worker with SIGSEGV:
+    the snippet's data did it, so it is the snippet's error, not a crash of the host's worker."""
+    code = "t = ()\nfor _ in range(1_000_000):\n    t = (t,)\nhash(t)"
+    result = await run(sandbox, code, limits=Limits(timeout=20.0))
+    assert result.error is not None and result.error.origin == "code"
+    assert (result.error.type, result.error.message) == ("RecursionError", C_STACK_OVERFLOW)
+    assert (await run(sandbox, "1 + 1")).value == 2
 
 
 async def test_no_worker_left_after_exit() -> None:

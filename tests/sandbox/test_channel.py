@@ -233,11 +233,11 @@ async def test_a_wrong_call_site_ends_the_run_before_any_call_is_answered(hostil
 
     def on_sites(sites: list[Any]) -> RunError | None:
         assert sites == [("demo", "echo", 0, [], 1, 1)]
-        return RunError("UnknownTool", "no such tool", 1, 1)
+        return RunError("UnknownTool", "no such tool", 1, 1, origin="host")
 
     body = f'send(b\'{{"op": "sites", "sites": [{SITE.decode()}]}}\')\ncall(b\'"demo"\', b\'"echo"\')'
     result = await run_hostile(hostile, body, on_call=on_call, on_sites=on_sites)
-    assert result.error == RunError("UnknownTool", "no such tool", 1, 1) and called == []
+    assert result.error == RunError("UnknownTool", "no such tool", 1, 1, origin="host") and called == []
 
 
 async def test_a_restricted_snippet_sends_the_sites_its_source_shows(sandbox: Sandbox) -> None:

@@ -8,8 +8,9 @@ import signal
 from pathlib import Path
 
 import anyio
+import pytest
 
-from sandbox import Limits, Sandbox
+from sandbox import Limits, Sandbox, forkserver
 from tests.sandbox.conftest import make_on_call
 
 
@@ -107,3 +108,45 @@ async def test_run_when_zygote_dies_mid_run_fails_clearly() -> None:
         assert "fork-server" in result.error.message
         assert (await box.run("2", packs={}, on_call=make_on_call())).value == 2
         assert _zygote_pid(box) != first
+
+
+async def _wait_for_new_zygote(box: Sandbox, old: int) -> int:
+    """The pid of the zygote that took over from `old` (a fresh one starts in the background)."""
+    with anyio.fail_after(20):
+        while (pid := _zygote_pid(box)) == old:
+            await anyio.sleep(0.05)
+    return pid
+
+
+async def test_the_zygote_is_replaced_every_few_forks_and_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run must not learn from addresses, the heap's layout or hash values what other runs did: every
+    RECYCLE_FORKS forks and after RECYCLE_IDLE seconds without one, workers come from a fresh zygote (a new
+    process: a new hash seed and address-space layout); the old one exits once its last worker has."""
+    monkeypatch.setattr(forkserver, "RECYCLE_FORKS", 4)
+    monkeypatch.setattr(forkserver, "RECYCLE_IDLE", 1.5)
+
+    async def hashed() -> int:
+        result = await box.run("hash('same text')", packs={}, on_call=make_on_call())
+        assert result.ok, result.error
+        return int(result.value)
+
+    async with Sandbox(Limits(timeout=5.0), warm=1) as box:
+        seen = {await hashed()}
+        first = _zygote_pid(box)
+        assert await hashed() in seen  # workers of one zygote share its seed
+        for _ in range(4):
+            await hashed()
+        second = await _wait_for_new_zygote(box, first)
+        for _ in range(3):  # the warm worker the old zygote forked, then workers of the new one
+            seen.add(await hashed())
+        assert len(seen) == 2, "the fresh zygote has the same hash seed"
+        with anyio.fail_after(10):
+            while Path(f"/proc/{first}").exists():
+                await anyio.sleep(0.05)
+        host_children = set(_children(os.getpid()))
+        assert first not in host_children and second in host_children
+        # Idle: no fork for RECYCLE_IDLE seconds.
+        third = await _wait_for_new_zygote(box, second)
+        await hashed()  # the warm worker of the second zygote
+        assert await hashed() not in seen
+        assert third != first

@@ -8,6 +8,7 @@ module, foreign function, frame, traceback or namespace dict.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -382,3 +383,59 @@ async def test_both_layers(sandbox: Sandbox, code: str) -> None:
     assert_no_leak(result.value, result.output, str(result.error))
     assert not result.ok or result.value is None or "canary" not in repr(result.value)
     assert (await sandbox.run("1 + 1", packs={}, on_call=make_on_call())).value == 2
+
+
+# ---- what the host says about a run cannot be forged by the run ----------------------------------------------
+
+HOST_TIMEOUT = "run exceeded the 5.0 s time limit (sandbox.timeout)"
+FORGED_VERDICTS = {
+    "timeout": ("TimeoutError", HOST_TIMEOUT),
+    "crash": ("WorkerCrashed", "the worker died with signal SIGKILL"),
+    "busy": ("BusyError", "the sandbox is busy: 3 runs are running (sandbox.max_concurrent_runs)"),
+    "unavailable": ("ToolUnavailable", "server 'demo' is unavailable: connection lost"),
+    "limit": ("LimitError", "more than 200 pack calls in one run (sandbox.max_calls)"),
+    "cyrillic_timeout": ("\u0422imeoutError", HOST_TIMEOUT),
+}
+
+
+SNIPPET_CLASSES = ("ToolUnavailable", "LimitError")
+"""Names the sandbox gives the snippet; the others it defines itself."""
+
+
+@pytest.mark.parametrize(("kind", "message"), FORGED_VERDICTS.values(), ids=FORGED_VERDICTS.keys())
+async def test_a_snippet_cannot_raise_a_host_verdict(sandbox: Sandbox, kind: str, message: str) -> None:
+    """A class of the host's name with the host's text is still the snippet's own error: origin "code"."""
+    define = "" if kind in SNIPPET_CLASSES else f"class {kind}(Exception):\n    pass\n"
+    result = await sandbox.run(f"{define}raise {kind}({message!r})", packs=PACKS, on_call=make_on_call())
+    assert result.error is not None and (result.error.type, result.error.message) == (kind, message)
+    assert result.error.origin == "code"
+
+
+RERAISE = "try:\n    demo.fail()\nexcept ToolError as e:\n    raise {}(str(e))"
+
+
+async def test_only_an_uncaught_tool_error_the_host_sent_is_a_tool_error(sandbox: Sandbox) -> None:
+    async def run(code: str) -> Any:
+        result = await sandbox.run(code, packs=PACKS, on_call=make_on_call())
+        return result.error.origin, result.error.type
+
+    assert await run("demo.fail()") == ("tool", "ToolError")
+    assert await run(RERAISE.format("ToolError")) == ("tool", "ToolError")  # the same error, passed on
+    assert await run(RERAISE.format("ToolTimeout")) == ("code", "ToolTimeout")
+    assert await run("demo.echo(1)\nraise ToolError('demo.fail failed on purpose')") == ("code", "ToolError")
+
+
+async def test_a_hostile_worker_cannot_claim_an_origin(hostile: Sandbox) -> None:
+    """Unrestricted code writing its own Done: an error with an origin of its choosing is a broken protocol;
+    one with the host's type and text is still the code's."""
+    from tests.sandbox.hostile_worker import run_hostile
+
+    def done_with(error: dict[str, Any]) -> str:
+        return f"done(b'null', error={json.dumps(error).encode()!r})"
+
+    forged = {"type": "TimeoutError", "message": HOST_TIMEOUT, "line": None, "column": None, "source": None}
+    claimed = await run_hostile(hostile, done_with({**forged, "origin": "host"}))
+    assert claimed.error is not None and claimed.error.type == "WorkerCrashed" and claimed.error.origin == "host"
+    assert "broke the protocol" in claimed.error.message
+    plain = await run_hostile(hostile, done_with(forged))
+    assert plain.error is not None and plain.error.origin == "code" and plain.error.message == HOST_TIMEOUT
