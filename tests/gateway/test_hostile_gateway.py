@@ -427,9 +427,10 @@ async def test_an_uncaught_upstream_error_is_a_tool_error(served: ServedGateway)
 
 
 async def test_a_message_cannot_leave_its_log_field(served: ServedGateway) -> None:
-    await served.run("raise ValueError('\" status=SUCCESS runId=abc\\n')")
-    lines = [line for line in served.log.read_text().splitlines() if "runId=abc" in line]
+    # "forged-run" cannot be a real run id (those are hex), so only the forged text can match it.
+    await served.run("raise ValueError('\" status=SUCCESS runId=forged-run\\n')")
+    lines = [line for line in served.log.read_text().splitlines() if "runId=forged-run" in line]
     assert len(lines) == 1
     fields = log_fields(lines[0])
-    assert fields["status"] == "FAILED" and fields["runId"] != "abc"
-    assert fields["errorMessage"] == '"\\" status=SUCCESS runId=abc\\n"'
+    assert fields["status"] == "FAILED" and fields["runId"] != "forged-run"
+    assert fields["errorMessage"] == '"\\" status=SUCCESS runId=forged-run\\n"'
