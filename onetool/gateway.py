@@ -64,6 +64,7 @@ class Gateway:
                     self.limits,
                     warm=self._warm,
                     max_concurrent_runs=self.config.sandbox.max_concurrent_runs,
+                    max_workers=self.config.sandbox.max_workers,
                     host_memory_mb=self.config.sandbox.max_host_memory_mb,
                 )
             )
@@ -194,4 +195,4 @@ class Gateway:
 
 def limits_of(sandbox: SandboxConfig) -> Limits:
     """The sandbox limits a config's `sandbox:` section sets (the keys are the same)."""
-    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs", "max_host_memory_mb"}))
+    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs", "max_workers", "max_host_memory_mb"}))

@@ -7,7 +7,6 @@ job. Only JSON crosses between processes, never pickle.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from collections.abc import Collection, Mapping
@@ -25,6 +24,7 @@ from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 from sandbox.messages import is_ready, job_frame
 from sandbox.run import Run
+from sandbox.slots import Busy, Seat, Slots
 from sandbox.untrusted import decode_untrusted
 
 __all__ = ["Sandbox"]
@@ -36,6 +36,10 @@ work (a millisecond or more of process teardown and copy-on-write faults) does n
 answering its client. The next run to start cuts the wait short: under load, workers are wanted at once."""
 
 
+WORKERS_PER_SLOT = 4
+"""Default workers per CPU slot: runs waiting on upstreams hold a worker but lend their CPU slot (sandbox/slots.py)."""
+
+
 def _confinement(limits: Limits) -> tuple[int, float]:
     """The limits a worker is confined with while idle, before its job arrives; other limits need their own fork."""
     return limits.memory_mb, limits.cpu_seconds or limits.timeout
@@ -44,8 +48,9 @@ def _confinement(limits: Limits) -> tuple[int, float]:
 class Sandbox:
     """Runs snippets, one fresh confined worker process per run, with `warm` workers kept ready.
 
-    At most `max_concurrent_runs` runs (default: twice the CPU count) execute at once, each in a worker of
-    up to memory_mb; more wait for a slot in arrival order. One that waits longer than `queue_timeout`
+    At most `max_concurrent_runs` runs (default: twice the CPU count) compute at once, and at most
+    `max_workers` (default: four times that) hold a worker of up to memory_mb, computing or waiting on pack
+    calls (sandbox/slots.py); more wait for slots in arrival order. One that waits longer than `queue_timeout`
     seconds (default: its own `timeout`) is not started and ends with a BusyError; its timeout is counted
     only once it runs. What runs' data may take of the host's memory at once is `host_memory_mb`
     (sandbox/budget.py).
@@ -57,6 +62,7 @@ class Sandbox:
         *,
         warm: int = 2,
         max_concurrent_runs: int | None = None,
+        max_workers: int | None = None,
         queue_timeout: float | None = None,
         host_memory_mb: int = 256,
     ) -> None:
@@ -64,8 +70,14 @@ class Sandbox:
             raise ValueError(f"sandbox.max_concurrent_runs must be at least 1, not {max_concurrent_runs}")
         self.limits = limits
         self.max_concurrent_runs = max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        self.max_workers = max_workers or WORKERS_PER_SLOT * self.max_concurrent_runs
+        if self.max_workers < self.max_concurrent_runs:
+            raise ValueError(
+                f"sandbox.max_workers ({self.max_workers}) must be at least sandbox.max_concurrent_runs "
+                f"({self.max_concurrent_runs}): every run computing holds a worker"
+            )
         self.queue_timeout = queue_timeout
-        self._slots = anyio.Semaphore(self.max_concurrent_runs, fast_acquire=True)
+        self._slots = Slots(self.max_concurrent_runs, self.max_workers)
         self._memory = HostMemory(host_memory_mb * 1024 * 1024)
         self._warm = max(0, warm)
         self._forks = ForkServer(compile_filter().hex())
@@ -235,29 +247,29 @@ class Sandbox:
         the pack calls the source shows before the snippet starts (the worker parses it, not the host)."""
         limits = limits or self.limits
         frame = job_frame(code, packs, limits)
-        if not await self._take_slot(limits):
-            wait = float(limits.timeout if self.queue_timeout is None else self.queue_timeout)
-            busy = (
-                f"the sandbox is busy: {self.max_concurrent_runs} runs are running (sandbox.max_concurrent_runs) "
-                f"and none ended within {wait} s; this run was not started, try again shortly"
-            )
-            return RunResult(None, "", RunError("BusyError", busy, origin="host"), 0)
+        wait = float(limits.timeout if self.queue_timeout is None else self.queue_timeout)
         try:
-            return await self._run_in_worker(frame, limits, on_call, on_progress, on_sites)
+            seat = await self._slots.take(wait)
+        except Busy as busy:
+            doing = "running" if busy.key == "sandbox.max_concurrent_runs" else "running or waiting on pack calls"
+            message = (
+                f"the sandbox is busy: {busy.size} runs are {doing} ({busy.key}) and none ended within {wait} s; "
+                "this run was not started, try again shortly"
+            )
+            return RunResult(None, "", RunError("BusyError", message, origin="host"), 0)
+        try:
+            return await self._run_in_worker(frame, limits, seat, on_call, on_progress, on_sites)
         finally:
-            self._slots.release()
-
-    async def _take_slot(self, limits: Limits) -> bool:
-        with contextlib.suppress(anyio.WouldBlock):
-            self._slots.acquire_nowait()  # no trip round the event loop while a slot is free
-            return True
-        with anyio.move_on_after(limits.timeout if self.queue_timeout is None else self.queue_timeout):
-            await self._slots.acquire()
-            return True
-        return False
+            seat.leave()
 
     async def _run_in_worker(
-        self, frame: bytes, limits: Limits, on_call: OnCall, on_progress: OnProgress | None, on_sites: OnSites | None
+        self,
+        frame: bytes,
+        limits: Limits,
+        seat: Seat,
+        on_call: OnCall,
+        on_progress: OnProgress | None,
+        on_sites: OnSites | None,
     ) -> RunResult:
         # A worker lost with the zygote before the snippet made any pack call had no effect outside
         # itself: the run is safely repeated once in a fresh worker from the restarted zygote.
@@ -267,7 +279,7 @@ class Sandbox:
             if isinstance(item, SpawnFailure):
                 return RunResult(None, "", RunError("WorkerCrashed", item.reason, origin="host"), 0)
             item.taken = True
-            run = Run(item, limits, on_call, on_progress, on_sites, self._memory)
+            run = Run(item, limits, on_call, on_progress, on_sites, self._memory, seat=seat)
             clean = False
             try:
                 result = await run.drive(frame)

@@ -5,6 +5,7 @@ run has reserved the memory its objects may take from the host's budget, sandbox
 by sandbox/messages.py; the calls it may have waiting and the bytes the host holds for them are capped, and a
 run past a cap ends with a LimitError. Its progress
 reports are passed on at most PROGRESS_RATE a second; a worker that keeps sending far more is not a snippet.
+While every call the worker made waits for its reply, the run lends its CPU slot to other runs (sandbox/slots.py).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from sandbox.messages import (
     parse,
     reply_frame,
 )
+from sandbox.slots import Seat
 from sandbox.untrusted import decode_untrusted
 
 __all__ = ["C_STACK_OVERFLOW", "MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
@@ -62,8 +64,11 @@ class Run:
         on_progress: OnProgress | None = None,
         on_sites: OnSites | None = None,
         memory: HostMemory | None = None,
+        *,
+        seat: Seat,
     ) -> None:
         self.worker = worker
+        self._seat = seat
         self.limits = limits
         self.on_call = on_call
         self.on_progress = on_progress
@@ -77,6 +82,9 @@ class Run:
         self.finished = False
         """The worker reported how the run ended and now only waits to be killed."""
         self._in_flight = 0
+        self._unanswered = 0
+        """Calls whose reply is not ready: while there are any, the worker only waits, and the run lends its CPU
+        slot to other runs (sandbox/slots.py)."""
         self._ids: set[int] = set()
         """Ids of the calls waiting for replies: the worker matches replies by id, so none may be reused."""
         self._progress_ration = Ration(PROGRESS_RATE)
@@ -157,6 +165,9 @@ class Run:
                         raise ProtocolError(f"call id {message.id} is already waiting for its reply")
                     self._ids.add(message.id)
                 self._in_flight += 1
+                self._unanswered += 1
+                if self._unanswered == 1:
+                    self._seat.stand()
                 self._held += len(body)
                 if task_group is None:
                     return message, len(body), reserved
@@ -239,6 +250,9 @@ class Run:
                 frame = reply_frame(call, error=call.refusal, kind="UnknownTool", limits=self.limits, sent=self._sent)
             else:
                 frame = await self._reply(call)
+            self._unanswered -= 1
+            if self._unanswered == 0:
+                await self._seat.sit()  # the worker computes again once this reply reaches it
             self._held += len(frame)
             if self._held > self._max_held:
                 self._overflow = self._overflowed()

@@ -132,7 +132,14 @@ class SandboxConfig(_Strict):
     )
     max_recursion: int = Field(default=500, ge=50, description="nested Python calls a snippet may make")
     max_concurrent_runs: int | None = Field(
-        default=None, ge=1, description="runs at once; more wait in line (default: twice the core count)"
+        default=None,
+        ge=1,
+        description="runs computing at once (one waiting on pack calls lends its slot; default: twice the core count)",
+    )
+    max_workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="runs holding a worker, computing or waiting on pack calls (default: 4 x max_concurrent_runs)",
     )
     max_host_memory_mb: int = Field(
         default=256, ge=16, description="gateway memory all runs' data may take at once; more waits or fails"
