@@ -87,6 +87,10 @@ class ServerConfig(_Strict):
 
     timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
     connect_timeout: float = Field(default=20.0, gt=0, description="seconds to connect and list tools")
+    max_concurrent_calls: int = Field(
+        default=16, ge=1, description="calls in flight to this server; more wait up to 1 s, then fail (ToolUnavailable)"
+    )
+    max_backoff: float = Field(default=10.0, gt=0, description="seconds, the longest pause between reconnect attempts")
     enabled: bool = True
     quarantined: bool = Field(
         default=False, description="connect and read its tools, but show and call none until an admin approves it"

@@ -29,7 +29,7 @@ from onetool.control.views import PROPOSED, ControlError, HeldTool, ServerView, 
 from onetool.errors import ConfigError, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor
-from onetool.upstream.status import ServerState
+from onetool.upstream.status import ServerState, ServerStatus
 
 if TYPE_CHECKING:
     from mcp import types
@@ -407,10 +407,10 @@ class ServerControl:
             name=name,
             pack=st.pack,
             type=st.type,
-            status="quarantined" if s.trust.quarantined and s.enabled else str(st.status),
+            status=_status(st, quarantined=s.trust.quarantined and s.enabled),
             enabled=s.enabled,
             quarantined=s.trust.quarantined,
-            error=st.error,
+            error=st.error or st.unresponsive,
             detail=st.detail,
             fix=st.fix,
             tool_count=st.tool_count,
@@ -420,11 +420,19 @@ class ServerControl:
             added_by=s.added_by,
             oauth_status=st.oauth_status,
             converted_to=s.bridged.url if s.bridged is not None else None,
+            unresponsive=st.unresponsive,
+            calls_in_flight=st.calls_in_flight,
         )
 
     @staticmethod
     def _log(name: str, done: str, actor: Actor, **fields: Any) -> None:
         logger.bind(server=name, actor=actor, **fields).info("server '{}' {} by {}", name, done, actor)
+
+
+def _status(st: ServerStatus, *, quarantined: bool) -> str:
+    if quarantined:
+        return "quarantined"
+    return "unresponsive" if st.unresponsive else str(st.status)
 
 
 def _quarantined(server: str, tool: types.Tool) -> HeldTool:

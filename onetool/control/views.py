@@ -47,6 +47,10 @@ class ServerView:
     """For an OAuth server: authenticated, pending_authorization or authentication_failed."""
     converted_to: str | None = None
     """For a stdio server the bridge serves (``onetool servers convert``): the URL the gateway connects."""
+    unresponsive: str | None = None
+    """Set while the server's calls fail at once because they kept timing out: why, and when it is tried again."""
+    calls_in_flight: int = 0
+    """Requests on the server now, of at most servers.NAME.max_concurrent_calls."""
     launch: dict[str, Any] | None = None
     """For a proposed server, and in the answer to approving one: what approving it runs (see :func:`launch`)."""
 

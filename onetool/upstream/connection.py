@@ -21,13 +21,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from onetool import __version__
 from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
+from onetool.upstream.backoff import ShortSession, backoff_wait
 from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,
@@ -64,6 +65,8 @@ ProgressCallback = ProgressFnT
 """(progress, total, message) of one tool call, as the upstream reports it."""
 
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
+REVIVE_GAP: Final = 1.0
+"""Seconds after a failed connect attempt during which a call fails with its reason instead of asking for another."""
 
 
 class Connection(Requests, Watching):
@@ -74,7 +77,7 @@ class Connection(Requests, Watching):
         *,
         mode: Mode,
         backoff_base: float,
-        backoff_max: float,
+        stable_after: float,
         probe_interval: float,
         on_change: Callable[[str], None],
         token_store: TokenStore | None = None,
@@ -84,7 +87,7 @@ class Connection(Requests, Watching):
         self.config = config
         self._mode = mode
         self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
+        self._stable_after = stable_after
         self._probe_interval = probe_interval
         self._on_change = on_change
         self._on_notification = on_notification
@@ -96,7 +99,11 @@ class Connection(Requests, Watching):
         self.first_attempt = anyio.Event()
         self._session: Session | None = None  # the live session calls may use
         self._latest: Session | None = None  # the last session that connected, live or not
-        self._connected = anyio.Event()
+        self._call_slots = anyio.Semaphore(config.max_concurrent_calls, fast_acquire=True)
+        self._attempting = False  # the owner is connecting
+        self._attempt_done = anyio.Event()  # set when the current (or else the next) connect attempt ends
+        self._failed_at = -math.inf  # when the last connect attempt failed
+        self._hurry = anyio.Event()  # a caller wants the server now: the owner's pause before reconnecting ends
         self._stopping = False
         self._ever_connected = False
         self._scope = anyio.CancelScope()
@@ -109,6 +116,7 @@ class Connection(Requests, Watching):
 
     def snapshot(self) -> ServerStatus:
         failure = self.failure
+        session = self._session
         return ServerStatus(
             name=self.name,
             pack=to_identifier(self.name),
@@ -122,34 +130,75 @@ class Connection(Requests, Watching):
             detail=failure.detail if failure else None,
             fix=failure.fix if failure else None,
             oauth_status=self._auth.status(self.status, failure) if self._auth else None,
+            unresponsive=session.breaker.describe() if session and session.breaker.open else None,
+            calls_in_flight=self.config.max_concurrent_calls - self._call_slots.value,
         )
 
     # ----- the owner task -------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect, serve until lost, reconnect with backoff; until :meth:`stop`."""
+        """Connect, serve until lost, reconnect with backoff; until :meth:`stop`.
+
+        The backoff (backoff.py) goes on growing across sessions that end before ``stable_after`` seconds, and
+        starts over only after a stable one; a caller that finds the server disconnected cuts a pause short
+        (:meth:`revive`).
+        """
         with self._scope:
             try:
                 while not self._stopping:
                     retrying = AsyncRetrying(
-                        wait=wait_exponential_jitter(
-                            multiplier=self._backoff_base, max=self._backoff_max, jitter=self._backoff_base
-                        ),
+                        wait=backoff_wait(self._backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
-                        sleep=anyio.sleep,
+                        sleep=self._pause,
                         before_sleep=self._log_retry,
                     )
                     async for attempt in retrying:
                         with attempt:
-                            await self._connect_and_serve()
+                            uptime = await self._connect_and_serve()
+                            if uptime < self._stable_after and not self._stopping:
+                                raise ShortSession(uptime)
                     if not self._stopping:
-                        # The session was up and broke; a short pause keeps a crash loop from spinning.
-                        await anyio.sleep(self._backoff_base)
+                        # A stable session broke; a short pause keeps a crash loop from spinning.
+                        await self._pause(self._backoff_base)
             finally:
                 self.first_attempt.set()
+                self._attempt_done.set()  # no attempt follows
                 self._session = None
                 if self._stopping:
                     self._set_status(ServerState.DISCONNECTED, Failure("the pool is closed"))
+
+    async def revive(self) -> bool:
+        """Whether the server is connected, after one immediate connect attempt if it was not.
+
+        The owner makes the attempt (it owns the connection); every caller meanwhile shares it (single flight).
+        A failed attempt less than REVIVE_GAP ago answers for a new one: a burst of calls to a server that is
+        down costs one attempt a second, not one each.
+        """
+        if self._session is not None and not self._session.lost:
+            return True
+        if self._stopping or not self.config.enabled:
+            return False
+        if not self._attempting:
+            if anyio.current_time() - self._failed_at < REVIVE_GAP:
+                return False
+            self._hurry.set()
+        # The owner may first have to close the lost session (a stdio child gets a grace period to exit).
+        with anyio.move_on_after(self.config.connect_timeout + STOP_GRACE):
+            await self._attempt_done.wait()
+        return self._session is not None and not self._session.lost
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait before the next connect attempt, unless a caller wants the server now (:meth:`revive`)."""
+        with anyio.move_on_after(seconds):
+            await self._hurry.wait()
+
+    def _attempt_over(self) -> None:
+        """A connect attempt ended (connected or not): wake whoever waits on it."""
+        self.first_attempt.set()
+        if self._attempting:
+            self._attempting = False
+            done, self._attempt_done = self._attempt_done, anyio.Event()
+            done.set()
 
     def stop(self) -> None:
         """Ask the owner to close its session politely; it is cancelled if that takes too long."""
@@ -162,16 +211,21 @@ class Connection(Requests, Watching):
 
     def _log_retry(self, state: RetryCallState) -> None:
         delay = state.next_action.sleep if state.next_action else 0.0
-        logger.bind(server=self.name).info(
-            "server '{}': reconnect attempt {} failed ({}); next in {:.1f} s",
+        error = state.outcome.exception() if state.outcome else None
+        what = str(error) if isinstance(error, ShortSession) else f"reconnect attempt {state.attempt_number} failed"
+        logger.bind(server=self.name, attempt=state.attempt_number, delay=round(delay, 3)).info(
+            "server '{}': {} ({}); next in {:.1f} s",
             self.name,
-            state.attempt_number,
+            what,
             self.failure and self.failure.for_operators(),
             delay,
         )
 
-    async def _connect_and_serve(self) -> None:
+    async def _connect_and_serve(self) -> float:
+        """One connect attempt and, if it succeeds, the session's life; how long the session was up."""
         session = Session()
+        self._attempting = True
+        self._hurry = anyio.Event()
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with AsyncExitStack() as stack:
@@ -200,6 +254,7 @@ class Connection(Requests, Watching):
                             # "failed" until the server was up once; after that a failed reconnect stays "disconnected".
                             state = ServerState.DISCONNECTED if self._ever_connected else ServerState.FAILED
                             self._set_status(state, failure)
+                            self._failed_at = anyio.current_time()
                             raise UpstreamUnavailable(self.name, failure.reason, fix=failure.fix)
                         span.add(toolCount=len(tools))
                     deadline.deadline = math.inf
@@ -215,12 +270,13 @@ class Connection(Requests, Watching):
                 failure = session.lost or describe_failure(e, session, self.name, self.config)
                 self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
-            return
+            return session.uptime()
         finally:
-            self.first_attempt.set()
+            self._attempt_over()
         if session.lost and session.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
             self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
+        return session.uptime()
 
     async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
         """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
@@ -293,8 +349,8 @@ class Connection(Requests, Watching):
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._refresh_on_change, session, client)
-                if self.config.transport != "stdio":
-                    tg.start_soon(self._probe, session, client)
+                tg.start_soon(self._probe, session, client)
+                tg.start_soon(self._mind_breaker, session, client)
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     # Subscribed before the server counts as connected, so no change slips through.
                     await tg.start(self._listen, session, client)
@@ -302,15 +358,18 @@ class Connection(Requests, Watching):
                 self.tools = tools
                 self.protocol_version = client.protocol_version
                 self.instructions = client.instructions
+                session.connected_at = session.answered_at = anyio.current_time()
                 self._set_status(ServerState.CONNECTED, None)
-                self._connected.set()
+                if self._ever_connected:
+                    logger.bind(server=self.name, toolCount=len(tools)).info(
+                        "server '{}' reconnected ({} tools)", self.name, len(tools)
+                    )
                 self._ever_connected = True
-                self.first_attempt.set()
+                self._attempt_over()
                 await session.wake.wait()
                 tg.cancel_scope.cancel()
         finally:
             self._session = None
-            self._reset_connected()
 
     def _lose(self, session: Session, failure: Failure) -> None:
         """The session broke: fail its calls now, mark the server disconnected, wake the owner."""
@@ -324,16 +383,14 @@ class Connection(Requests, Watching):
         session.wake.set()
         # The owner may already be unwinding this session (self._session cleared); it is still the latest.
         if self._latest is session:
-            self._reset_connected()
             self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
-
-    def _reset_connected(self) -> None:
-        # Callers waiting to retry hold the current event; replace it only once it has fired.
-        if self._connected.is_set():
-            self._connected = anyio.Event()
 
     def _set_status(self, status: ServerState, failure: Failure | None) -> None:
         changed = (status, failure) != (self.status, self.failure)
+        if self.status is ServerState.CONNECTED and status is not ServerState.CONNECTED and not self._stopping:
+            logger.bind(server=self.name).warning(
+                "server '{}' disconnected: {}", self.name, failure.for_operators() if failure else status
+            )
         self.status, self.failure = status, failure
         if self._auth is not None:
             self._auth.report(status, failure)

@@ -31,9 +31,10 @@ class UpstreamPool:
     """Long-lived MCP client connections to the configured servers.
 
     ``mode`` forces the protocol era for every connection ("legacy": the 2025-11-25
-    handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` and
-    ``backoff_max`` shape reconnects: exponential from the base, with jitter, up to the max.
-    ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
+    handshake; "auto": 2026-07-28 where the server speaks it). ``backoff_base`` shapes reconnects: exponential
+    from the base, with jitter, up to each server's ``max_backoff``; the sequence starts over only after a session
+    stayed up ``stable_after`` seconds. An upstream that has answered nothing for ``probe_interval`` seconds is
+    probed (MCP ping), and reconnected if it does not answer.
     ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     """
@@ -44,8 +45,8 @@ class UpstreamPool:
         *,
         mode: Mode = "auto",
         backoff_base: float = 0.5,
-        backoff_max: float = 60.0,
-        probe_interval: float = 15.0,
+        stable_after: float = 30.0,
+        probe_interval: float = 30.0,
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
     ) -> None:
@@ -54,7 +55,7 @@ class UpstreamPool:
         self._options: dict[str, Any] = {
             "mode": mode,
             "backoff_base": backoff_base,
-            "backoff_max": backoff_max,
+            "stable_after": stable_after,
             "probe_interval": probe_interval,
             "token_store": token_store,
             "on_notification": on_notification,
@@ -168,6 +169,12 @@ class UpstreamPool:
             if result.is_error:
                 span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
             return result
+
+    async def revive(self, server: str) -> bool:
+        """Whether ``server`` is connected, after one immediate reconnect attempt (shared with every caller
+        meanwhile) if it was not: a call that finds its server down does not wait for the background backoff."""
+        conn = self._connections.get(server)
+        return conn is not None and await conn.revive()
 
     async def list_resources(self, server: str) -> list[types.Resource]:
         return await self._request(

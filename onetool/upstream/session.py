@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,6 +18,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED
 
 from onetool.config import ServerConfig
+from onetool.upstream.breaker import Breaker
 from onetool.upstream.http import HttpStatuses, http_reason, public_url
 from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.status import Failure
@@ -48,6 +50,17 @@ class Session:
         self.statuses: HttpStatuses | None = None
         self.url: str | None = None  # of an HTTP upstream, as connected to
         self.auth: UpstreamAuth | None = None  # of an OAuth upstream
+        self.breaker = Breaker()
+        self.connected_at = math.inf  # when it became usable (anyio clock)
+        self.answered_at = -math.inf  # when the server last answered anything on it
+
+    def answered(self) -> None:
+        """The server answered a request: it is alive and responsive."""
+        self.answered_at = anyio.current_time()
+        self.breaker.answered()
+
+    def uptime(self) -> float:
+        return max(0.0, anyio.current_time() - self.connected_at)
 
 
 class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):

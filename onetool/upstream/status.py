@@ -51,6 +51,11 @@ class ServerStatus:
     fix: str | None = None
     oauth_status: str | None = None
     """For OAuth servers only: authenticated, pending_authorization or authentication_failed (see ``error``)."""
+    unresponsive: str | None = None
+    """Set while the server's breaker is open (connected, but its calls kept timing out): why, and when it is
+    probed again. Calls fail at once meanwhile."""
+    calls_in_flight: int = 0
+    """Requests on it now, of at most servers.NAME.max_concurrent_calls."""
 
     @property
     def report(self) -> str:

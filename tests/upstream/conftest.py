@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,7 +13,7 @@ import anyio
 
 from onetool.config import ServerConfig
 from onetool.upstream import UpstreamPool
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, free_port, wait_for_port
 
 FAULT_SERVER = str(FIXTURES / "fault_server.py")
 BACKOFF = 0.05  # tests reconnect fast; production starts at 0.5 s
@@ -35,6 +36,33 @@ async def wait_for_status(pool: UpstreamPool, server: str, status: str, timeout:
     with anyio.fail_after(timeout):
         while pool.server_status(server).status != status:
             await anyio.sleep(0.02)
+
+
+class FaultHttpServer:
+    """The fault fixture server over streamable HTTP on a fixed port, so a test can kill and restart it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, FAULT_SERVER, "ok", "--http", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            wait_for_port(self.port)
+        except BaseException:
+            self.kill()  # a server that never listened must not outlive the test
+            raise
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:

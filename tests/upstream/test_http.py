@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -14,8 +12,8 @@ from anyio.abc import SocketStream
 from onetool.errors import UpstreamUnavailable
 from onetool.hosts import is_loopback
 from onetool.upstream.http import public_url, secure_url
-from tests.conftest import free_port, wait_for_port
-from tests.upstream.conftest import FAULT_SERVER, open_pool, wait_for_status
+from tests.conftest import free_port
+from tests.upstream.conftest import FaultHttpServer, open_pool, wait_for_status
 
 
 @pytest.mark.parametrize(
@@ -78,33 +76,6 @@ async def test_sse_everything_configured_and_as_fallback(everything_sse: str) ->
         for name in servers:
             assert pool.server_status(name).status == "connected", pool.server_status(name)
             assert (await pool.call(name, "echo", {"message": name})).content[0].text == f"Echo: {name}"
-
-
-class FaultHttpServer:
-    """The fault fixture server over streamable HTTP on a fixed port, so a test can kill and restart it."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self._proc = subprocess.Popen(
-            [sys.executable, FAULT_SERVER, "ok", "--http", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            wait_for_port(self.port)
-        except BaseException:
-            self.kill()  # a server that never listened must not outlive the test
-            raise
-
-    def kill(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
 
 
 @pytest.fixture

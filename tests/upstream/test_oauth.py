@@ -138,7 +138,8 @@ async def run_authorization(name: str, config: ServerConfig, store: TokenStore, 
 
 @asynccontextmanager
 async def pool_of(servers: dict[str, ServerConfig], store: TokenStore) -> AsyncIterator[UpstreamPool]:
-    async with UpstreamPool(servers, token_store=store, backoff_base=0.1, backoff_max=0.5) as pool:
+    quick = {name: config.model_copy(update={"max_backoff": 0.5}) for name, config in servers.items()}
+    async with UpstreamPool(quick, token_store=store, backoff_base=0.1) as pool:
         yield pool
 
 

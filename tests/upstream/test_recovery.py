@@ -13,7 +13,9 @@ import pytest
 
 from onetool.errors import UpstreamUnavailable
 from onetool.upstream import UpstreamPool
-from tests.upstream.conftest import fault, open_pool, upstream_groups, wait_for_status
+from onetool.upstream.connection import REVIVE_GAP
+from tests.conftest import spans
+from tests.upstream.conftest import FaultHttpServer, fault, open_pool, upstream_groups, wait_for_status
 
 
 async def _changes(pool: UpstreamPool, server: str, received: list[str], timeout: float = 15) -> None:
@@ -108,3 +110,67 @@ async def test_tools_list_changed_refreshes_the_catalogue(mode: str) -> None:
                 assert await changes.receive() == "fx"
         assert pool.server_status("fx").tool_count == len(before) + 1
         assert (await pool.call("fx", "brand_new", {})).content[0].text == "I am brand_new"
+
+
+async def test_a_call_to_a_disconnected_http_server_reconnects_at_once_in_one_shared_attempt(
+    log_records: list[dict[str, Any]],
+) -> None:
+    server = FaultHttpServer()
+    server.start()
+    try:
+        # A background backoff far longer than the test: only the calls themselves can bring the server back.
+        servers = {"fx": {"url": server.url, "connect_timeout": 5, "max_backoff": 120}}
+        async with open_pool(servers, backoff_base=60) as pool:
+            server.kill()
+            with pytest.raises(UpstreamUnavailable):  # read-only: one reconnect attempt, which fails
+                await pool.call("fx", "echo", {"message": "down"})
+            server.start()
+            await anyio.sleep(REVIVE_GAP)
+            assert pool.server_status("fx").status == "disconnected"
+            before = len(spans(log_records, "proxy.connect"))
+            answers: list[str] = []
+
+            async def call(n: int) -> None:
+                answers.append((await pool.call("fx", "echo", {"message": str(n)})).content[0].text)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(5):
+                    tg.start_soon(call, n)
+            assert sorted(answers) == [f"echo: {n}" for n in range(5)]
+            assert [c["status"] for c in spans(log_records, "proxy.connect")[before:]] == ["SUCCESS"]
+    finally:
+        server.kill()
+    assert any(r["level"] == "WARNING" and "'fx' disconnected" in r["message"] for r in log_records)
+    assert any(r["level"] == "INFO" and "'fx' reconnected" in r["message"] for r in log_records)
+
+
+def _retries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r["extra"].get("server") == "fx" and "; next in " in r["message"]]
+
+
+async def test_backoff_grows_across_short_sessions_up_to_max_backoff(log_records: list[dict[str, Any]]) -> None:
+    servers = {"fx": fault("brief", max_backoff=0.4, env={"BRIEF_SECONDS": "0.5"})}
+    async with open_pool(servers):
+        with anyio.fail_after(60):
+            while len(_retries(log_records)) < 5:
+                await anyio.sleep(0.05)
+    retries = _retries(log_records)
+    # A server that dies right after each connect never starts the sequence over...
+    assert [r["extra"]["attempt"] for r in retries] == list(range(1, len(retries) + 1))
+    assert any("the session lasted only" in r["message"] for r in retries)
+    # ...and its pauses grow up to the cap, never past it.
+    delays = [r["extra"]["delay"] for r in retries]
+    assert max(delays) <= 0.4 and delays[-1] > 0.2, delays
+
+
+async def test_backoff_starts_over_after_a_stable_session(log_records: list[dict[str, Any]]) -> None:
+    servers = {"fx": fault("brief", max_backoff=0.4, env={"BRIEF_SECONDS": "1"})}
+    async with open_pool(servers, stable_after=0.2) as pool:
+        with anyio.fail_after(60):
+            while len([c for c in spans(log_records, "proxy.connect") if c["status"] == "SUCCESS"]) < 3:
+                await anyio.sleep(0.05)
+        assert pool.server_status("fx").status in ("connected", "disconnected")
+    assert not any("the session lasted only" in r["message"] for r in _retries(log_records))
+    assert all(r["extra"]["attempt"] == 1 for r in _retries(log_records))
+    drops = [r for r in log_records if r["level"] == "WARNING" and "'fx' disconnected" in r["message"]]
+    assert len(drops) >= 2

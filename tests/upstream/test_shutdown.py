@@ -47,7 +47,9 @@ async def test_twenty_crash_reconnect_cycles_leave_nothing_behind(
 ) -> None:
     before = upstream_groups()
     seen: set[int] = set()
-    async with open_pool({"everything": everything_stdio}) as pool:
+    # Every session here is killed right after it connects: counted as stable, so reconnects stay quick (a crash
+    # loop's growing backoff is test_recovery's).
+    async with open_pool({"everything": everything_stdio}, stable_after=0) as pool:
         for _ in range(20):
             (leader,) = upstream_groups() - before
             seen.add(leader)
