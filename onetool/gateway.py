@@ -11,7 +11,7 @@ such change is told to subscribers (the MCP faces, which send ``notifications/to
 from __future__ import annotations
 
 import uuid
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext, suppress
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -26,16 +26,19 @@ from onetool.broadcast import Broadcast
 from onetool.config import Config, SandboxConfig
 from onetool.control import ServerControl
 from onetool.describe import describe_run
-from onetool.errors import ModelError
+from onetool.errors import ModelError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
-from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
+from onetool.registry import Pack, PackContext, Registry, Tool, UpstreamTool, load_local_packs
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
 from sandbox.budget import RESERVED_FROM
+
+REGISTRY_CATCH_UP = 2.0
+"""Seconds a call waits, after its server reconnected, for the registry to show the server's tools again."""
 
 
 class Gateway:
@@ -159,7 +162,7 @@ class Gateway:
     ) -> Any:
         """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
         try:
-            target = self._registry.resolve(pack, tool)
+            target = await self._resolve(pack, tool)
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
@@ -173,6 +176,25 @@ class Gateway:
             raise ToolError(f"{pack}.{tool} raised {type(e).__name__}: {e}") from None
         media.update(returned_media(value))
         return value
+
+    async def _resolve(self, pack: str, tool: str) -> Tool:
+        """The tool ``pack.tool`` names. A server found disconnected first gets one immediate reconnect attempt
+        (shared with every run that asks meanwhile), rather than the call failing until the background backoff
+        gets round to it; the registry then shows its tools again once the watcher has rebuilt it."""
+        try:
+            return self._registry.resolve(pack, tool)
+        except UpstreamUnavailable as e:
+            async with self.subscribe() as changes:
+                if not await self._pool.revive(e.server):
+                    raise
+                with anyio.move_on_after(REGISTRY_CATCH_UP), suppress(anyio.EndOfStream):
+                    while not self._shows(e.server):
+                        await changes.receive()
+            return self._registry.resolve(pack, tool)
+
+    def _shows(self, server: str) -> bool:
+        status = self._registry.server_status(server)
+        return status is not None and status.connected
 
     def _shape(self, outcome: RunResult, media: set[str]) -> types.CallToolResult:
         return run_result(
