@@ -166,6 +166,10 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     _print_servers([report], False)
     if report["instructions"]:
         print(f"\ninstructions: {report['instructions']}")
+    if report["status"] != "proposed":
+        print(
+            f"\ncalls in flight: {report['calls_in_flight']} (servers.{report['name']}.max_concurrent_calls caps them)"
+        )
     print(f"\ntools ({len(report['tools'])}):")
     for tool in report["tools"]:
         mark = "  HELD " if tool["held"] else "       "

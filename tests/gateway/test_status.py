@@ -105,6 +105,8 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
             "added_by": None,
             "oauth_status": None,  # not an OAuth server (test_auth_gateway.py reads it for one)
             "converted_to": None,
+            "unresponsive": None,  # set while its calls kept timing out (the breaker is open)
+            "calls_in_flight": 0,
             "launch": None,  # only a proposal's (what approving it would run)
         }
         assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
