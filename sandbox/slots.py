@@ -32,9 +32,13 @@ class Slots:
         self._cpu = anyio.Semaphore(cpu, fast_acquire=True)
         self._workers = anyio.Semaphore(workers, fast_acquire=True)
 
+    def seat(self) -> Seat:
+        """A seat holding nothing yet."""
+        return Seat(self._cpu, self._workers)
+
     async def take(self, wait: float) -> Seat:
         """A seat holding both slots, in arrival order; Busy if they are not both free within ``wait`` seconds."""
-        seat = Seat(self._cpu, self._workers)
+        seat = self.seat()
         try:
             with anyio.move_on_after(wait):
                 await seat.take_worker()

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunResult, Sandbox
+from sandbox.slots import Busy, Slots
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +92,25 @@ async def test_a_reply_waits_for_the_cpu_slot_it_lent() -> None:
 def test_max_workers_cannot_be_below_max_concurrent_runs() -> None:
     with pytest.raises(ValueError, match=r"sandbox\.max_workers \(1\) must be at least sandbox\.max_concurrent_runs"):
         Sandbox(max_concurrent_runs=2, max_workers=1)
+
+
+async def test_a_seat_holds_at_most_one_cpu_slot_whatever_its_worker_sends() -> None:
+    """A hostile worker can send a call while a reply waits for the CPU slot, so two sits may wait at once: the
+    seat still takes one slot, and gives back exactly what it took."""
+    slots = Slots(cpu=1, workers=3)
+    first = await slots.take(1.0)
+    second = slots.seat()
+    await second.take_worker()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for _ in range(2):
+                tg.start_soon(second.sit)
+            await anyio.sleep(0.05)
+            first.leave()
+    with pytest.raises(Busy):
+        await slots.take(0.05)  # the second seat holds the one CPU slot
+    second.leave()
+    third = await slots.take(0.05)
+    with pytest.raises(Busy):
+        await slots.take(0.05)  # one slot, not two
+    third.leave()

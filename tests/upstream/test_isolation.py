@@ -71,10 +71,14 @@ async def test_calls_past_the_cap_wait_then_fail_while_other_servers_answer() ->
         assert pool.server_status("fx").calls_in_flight == 0
 
 
-async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(log_records: list[dict[str, Any]]) -> None:
-    servers = {"fx": fault("ok", timeout=0.5, connect_timeout=5), "other": fault("ok")}
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # MCP ping; tools/list on 2026-07-28, which has no ping
+async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(
+    mode: str, log_records: list[dict[str, Any]]
+) -> None:
+    servers = {"fx": fault("ok", timeout=2, connect_timeout=5), "other": fault("ok")}
     # No liveness probe here: the breaker's own ping is what must bring the server back.
-    async with open_pool(servers, probe_interval=600) as pool:
+    async with open_pool(servers, probe_interval=600, mode=mode) as pool:
+        assert pool.server_status("fx").protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         pid = await _pid(pool, "fx")
         with stopped(pid):
             for _ in range(TRIP_AFTER):
@@ -99,8 +103,11 @@ async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(log_record
     assert any(r["level"] == "INFO" and "'fx' answers again" in r["message"] for r in log_records)
 
 
-async def test_a_stopped_stdio_server_fails_its_probe_and_is_restarted(log_records: list[dict[str, Any]]) -> None:
-    async with open_pool({"fx": fault("ok", connect_timeout=2)}, probe_interval=0.3) as pool:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_stopped_stdio_server_fails_its_probe_and_is_restarted(
+    mode: str, log_records: list[dict[str, Any]]
+) -> None:
+    async with open_pool({"fx": fault("ok", connect_timeout=2)}, probe_interval=0.3, mode=mode) as pool:
         pid = await _pid(pool, "fx")
         with stopped(pid):
             await wait_for_status(pool, "fx", "disconnected")
