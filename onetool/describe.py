@@ -112,7 +112,8 @@ def _first_fitting(lines: list[str], room: int) -> list[str]:
     kept: list[str] = []
     used = 0
     for i, line in enumerate(lines):
-        rest = f"... and {len(lines) - i} more packs: proxy.list_servers() lists them."
+        left = len(lines) - i
+        rest = f"... and {left} more pack{'' if left == 1 else 's'}: proxy.list_servers() lists them."
         if used + len(line) + len(rest) + 2 > room:
             return [*kept, rest]
         kept.append(line)
