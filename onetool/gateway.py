@@ -26,10 +26,10 @@ from onetool.broadcast import Broadcast
 from onetool.config import Config, SandboxConfig
 from onetool.control import ServerControl
 from onetool.describe import describe_run
-from onetool.errors import ModelError
+from onetool.errors import ModelError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
-from onetool.registry import Pack, PackContext, Registry, UpstreamTool, load_local_packs
+from onetool.registry import Pack, PackContext, Registry, Tool, UpstreamTool, load_local_packs
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.state import StateStore
@@ -158,7 +158,7 @@ class Gateway:
     ) -> Any:
         """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
         try:
-            target = self._registry.resolve(pack, tool)
+            target = self._resolve(pack, tool)
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
@@ -172,6 +172,16 @@ class Gateway:
             raise ToolError(f"{pack}.{tool} raised {type(e).__name__}: {e}") from None
         media.update(returned_media(value))
         return value
+
+    def _resolve(self, pack: str, tool: str) -> Tool:
+        """The tool a call names; a call refused because its server is down, failed or disabled never reaches
+        the pool's ``proxy.tool.call`` span, so it gets its FAILED record here (the snippet may catch it)."""
+        try:
+            return self._registry.resolve(pack, tool)
+        except UpstreamUnavailable as e:
+            with LogSpan("proxy.tool.call", server=e.server, tool=tool, resultLength=0) as span:
+                span.add(status="FAILED", errorType=type(e).__name__, errorMessage=str(e))
+            raise
 
     def _shape(self, outcome: RunResult, media: set[str]) -> types.CallToolResult:
         return run_result(
