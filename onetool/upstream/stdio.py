@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Final, NoReturn
@@ -29,24 +28,25 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
+from onetool.upstream.stderr import StderrTail, bounded_lines
 
 __all__ = ["StdioChild", "open_stdio"]
 
 STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
 TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
 _POLL: Final = 0.01
-_STDERR_TAIL: Final = 20
 _ERROR_LINE: Final = re.compile(
     r"error|exception|cannot|can't|not found|no such|denied|refused|failed|fatal|invalid|missing", re.IGNORECASE
 )
 
 
 class StdioChild:
-    """What the connection may know about a running child: its process and last stderr lines."""
+    """What the connection may know about a running child: its process and the stderr lines it wrote."""
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    def __init__(self, process: anyio.abc.Process, stderr: StderrTail) -> None:
         self.process = process
-        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+        self._stderr = stderr
+        self._first = stderr.count  # the server's tail spans its restarts: this process's lines come after
 
     def exit_reason(self) -> str:
         """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
@@ -59,10 +59,11 @@ class StdioChild:
         A crashing server's last lines are usually a stack trace or a runtime banner ("Node.js v20");
         the first line that reads like an error ("Error: Cannot find module ...") says more.
         """
-        for line in self.stderr_tail:
+        lines = self._stderr.lines(since=self._first)
+        for line in lines:
             if _ERROR_LINE.search(line):
                 return line
-        return self.stderr_tail[-1] if self.stderr_tail else None
+        return lines[-1] if lines else None
 
 
 def _describe_exit(code: int) -> str:
@@ -93,7 +94,7 @@ def _not_found(command: str) -> NoReturn:
 
 @asynccontextmanager
 async def open_stdio(
-    name: str, config: ServerConfig
+    name: str, config: ServerConfig, stderr: StderrTail
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -104,7 +105,7 @@ async def open_stdio(
     """Start the server and yield (read stream, write stream, child).
 
     The read stream ends when the child closes its stdout (it died), which the SDK turns
-    into "Connection closed" for every request in flight.
+    into "Connection closed" for every request in flight. Its stderr lines go to ``stderr``.
     """
     env = get_default_environment() | config.env
     command = resolve_command(config, env)
@@ -117,7 +118,7 @@ async def open_stdio(
         cwd=config.cwd,
         start_new_session=True,
     )
-    child = StdioChild(process)
+    child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -144,13 +145,9 @@ async def open_stdio(
 
     async def read_stderr() -> None:
         assert process.stderr is not None
-        buffer = b""
-        async for chunk in _receive_all(process.stderr):
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            for raw in lines:
-                if line := raw.decode(errors="replace").rstrip():
-                    child.stderr_tail.append(line)
-                    log.debug("stderr: {}", line)
+        async for raw in bounded_lines(_receive_all(process.stderr)):
+            if raw.strip():
+                log.debug("stderr: {}", stderr.add(raw))
 
     async def write_stdin() -> None:
         assert process.stdin is not None
