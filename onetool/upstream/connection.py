@@ -28,6 +28,7 @@ from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
+from onetool.upstream.children import Children
 from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,
@@ -80,6 +81,7 @@ class Connection(Requests, Watching):
         on_change: Callable[[str], None],
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
+        children: Children | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -89,6 +91,7 @@ class Connection(Requests, Watching):
         self._probe_interval = probe_interval
         self._on_change = on_change
         self._on_notification = on_notification
+        self._children = children
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
@@ -279,7 +282,7 @@ class Connection(Requests, Watching):
 
     @asynccontextmanager
     async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_stdio(self.name, self.config, self._stderr) as (read, write, child):
+        async with open_stdio(self.name, self.config, self._stderr, self._children) as (read, write, child):
             session.child = child
             yield (
                 Watched(read, lambda: self._lose(session, exit_failure(session))),

@@ -1,4 +1,4 @@
-"""The stdio transport: one child process per upstream, in its own process group.
+"""The stdio transport: one child process per upstream, in its own process group, recorded so it never outlives us.
 
 Why not the SDK's ``stdio_client``: it hides the child's pid, so nothing can kill the
 group members a server leaves behind when it exits gracefully on stdin EOF; its stderr
@@ -28,6 +28,8 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
+from onetool.upstream.children import Children
+from onetool.upstream.groups import stat_fields
 from onetool.upstream.stderr import StderrTail, bounded_lines
 
 __all__ = ["StdioChild", "open_stdio"]
@@ -94,7 +96,7 @@ def _not_found(command: str) -> NoReturn:
 
 @asynccontextmanager
 async def open_stdio(
-    name: str, config: ServerConfig, stderr: StderrTail
+    name: str, config: ServerConfig, stderr: StderrTail, children: Children | None = None
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -105,7 +107,8 @@ async def open_stdio(
     """Start the server and yield (read stream, write stream, child).
 
     The read stream ends when the child closes its stdout (it died), which the SDK turns
-    into "Connection closed" for every request in flight. Its stderr lines go to ``stderr``.
+    into "Connection closed" for every request in flight. Its stderr lines go to ``stderr``; ``children``
+    records its process group until the group has ended.
     """
     env = get_default_environment() | config.env
     command = resolve_command(config, env)
@@ -118,6 +121,8 @@ async def open_stdio(
         cwd=config.cwd,
         start_new_session=True,
     )
+    if children is not None:
+        children.add(name, process.pid)
     child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -171,7 +176,8 @@ async def open_stdio(
             with anyio.CancelScope(shield=True):
                 await write_send.aclose()
                 await read_recv.aclose()
-                await stop_process_group(process)
+                if await stop_process_group(process) and children is not None:
+                    children.remove(process.pid)
             tg.cancel_scope.cancel()
 
 
@@ -181,24 +187,25 @@ async def _receive_all(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[byt
             yield await stream.receive()
 
 
-async def stop_process_group(process: anyio.abc.Process) -> None:
+async def stop_process_group(process: anyio.abc.Process) -> bool:
     """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group; reap. Bounded (~2.5 s), idempotent.
 
     The group is signalled even when the leader exited on its own: anything it started is
-    still in the group and would otherwise outlive us.
+    still in the group and would otherwise outlive us. Whether the group has ended (a member
+    we may not signal can stay).
     """
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
     await _wait_until(lambda: process.returncode is not None, STDIN_GRACE)
     pgid = process.pid  # start_new_session: the leader's pid is the group id
-    if _signal_group(pgid, signal.SIGTERM):
-        await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
-        if _signal_group(pgid, signal.SIGKILL):
-            await _wait_until(lambda: not _group_alive(pgid), 0.5)
+    ended = not _signal_group(pgid, signal.SIGTERM) or await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
+    if not ended:
+        ended = not _signal_group(pgid, signal.SIGKILL) or await _wait_until(lambda: not _group_alive(pgid), 0.5)
     await _wait_until(lambda: process.returncode is not None, 0.5)
     with anyio.move_on_after(0.5), suppress(OSError, anyio.BrokenResourceError, ProcessLookupError):
         await process.aclose()  # reaps the leader and closes the pipes (no ResourceWarning)
+    return ended
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
@@ -226,14 +233,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _is_live_member(pid: int, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # Fields after the parenthesised command: state, ppid, pgrp, ...
-    state, _ppid, pgrp = stat[stat.rindex(b")") + 2 :].split()[:3]
-    return int(pgrp) == pgid and state != b"Z"
+    fields = stat_fields(pid)
+    return fields is not None and int(fields[2]) == pgid and fields[0] != b"Z"
 
 
 async def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
