@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -105,3 +106,13 @@ async def test_the_warden_ends_the_groups_still_listed_when_the_gateway_goes(tmp
     assert listed.wait(10) == -signal.SIGKILL
     assert ended.poll() is None  # forgotten: the warden never signals a group it was told has ended
     assert not path.exists()
+
+
+async def test_the_records_and_the_runtime_folder_they_are_in_are_private(tmp_path: Path, leader: Start) -> None:
+    config = tmp_path / "onetool.yaml"
+    async with watched_children(config) as children:
+        children.add("a", leader().pid)
+        path = records(config) / f"{os.getpid()}.json"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        for folder in (path.parent, path.parent.parent, Path(os.environ["ONETOOL_RUNTIME_DIR"])):
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
