@@ -42,6 +42,9 @@ _MAX_RECORD: Final = 1 << 20  # a record of thousands of children is far smaller
 
 @dataclass(frozen=True)
 class Child:
+    """One recorded upstream process: it leads its group, so ``pgid`` is ``pid``; ``started`` tells it from a later
+    process given the same pid."""
+
     server: str
     pid: int
     pgid: int
