@@ -34,6 +34,7 @@ from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
+from onetool.upstream.children import watched_children
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
 from sandbox.budget import RESERVED_FROM
 
@@ -58,6 +59,8 @@ class Gateway:
             stack.push_async_callback(store.aclose)
             self.control = await ServerControl.load(self.config, store)
             self.tokens: TokenStore = StateTokenStore(store)
+            # Before any upstream starts: what a killed gateway of this config left running is ended first.
+            children = await stack.enter_async_context(watched_children(self.config.path))
             # The sandbox's workers boot in the background while the upstreams connect.
             self._sandbox = await stack.enter_async_context(
                 Sandbox(
@@ -67,7 +70,9 @@ class Gateway:
                     host_memory_mb=self.config.sandbox.max_host_memory_mb,
                 )
             )
-            self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs(), token_store=self.tokens))
+            self._pool = await stack.enter_async_context(
+                UpstreamPool(self.control.configs(), token_store=self.tokens, children=children)
+            )
             await self.control.attach(self._pool, self._publish)
             self._rebuild()
             self._registry.log_shadowing()

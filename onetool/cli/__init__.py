@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     servers.add_argument("--json", action="store_true", help="print JSON")
     servers.set_defaults(func=cmd_servers)
     actions = servers.add_subparsers(dest="action", metavar="ACTION")
-    show = actions.add_parser("show", parents=later, help="one server: its tools, held changes, last error")
+    show = actions.add_parser(
+        "show", parents=later, help="one server: its tools, held changes, last error, last stderr lines"
+    )
     show.add_argument("name")
     show.add_argument("--json", action="store_true", help="print JSON")
     add = actions.add_parser("add", parents=later_add, help="add a server (kept in the state store)")

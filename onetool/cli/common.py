@@ -63,12 +63,17 @@ def with_pool(config: Config, body: Any) -> Any:
     from onetool.registry import Registry, load_local_packs
     from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
+    from onetool.upstream.children import watched_children
 
     async def go() -> Any:
         local = load_local_packs(config.packs.dirs)
         async with await StateStore.open(config.state.url) as store:
             control = await ServerControl.load(config, store)
-            async with UpstreamPool(control.configs(), token_store=StateTokenStore(store)) as pool:
+            # Its stdio servers die with this command as with the gateway, even on `kill -9`.
+            async with (
+                watched_children(config.path) as children,
+                UpstreamPool(control.configs(), token_store=StateTokenStore(store), children=children) as pool,
+            ):
                 await control.attach(pool, lambda: None)
                 return body(control, pool, Registry.build(local, pool, control.shown))
 

@@ -77,7 +77,7 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
     endpoints = ["/mcp"]
     routes = [
         serve.mcp_routes("/mcp", main_face, listener),
-        serve.ops_routes(gateway.control.list, listener, endpoints),
+        serve.ops_routes(gateway.control.list, listener, endpoints, admin_token),
         tools_module_routes(lambda: gateway.registry, listener),
     ]
     if config.http.enable_direct_endpoint:

@@ -420,6 +420,7 @@ class ServerControl:
             added_by=s.added_by,
             oauth_status=st.oauth_status,
             converted_to=s.bridged.url if s.bridged is not None else None,
+            stderr=list(st.stderr),
         )
 
     @staticmethod

@@ -28,6 +28,7 @@ from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
+from onetool.upstream.children import Children
 from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,
@@ -49,6 +50,7 @@ from onetool.upstream.session import (
     lost_failure,
 )
 from onetool.upstream.status import Failure, ServerState, ServerStatus
+from onetool.upstream.stderr import StderrTail
 from onetool.upstream.stdio import open_stdio
 from onetool.upstream.watching import Watching
 
@@ -79,6 +81,7 @@ class Connection(Requests, Watching):
         on_change: Callable[[str], None],
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
+        children: Children | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -88,6 +91,8 @@ class Connection(Requests, Watching):
         self._probe_interval = probe_interval
         self._on_change = on_change
         self._on_notification = on_notification
+        self._children = children
+        self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
         self.tools: list[types.Tool] = []
@@ -122,6 +127,7 @@ class Connection(Requests, Watching):
             detail=failure.detail if failure else None,
             fix=failure.fix if failure else None,
             oauth_status=self._auth.status(self.status, failure) if self._auth else None,
+            stderr=tuple(self._stderr.lines()),
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -276,7 +282,7 @@ class Connection(Requests, Watching):
 
     @asynccontextmanager
     async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_stdio(self.name, self.config) as (read, write, child):
+        async with open_stdio(self.name, self.config, self._stderr, self._children) as (read, write, child):
             session.child = child
             yield (
                 Watched(read, lambda: self._lose(session, exit_failure(session))),

@@ -18,6 +18,7 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
+from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
@@ -36,6 +37,7 @@ class UpstreamPool:
     ``probe_interval`` is how often an idle HTTP/SSE upstream is checked for liveness.
     ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
+    ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class UpstreamPool:
         probe_interval: float = 15.0,
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
+        children: Children | None = None,
     ) -> None:
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
@@ -58,6 +61,7 @@ class UpstreamPool:
             "probe_interval": probe_interval,
             "token_store": token_store,
             "on_notification": on_notification,
+            "children": children,
         }
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended

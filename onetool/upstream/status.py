@@ -51,6 +51,8 @@ class ServerStatus:
     fix: str | None = None
     oauth_status: str | None = None
     """For OAuth servers only: authenticated, pending_authorization or authentication_failed (see ``error``)."""
+    stderr: tuple[str, ...] = ()
+    """A stdio server's last stderr lines (bounded, escaped), for operators only: they may hold secrets."""
 
     @property
     def report(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
-from tests.gateway.admin import origin
+from tests.gateway.admin import cli, origin
 from tests.gateway.conftest import start_http_gateway, stop, text_of
 
 pytestmark = pytest.mark.anyio
@@ -109,5 +109,32 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
         }
         assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
         assert "detail" not in by_name["broken"]  # the upstream's stderr is for operators only
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_an_upstreams_last_stderr_lines_are_for_the_operator_only(tmp_path: Path) -> None:
+    config = {"servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "crash"]}}}
+    served = start_http_gateway(tmp_path, config, f"st-{uuid.uuid4().hex}", env={"ONETOOL_ADMIN_TOKEN": "admin-secret"})
+    started, crashing = "fault server: starting in mode crash", "fault server: crashing on purpose"
+    try:
+        crashed = text_of(await served.run("fx.crash()"))
+        # The operator: the crashed process's last lines stay after the restart.
+        status, body = until(
+            lambda: (
+                (r := get(served.url, "/status", token="admin-secret"))[1]["servers"][0]["status"] == "connected"
+                and crashing in r[1]["servers"][0]["stderr"]
+                and r
+            )
+        )
+        [fx] = body["servers"]
+        assert status == 200 and fx["stderr"].count(started) == 2 and "detail" in fx
+        shown = cli("servers", "show", "fx")
+        assert shown.returncode == 0 and f"  {crashing}\n" in shown.stdout
+        # Anyone else, and the model: never.
+        [public] = get(served.url, "/status")[1]["servers"]
+        assert "stderr" not in public and "detail" not in public
+        listed = text_of(await served.run("proxy.list_servers()"))
+        assert "fault server" not in crashed and "fault server" not in listed and "fx" in listed
     finally:
         assert stop(served.proc) == 0
