@@ -63,6 +63,12 @@ def test_log_keys_take_sizes_and_a_file_relative_to_the_config(tmp_path: Path) -
     assert "log.retention" in error_of(write(tmp_path, "log:\n  retention: 0\n"))
 
 
+def test_ready_requires_names_servers_or_all(tmp_path: Path) -> None:
+    assert Config().http.ready_requires_servers == []
+    assert load_config(write(tmp_path, "http:\n  ready_requires_servers: all\n")).http.ready_requires_servers == "all"
+    assert "http.ready_requires_servers" in error_of(write(tmp_path, "http:\n  ready_requires_servers: some\n"))
+
+
 def test_no_file_is_the_empty_config() -> None:
     assert load_config(None) == Config()
 

@@ -155,6 +155,11 @@ class HttpConfig(_Strict):
         default=":",
         description="between server and tool names on /mcp/direct; '__' or '.' for clients that reject ':'",
     )
+    ready_requires_servers: list[str] | Literal["all"] = Field(
+        default_factory=list,
+        description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
+        "non-quarantined one (default: none, ready as soon as the front serves)",
+    )
 
 
 Management = Literal["read-only", "propose", "full"]
