@@ -207,11 +207,13 @@ class Gateway:
         connect timeout: a run that comes early is served late rather than failed."""
         found = self._registry.packs.get(pack)
         if found is not None and found.server is not None and tool not in found.tools:
-            await self._settled(found.server)
+            await self.settled(found.server)
         return self._registry.resolve(pack, tool)
 
-    async def _settled(self, server: str) -> None:
-        """Return once the registry no longer shows ``server`` as connecting, or after its connect timeout."""
+    async def settled(self, server: str) -> None:
+        """Return once the registry no longer shows ``server`` as connecting (it connected or failed once), or
+        after its connect timeout; at once for any other server. What a call to a server that is still starting
+        waits for, on every face that calls tools by name."""
         if not self._connecting(server):
             return
         try:

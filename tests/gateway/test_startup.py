@@ -58,25 +58,32 @@ async def test_stdio_answers_while_an_upstream_hangs_in_initialize(tmp_path: Pat
 
 async def test_a_run_waits_for_a_server_still_connecting_and_clients_hear_it_come_up(tmp_path: Path) -> None:
     flag = tmp_path / "release"
-    config = {"servers": {"late": released_by(flag)}, "http": {"ready_requires_servers": ["late"]}}
+    http = {"ready_requires_servers": ["late"], "enable_inspect_endpoint": True}
+    config = {"servers": {"late": released_by(flag)}, "http": http}
     served = start_http_gateway(tmp_path, config, f"late-{uuid.uuid4().hex}", settle=False)
     try:
         assert get(served.url, "/ready")[0] == 503
-        async with era_clients(served.url) as clients:
+        async with era_clients(served.url) as clients, Client(served.url + "/inspect", read_timeout_seconds=60) as face:
             before = (await clients.modern.list_tools()).tools[0].description or ""
             assert "late: [server connecting]" in before and "late.echo" not in before
             clients.drain()
             results: list[types.CallToolResult] = []
             async with anyio.create_task_group() as tg:
 
-                async def call() -> None:
+                async def run() -> None:
                     results.append(await clients.legacy.call_tool("run", {"code": "late.echo(message='hi')"}))
 
-                tg.start_soon(call)
-                await anyio.sleep(2.5)  # the server comes up 2-3 s after start, while the run waits for it
-                assert results == [], "the run ended before its server could connect"
+                async def exec_() -> None:  # the inspect face's call waits the same way
+                    arguments = {"server_name": "late", "tool_name": "echo", "arguments": {"message": "hi"}}
+                    results.append(await face.call_tool("exec", arguments))
+
+                tg.start_soon(run)
+                tg.start_soon(exec_)
+                await anyio.sleep(2.5)  # the server comes up 2-3 s after start, while the calls wait for it
+                assert results == [], "a call ended before its server could connect"
                 flag.touch()
-            assert text_of(results[0]) == "echo: hi"
+            assert [r.is_error for r in results] == [False, False]
+            assert all("echo: hi" in text_of(r) for r in results)
             await clients.delays(0)  # each era heard tools/list_changed when the server came up
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
