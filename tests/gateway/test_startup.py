@@ -58,12 +58,16 @@ async def test_stdio_answers_while_an_upstream_hangs_in_initialize(tmp_path: Pat
 
 async def test_a_run_waits_for_a_server_still_connecting_and_clients_hear_it_come_up(tmp_path: Path) -> None:
     flag = tmp_path / "release"
-    http = {"ready_requires_servers": ["late"], "enable_inspect_endpoint": True}
+    http = {"ready_requires_servers": ["late"], "enable_inspect_endpoint": True, "enable_direct_endpoint": True}
     config = {"servers": {"late": released_by(flag)}, "http": http}
     served = start_http_gateway(tmp_path, config, f"late-{uuid.uuid4().hex}", settle=False)
     try:
         assert get(served.url, "/ready")[0] == 503
-        async with era_clients(served.url) as clients, Client(served.url + "/inspect", read_timeout_seconds=60) as face:
+        async with (
+            era_clients(served.url) as clients,
+            Client(served.url + "/inspect", read_timeout_seconds=60) as inspect,
+            Client(served.url + "/direct", read_timeout_seconds=60) as direct,
+        ):
             before = (await clients.modern.list_tools()).tools[0].description or ""
             assert "late: [server connecting]" in before and "late.echo" not in before
             clients.drain()
@@ -73,16 +77,20 @@ async def test_a_run_waits_for_a_server_still_connecting_and_clients_hear_it_com
                 async def run() -> None:
                     results.append(await clients.legacy.call_tool("run", {"code": "late.echo(message='hi')"}))
 
-                async def exec_() -> None:  # the inspect face's call waits the same way
+                async def exec_() -> None:  # the other faces' calls wait the same way
                     arguments = {"server_name": "late", "tool_name": "echo", "arguments": {"message": "hi"}}
-                    results.append(await face.call_tool("exec", arguments))
+                    results.append(await inspect.call_tool("exec", arguments))
+
+                async def direct_call() -> None:
+                    results.append(await direct.call_tool("late:echo", {"message": "hi"}))
 
                 tg.start_soon(run)
                 tg.start_soon(exec_)
+                tg.start_soon(direct_call)
                 await anyio.sleep(2.5)  # the server comes up 2-3 s after start, while the calls wait for it
                 assert results == [], "a call ended before its server could connect"
                 flag.touch()
-            assert [r.is_error for r in results] == [False, False]
+            assert [r.is_error for r in results] == [False, False, False]
             assert all("echo: hi" in text_of(r) for r in results)
             await clients.delays(0)  # each era heard tools/list_changed when the server came up
             for client in (clients.legacy, clients.modern):
