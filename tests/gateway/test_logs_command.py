@@ -84,3 +84,16 @@ def test_follow_prints_a_record_appended_after_it_started(log: Path) -> None:
         assert lines.get(timeout=START_DEADLINE).rstrip("\n").split(None, 2)[2] == "server 'git': connected server=git"
     finally:
         stop(proc)
+
+
+def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path) -> None:
+    """`onetool logs | head -1`: the closed pipe ends the command with status 0 and no traceback."""
+    big = tmp_path / "big.log"
+    big.write_text("".join(f"14:00:00.000 INFO    record {i}\n" for i in range(5_000)))  # beyond a pipe's buffer
+    proc = subprocess.Popen(
+        [ONETOOL, "logs", "--log-file", str(big)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "14:00:00.000 INFO    record 0\n"
+    proc.stdout.close()
+    _, errors = proc.communicate(timeout=30)
+    assert (proc.returncode, errors) == (0, "")
