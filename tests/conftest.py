@@ -133,13 +133,19 @@ def spans(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def logging_as_configured(**options: Any) -> Iterator[None]:
-    """Logging as the gateway sets it up (``setup_logging("INFO", **options)``), then back to loguru's defaults, as
-    the other tests expect."""
-    setup_logging("INFO", **options)
+def restoring_logging() -> Iterator[None]:
+    """Whatever the block sets up, loguru's defaults afterwards, as the other tests expect."""
     try:
         yield
     finally:
         logger.remove()
         logger.configure(patcher=lambda record: None)
         logger.add(sys.stderr)
+
+
+@contextmanager
+def logging_as_configured(**options: Any) -> Iterator[None]:
+    """Logging as the gateway sets it up (``setup_logging("INFO", **options)``) for the block."""
+    with restoring_logging():
+        setup_logging("INFO", **options)
+        yield

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
 from collections.abc import Iterator
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from onetool.cli.common import setup
 from onetool.logfile import rotated_files
 from onetool.logs import LogSpan, logger
-from tests.conftest import logging_as_configured, spans
+from tests.conftest import logging_as_configured, restoring_logging, spans
 
 
 def test_success_record(log_records: list) -> None:
@@ -101,3 +103,14 @@ def test_the_log_file_rotates_at_its_size_and_keeps_the_newest_files(tmp_path: P
     assert kept[-1].split()[2:4] == ["record", "99"] and len(kept) < 100
     numbers = [int(line.split()[3]) for line in kept]
     assert numbers == list(range(numbers[0], 100))  # the newest records, none lost between the kept files
+
+
+def test_the_config_log_section_names_the_file_and_its_rotation(tmp_path: Path) -> None:
+    config = tmp_path / "onetool.yaml"
+    config.write_text("log:\n  file: gw.log\n  rotation: 1 KB\n  retention: 1\n")
+    with restoring_logging():
+        setup(argparse.Namespace(config=str(config), log_level="INFO", log_file=None), "INFO")
+        for i in range(40):  # about 1.2 KB
+            logger.info("record {}", i)
+    log = tmp_path / "gw.log"  # relative to the config file
+    assert len(rotated_files(log)) == 1 and log.stat().st_size <= 1_000
