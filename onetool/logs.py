@@ -126,11 +126,18 @@ def setup_logging(
     logger.configure(patcher=_with_kv)
     if name is None:
         return
-    options: dict[str, Any] = {"level": name, "format": _FORMAT, "colorize": False, "backtrace": False}
+    # diagnose off: a traceback shows no variable values, which may hold secrets.
+    options: dict[str, Any] = {
+        "level": name,
+        "format": _FORMAT,
+        "colorize": False,
+        "backtrace": False,
+        "diagnose": False,
+    }
     if file:
-        logger.add(os.fspath(file), rotation=rotation, retention=retention, diagnose=False, **options)
+        logger.add(os.fspath(file), rotation=rotation, retention=retention, **options)
     else:
-        logger.add(sink or sys.stderr, diagnose=False, **options)
+        logger.add(sink or sys.stderr, **options)
 
 
 class LogSpan:
