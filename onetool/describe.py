@@ -73,7 +73,10 @@ def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_CHARS)
 
 def _header(pack: Pack, registry: Registry) -> str:
     status = registry.pack_status(pack)
-    note = f" [server {status.status}: {status.error}]" if status and not status.connected else ""
+    note = ""
+    if status is not None and not status.connected:
+        # A server still connecting has no error yet: "[server connecting]".
+        note = f" [server {status.status}: {status.error}]" if status.error else f" [server {status.status}]"
     return f"{pack.name}:{note}"
 
 

@@ -19,11 +19,18 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def setup(args: argparse.Namespace, default_level: str) -> Config:
+    """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``)."""
     from onetool.config import find_config, load_config
     from onetool.logs import setup_logging
 
-    setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or default_level, args.log_file)
-    return load_config(find_config(args.config))
+    config = load_config(find_config(args.config))
+    setup_logging(
+        args.log_level or os.environ.get("LOG_LEVEL") or default_level,
+        args.log_file or config.log.file,
+        rotation=config.log.rotation,
+        retention=config.log.retention,
+    )
+    return config
 
 
 def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:

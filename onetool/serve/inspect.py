@@ -72,6 +72,8 @@ class InspectGatewayLike(Protocol):
 
     def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
 
+    async def settled(self, server: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class _Snapshot:
@@ -132,6 +134,7 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
         return await anyio.to_thread.run_sync(result)
 
     async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        await gateway.settled(server_name)  # a server still starting is waited for, as a run waits for it
         current = view.current()
         found = find_server(current.servers, server_name)
         try:

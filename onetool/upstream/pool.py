@@ -38,6 +38,9 @@ class UpstreamPool:
     ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
+    ``background``: entering returns as soon as every server's owner task is started, and the servers connect
+    behind it (the gateway's front serves at once); by default it returns once every enabled server's first
+    attempt has ended (a command that lists or calls them right away). Either way, ``proxy.init`` is logged then.
     """
 
     def __init__(
@@ -51,7 +54,9 @@ class UpstreamPool:
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
         children: Children | None = None,
+        background: bool = False,
     ) -> None:
+        self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
         self._options: dict[str, Any] = {
@@ -72,21 +77,29 @@ class UpstreamPool:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:
-            with LogSpan("proxy.init", serverCount=len(enabled)) as span:
-                for conn in enabled:
-                    self._start(conn)
-                for conn in enabled:
-                    await conn.first_attempt.wait()
-                connected = [c for c in enabled if c.status is ServerState.CONNECTED]
-                span.add(
-                    connected=len(connected),
-                    failed=len(enabled) - len(connected),
-                    toolCount=sum(len(c.tools) for c in connected),
-                )
+            for conn in enabled:
+                self._start(conn)
+            if self._background:
+                self._tg.start_soon(self._first_attempts, enabled, name="upstream first attempts")
+            else:
+                await self._first_attempts(enabled)
         except BaseException as e:
             await self.__aexit__(type(e), e, e.__traceback__)
             raise
         return self
+
+    async def _first_attempts(self, enabled: list[Connection]) -> None:
+        """Wait until each server connected or failed once, and log how startup went. Bounded: each attempt ends
+        within its server's connect timeout, and at the latest when the pool closes."""
+        with LogSpan("proxy.init", serverCount=len(enabled)) as span:
+            for conn in enabled:
+                await conn.first_attempt.wait()
+            connected = [c for c in enabled if c.status is ServerState.CONNECTED]
+            span.add(
+                connected=len(connected),
+                failed=len(enabled) - len(connected),
+                toolCount=sum(len(c.tools) for c in connected),
+            )
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

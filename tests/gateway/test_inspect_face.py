@@ -31,6 +31,7 @@ from tests.gateway.conftest import (
     start_http_gateway,
     stop,
     text_of,
+    wait_for_record,
     write_config,
 )
 from tests.gateway.eras import era_clients
@@ -401,6 +402,8 @@ async def stdio_inspect(tmp_path: Path) -> AsyncIterator[StdioServerParameters]:
 @pytest.mark.parametrize("era", ERAS)
 async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era) -> None:
     async with Client(stdio_inspect, mode=era, read_timeout_seconds=60) as client:
+        # stdio answers at once; the servers connect behind it, and this test reads their catalogue.
+        await anyio.to_thread.run_sync(wait_for_record, Path(stdio_inspect.args[-1]), "proxy.init")
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == ["inspect", "exec"]
         assert "  Server: time\n" in (tools[0].description or "")
