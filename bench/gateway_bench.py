@@ -104,7 +104,7 @@ async def run() -> list[Row]:
             helps.append(time.perf_counter() - start)
         rows.append(Row("gateway", "onetool --help wall time (median of 10)", ms(statistics.median(helps)), "0.3 s"))
 
-        # serve start -> tools/list answered
+        # serve start -> tools/list answered: the front is up; the servers connect behind it (see startup_bench)
         starts = [await _startup(empty) for _ in range(3)]
         rows.append(
             Row("gateway", "serve start -> tools/list, no servers (median of 3)", ms(statistics.median(starts)))

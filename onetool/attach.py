@@ -17,6 +17,8 @@ from urllib.parse import quote, urlsplit
 from onetool import discovery
 
 ENV_ADMIN_TOKEN = "ONETOOL_ADMIN_TOKEN"
+ENV_URL = "ONETOOL_URL"
+"""The running gateway's URL, for commands given no --url."""
 ACTOR_HEADER = "X-OneTool-Actor"  # onetool.serve.admin.ACTOR_HEADER, not imported: that module imports mcp
 TIMEOUT = 600.0
 """Seconds to wait for an answer: a snippet may run long, an added server may take its connect timeout."""
@@ -76,12 +78,14 @@ def server_path(name: str, action: str | None = None) -> str:
 
 
 def find(url: str | None = None, token: str | None = None) -> Target | None:
-    """The gateway to talk to: at ``url`` if given, else the one the discovery file names; None if none is.
+    """The gateway to talk to: at ``url`` if given, else at ``$ONETOOL_URL``, else the one the discovery file
+    names; None if none is.
 
     The token: ``token`` if given, else the discovery file's (when it names this gateway), else
     ``$ONETOOL_ADMIN_TOKEN``. A gateway given by URL without any token is an AttachError.
     """
     found = discovery.read()
+    url = url or os.environ.get(ENV_URL) or None
     if url is None:
         if found is None:
             return None

@@ -73,7 +73,10 @@ def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_CHARS)
 
 def _header(pack: Pack, registry: Registry) -> str:
     status = registry.pack_status(pack)
-    note = f" [server {status.status}: {status.error}]" if status and not status.connected else ""
+    note = ""
+    if status is not None and not status.connected:
+        # A server still connecting has no error yet: "[server connecting]".
+        note = f" [server {status.status}: {status.error}]" if status.error else f" [server {status.status}]"
     return f"{pack.name}:{note}"
 
 
@@ -112,7 +115,8 @@ def _first_fitting(lines: list[str], room: int) -> list[str]:
     kept: list[str] = []
     used = 0
     for i, line in enumerate(lines):
-        rest = f"... and {len(lines) - i} more packs: proxy.list_servers() lists them."
+        left = len(lines) - i
+        rest = f"... and {left} more pack{'' if left == 1 else 's'}: proxy.list_servers() lists them."
         if used + len(line) + len(rest) + 2 > room:
             return [*kept, rest]
         kept.append(line)

@@ -1,11 +1,13 @@
 """The gateway: one object that owns the upstream pool, the sandbox, the pack registry and the run.
 
 ``async with Gateway(config) as gw`` opens the state store, merges the servers added at run time and the
-overrides kept there with the config's (``gw.control``), connects every enabled server (in parallel), pre-starts
-sandbox workers and builds the registry from the tools faces may see; then ``await gw.run(code)`` serves
-``run``: pre-check -> sandbox -> shaped result. A watcher task re-checks an upstream's tools against their
-approval and rebuilds the registry when its catalogue or status changes; control actions do the same. Each
-such change is told to subscribers (the MCP faces, which send ``notifications/tools/list_changed``).
+overrides kept there with the config's (``gw.control``), connects every enabled server (in parallel; with
+``background=True`` behind the gateway, so the faces serve at once), pre-starts sandbox workers and builds the
+registry from the tools faces may see; then ``await gw.run(code)`` serves ``run``: pre-check -> sandbox -> shaped
+result. A call to a server still connecting waits for it, up to its connect timeout. A watcher task re-checks an
+upstream's tools against their approval and rebuilds the registry when its catalogue or status changes (a server
+coming up is one such change); control actions do the same. Each change is told to subscribers (the MCP faces,
+which send ``notifications/tools/list_changed``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mcp import types
 from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
 from onetool.config import Config, SandboxConfig
-from onetool.control import ServerControl
+from onetool.control import ControlError, ServerControl
 from onetool.describe import describe_run
 from onetool.errors import ModelError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
@@ -33,7 +35,8 @@ from onetool.registry import Pack, PackContext, Registry, Tool, UpstreamTool, lo
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.state import StateStore
-from onetool.upstream import UpstreamPool
+from onetool.upstream import ServerState, UpstreamPool
+from onetool.upstream.children import watched_children
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
 from sandbox.budget import RESERVED_FROM
 
@@ -42,9 +45,13 @@ REGISTRY_CATCH_UP = 2.0
 
 
 class Gateway:
-    def __init__(self, config: Config, *, warm_workers: int = 2) -> None:
+    """``background``: entering returns before the servers' first connection attempts end (``onetool serve``: the
+    front answers at once, whatever the upstreams do); by default it returns after them."""
+
+    def __init__(self, config: Config, *, warm_workers: int = 2, background: bool = False) -> None:
         self.config = config
         self._warm = warm_workers
+        self._background = background
         self.limits = limits_of(config.sandbox)
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
@@ -61,6 +68,8 @@ class Gateway:
             stack.push_async_callback(store.aclose)
             self.control = await ServerControl.load(self.config, store)
             self.tokens: TokenStore = StateTokenStore(store)
+            # Before any upstream starts: what a killed gateway of this config left running is ended first.
+            children = await stack.enter_async_context(watched_children(self.config.path))
             # The sandbox's workers boot in the background while the upstreams connect.
             self._sandbox = await stack.enter_async_context(
                 Sandbox(
@@ -71,14 +80,21 @@ class Gateway:
                     host_memory_mb=self.config.sandbox.max_host_memory_mb,
                 )
             )
-            self._pool = await stack.enter_async_context(UpstreamPool(self.control.configs(), token_store=self.tokens))
+            self._pool = await stack.enter_async_context(
+                UpstreamPool(
+                    self.control.configs(), token_store=self.tokens, children=children, background=self._background
+                )
+            )
+            # Subscribed before the control plane first reviews the servers: one that connects meanwhile is
+            # refreshed by the watcher, not missed.
+            changes = await stack.enter_async_context(self._pool.subscribe())
             await self.control.attach(self._pool, self._publish)
             self._rebuild()
             self._registry.log_shadowing()
             self._ctx = PackContext(config=self.config, pool=self._pool, registry=lambda: self._registry)
             # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
-            self._tasks.start_soon(self._watch)
+            self._tasks.start_soon(self._watch, changes)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
             self._tasks.start_soon(self.control.keep_registered)
             stack.callback(self._tasks.cancel_scope.cancel)
@@ -177,21 +193,6 @@ class Gateway:
         media.update(returned_media(value))
         return value
 
-    async def _resolve(self, pack: str, tool: str) -> Tool:
-        """The tool ``pack.tool`` names. A server found disconnected first gets one immediate reconnect attempt
-        (shared with every run that asks meanwhile), rather than the call failing until the background backoff
-        gets round to it; the registry then shows its tools again once the watcher has rebuilt it."""
-        try:
-            return self._registry.resolve(pack, tool)
-        except UpstreamUnavailable as e:
-            async with self.subscribe() as changes:
-                if not await self._pool.revive(e.server):
-                    raise
-                with anyio.move_on_after(REGISTRY_CATCH_UP), suppress(anyio.EndOfStream):
-                    while not self._shows(e.server):
-                        await changes.receive()
-            return self._registry.resolve(pack, tool)
-
     def _shows(self, server: str) -> bool:
         status = self._registry.server_status(server)
         return status is not None and status.connected
@@ -209,10 +210,64 @@ class Gateway:
         self._rebuild()
         self._changes.publish(None)
 
-    async def _watch(self) -> None:
-        async with self._pool.subscribe() as changes:
-            async for server in changes:
-                await self.control.refresh(server)
+    async def _watch(self, changes: ObjectReceiveStream[str]) -> None:
+        async for server in changes:
+            await self.control.refresh(server)
+
+    async def _resolve(self, pack: str, tool: str) -> Tool:
+        """``pack.tool`` in the registry.
+
+        While the server behind ``pack`` is still making its first connection attempt (the gateway just started,
+        or it was restarted), the call waits for that attempt, up to the server's connect timeout. A server found
+        disconnected gets one immediate reconnect attempt (shared with every run that asks meanwhile) rather than
+        the call failing until the background backoff gets round to it. A call still refused because its server
+        is down, failed or disabled never reaches the pool's ``proxy.tool.call`` span, so it gets its FAILED
+        record here (the snippet may catch it)."""
+        found = self._registry.packs.get(pack)
+        if found is not None and found.server is not None and tool not in found.tools:
+            await self.settled(found.server)
+        try:
+            try:
+                return self._registry.resolve(pack, tool)
+            except UpstreamUnavailable as e:
+                await self._revive(e)
+                return self._registry.resolve(pack, tool)
+        except UpstreamUnavailable as e:
+            with LogSpan("proxy.tool.call", server=e.server, tool=tool, resultLength=0) as span:
+                span.add(status="FAILED", errorType=type(e).__name__, errorMessage=str(e))
+            raise
+
+    async def _revive(self, refused: UpstreamUnavailable) -> None:
+        """One shared reconnect attempt for the server that ``refused`` names (re-raised if it fails), then a
+        short wait for the watcher to show its tools again in the registry."""
+        async with self.subscribe() as changes:
+            if not await self._pool.revive(refused.server):
+                raise refused
+            with anyio.move_on_after(REGISTRY_CATCH_UP), suppress(anyio.EndOfStream):
+                while not self._shows(refused.server):
+                    await changes.receive()
+
+    async def settled(self, server: str) -> None:
+        """Return once the registry no longer shows ``server`` as connecting (it connected or failed once), or
+        after its connect timeout; at once for any other server. What a call to a server that is still starting
+        waits for, on every face that calls tools by name."""
+        if not self._connecting(server):
+            return
+        try:
+            timeout = self.control.connects(server).connect_timeout
+        except ControlError:
+            return  # removed meanwhile: resolving says so
+        with anyio.move_on_after(timeout):
+            async with self.subscribe() as changes:
+                # Checked again once subscribed: a change in between would otherwise go unnoticed.
+                if self._connecting(server):
+                    async for _ in changes:
+                        if not self._connecting(server):
+                            return
+
+    def _connecting(self, server: str) -> bool:
+        status = self._registry.server_status(server)
+        return status is not None and status.status is ServerState.CONNECTING
 
 
 def limits_of(sandbox: SandboxConfig) -> Limits:

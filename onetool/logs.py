@@ -4,6 +4,8 @@ stdout is the MCP channel in stdio mode, so nothing here may write to it.
 Structured fields live in each record's ``extra``; the stderr line shows them
 as ``key=value`` after the message. Values bound with
 ``logger.contextualize(runId=...)`` ride along on every record of that run.
+A log file is rotated by size and only the newest rotated files are kept, so a
+gateway that runs for months does not fill its disk.
 """
 
 from __future__ import annotations
@@ -20,9 +22,27 @@ from loguru import logger
 from onetool.errors import ConfigError
 from onetool.text import escape_unsafe
 
-__all__ = ["LEVELS", "LogSpan", "log_level", "logger", "setup_logging"]
+__all__ = [
+    "DEFAULT_RETENTION",
+    "DEFAULT_ROTATION",
+    "LEVELS",
+    "RECORD_HEAD",
+    "LogSpan",
+    "log_level",
+    "logger",
+    "quoted",
+    "setup_logging",
+]
 
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
+RECORD_HEAD = re.compile(r"\d\d:\d\d:\d\d\.\d{3} (?P<level>[A-Z]+) +")
+"""The start of a record's first line as _FORMAT writes it (change both together); any other line continues the
+record before it (a traceback)."""
+
+DEFAULT_ROTATION = 10_000_000
+"""Bytes a log file grows to before it is rotated (``log.rotation``)."""
+DEFAULT_RETENTION = 5
+"""Rotated log files kept (``log.retention``)."""
 
 
 MAX_FIELD_CHARS = 1_000
@@ -89,16 +109,35 @@ def log_level(text: str, source: str = "LOG_LEVEL") -> str | None:
         ) from None
 
 
-def setup_logging(level: str | None = None, file: str | None = None, sink: TextIO | None = None) -> None:
+def setup_logging(
+    level: str | None = None,
+    file: str | os.PathLike[str] | None = None,
+    sink: TextIO | None = None,
+    *,
+    rotation: int = DEFAULT_ROTATION,
+    retention: int = DEFAULT_RETENTION,
+) -> None:
     """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO), named as :func:`log_level`
-    takes it; silent or off sends them nowhere."""
+    takes it; silent or off sends them nowhere. A ``file`` is rotated once it reaches ``rotation`` bytes (renamed
+    with its creation time, e.g. ``gateway.2026-11-25_14-02-03_123456.log``), keeping the newest ``retention``
+    rotated files."""
     name = log_level(level or os.environ.get("LOG_LEVEL") or "INFO")
     logger.remove()
     logger.configure(patcher=_with_kv)
     if name is None:
         return
-    target: Any = file or sink or sys.stderr
-    logger.add(target, level=name, format=_FORMAT, colorize=False, backtrace=False, diagnose=False)
+    # diagnose off: a traceback shows no variable values, which may hold secrets.
+    options: dict[str, Any] = {
+        "level": name,
+        "format": _FORMAT,
+        "colorize": False,
+        "backtrace": False,
+        "diagnose": False,
+    }
+    if file:
+        logger.add(os.fspath(file), rotation=rotation, retention=retention, **options)
+    else:
+        logger.add(sink or sys.stderr, **options)
 
 
 class LogSpan:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Callable
 from typing import Any
 
 HEADER = struct.Struct(">I")
@@ -37,10 +38,11 @@ def encode(message: Any, max_size: int) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def decode(body: bytes) -> Any:
-    """A frame from the trusted host; the host decodes the worker's frames with sandbox/untrusted.py."""
+def decode(body: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
+    """A frame from the trusted host; the host decodes the worker's frames with sandbox/untrusted.py.
+    `object_hook` makes each JSON object (as json.loads does)."""
     try:
-        return json.loads(body)
+        return json.loads(body, object_hook=object_hook)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"malformed message: {exc}") from None
 
@@ -88,10 +90,10 @@ class FdChannel:
         while data:
             data = data[os.write(self.write_fd, data) :]
 
-    def receive(self) -> Any:
+    def receive(self, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
         while missing := self._reader.missing(self.max_size):
             chunk = os.read(self.read_fd, max(missing, READ_CHUNK))
             if not chunk:
                 raise EOFError("channel closed")
             self._reader.feed(chunk)
-        return decode(self._reader.pop())
+        return decode(self._reader.pop(), object_hook)

@@ -36,6 +36,7 @@ from sandbox.policy import (
     internals_message,
     private_name_message,
 )
+from sandbox.record import Record
 
 # Non-underscore names that still open frames, code or generator internals.
 BLOCKED_ATTRIBUTES = INSPECT_ATTRIBUTES | {
@@ -94,7 +95,7 @@ def _plain(value: Any, depth: int = 0) -> bool:
         return False
     if kind in (tuple, list, set, frozenset):
         return all(_plain(item, depth + 1) for item in value)
-    if kind is dict:
+    if kind is dict or kind is Record:
         return all(_plain(key, depth + 1) and _plain(item, depth + 1) for key, item in value.items())
     return False
 

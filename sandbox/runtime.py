@@ -100,6 +100,8 @@ def describe(exc: BaseException, lines: list[str], limits: Mapping[str, Any]) ->
         message = f"{message} (the sandbox allows {limits['max_recursion']} nested calls: sandbox.max_recursion)"
     elif isinstance(exc, KeyError):
         message = f"key {message} not found"
+    elif isinstance(exc, AttributeError) and type(exc.obj) is dict and isinstance(exc.name, str):
+        message = f"{message}; a dict's keys read as d[{exc.name!r}]"
     return _error(kind, message, line, None, lines)
 
 

@@ -1,7 +1,8 @@
 """Inside the worker: the pack-call client a snippet talks through.
 
 A pack is a stub whose every public attribute is a tool stub; calling one sends a call frame to the host and
-blocks for the reply. `parallel()` records several calls, sends them together and collects the replies by
+blocks for the reply, whose JSON objects come as Records (sandbox/record.py: `site.name` reads `site["name"]`).
+`parallel()` records several calls, sends them together and collects the replies by
 call id; `progress()` sends rate-limited progress frames. The caps (max_calls, calls in flight) are checked
 here and again on the host, which trusts nothing the worker says.
 """
@@ -18,6 +19,7 @@ from sandbox.channel import FdChannel, ProtocolError, encode
 from sandbox.errors import TOOL_ERRORS, LimitError, ToolError
 from sandbox.jsonable import TooDeep, text_of, to_json
 from sandbox.messages import MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
+from sandbox.record import Record
 
 
 class Tool:
@@ -99,7 +101,7 @@ class Session:
             return pending
         self._reserve(1)
         self.channel.send(pending._request)
-        outcome = _outcome(self.channel.receive())
+        outcome = _outcome(self.channel.receive(Record))
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
@@ -123,7 +125,7 @@ class Session:
                 waiting[pendings[sent]._id] = sent
                 self.channel.send(pendings[sent]._request)
                 sent += 1
-            reply = self.channel.receive()
+            reply = self.channel.receive(Record)
             replies[waiting.pop(reply["id"])] = reply
         # Every call has finished before any failure is raised: none is left running behind the snippet's back.
         outcomes = [_outcome(reply) for reply in replies]

@@ -8,12 +8,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from loguru import logger
 
+from onetool.logs import setup_logging
 from tests.processes import stop
 
 TESTS = Path(__file__).resolve().parent
@@ -128,3 +130,22 @@ def log_records() -> Iterator[list[dict[str, Any]]]:
 def spans(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     """The `extra` of every LogSpan record called `name`."""
     return [r["extra"] for r in records if r["extra"].get("span") == name]
+
+
+@contextmanager
+def restoring_logging() -> Iterator[None]:
+    """Whatever the block sets up, loguru's defaults afterwards, as the other tests expect."""
+    try:
+        yield
+    finally:
+        logger.remove()
+        logger.configure(patcher=lambda record: None)
+        logger.add(sys.stderr)
+
+
+@contextmanager
+def logging_as_configured(**options: Any) -> Iterator[None]:
+    """Logging as the gateway sets it up (``setup_logging("INFO", **options)``) for the block."""
+    with restoring_logging():
+        setup_logging("INFO", **options)
+        yield

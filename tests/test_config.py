@@ -55,6 +55,20 @@ def test_shipped_configs_load() -> None:
     assert set(full.model_fields_set) >= set(Config.model_fields) - {"path"}
 
 
+def test_log_keys_take_sizes_and_a_file_relative_to_the_config(tmp_path: Path) -> None:
+    assert (Config().log.rotation, Config().log.retention, Config().log.file) == (10_000_000, 5, None)
+    log = load_config(write(tmp_path, "log:\n  file: logs/gw.log\n  rotation: 512 KiB\n  retention: 2\n")).log
+    assert (log.file, log.rotation, log.retention) == (tmp_path / "logs" / "gw.log", 512 * 1024, 2)
+    assert "log.rotation" in error_of(write(tmp_path, "log:\n  rotation: lots\n"))
+    assert "log.retention" in error_of(write(tmp_path, "log:\n  retention: 0\n"))
+
+
+def test_ready_requires_names_servers_or_all(tmp_path: Path) -> None:
+    assert Config().http.ready_requires_servers == []
+    assert load_config(write(tmp_path, "http:\n  ready_requires_servers: all\n")).http.ready_requires_servers == "all"
+    assert "http.ready_requires_servers" in error_of(write(tmp_path, "http:\n  ready_requires_servers: some\n"))
+
+
 def test_no_file_is_the_empty_config() -> None:
     assert load_config(None) == Config()
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
-from onetool.logs import LogSpan, logger, setup_logging
-from tests.conftest import spans
+from onetool.cli.common import setup
+from onetool.logfile import rotated_files
+from onetool.logs import LogSpan, logger
+from tests.conftest import logging_as_configured, restoring_logging, spans
 
 
 def test_success_record(log_records: list) -> None:
@@ -44,13 +47,8 @@ def test_failure_without_exception(log_records: list) -> None:
 def logged_lines() -> Iterator[io.StringIO]:
     """The text setup_logging writes, as the operator reads it."""
     sink = io.StringIO()
-    setup_logging("INFO", sink=sink)
-    try:
+    with logging_as_configured(sink=sink):
         yield sink
-    finally:  # back to loguru's defaults, as the other tests expect
-        logger.remove()
-        logger.configure(patcher=lambda record: None)
-        logger.add(sys.stderr)
 
 
 def test_logged_lines_are_single_line_escaped_and_capped() -> None:
@@ -90,3 +88,29 @@ def test_bidi_zero_width_and_tag_characters_are_escaped(invisible: str) -> None:
     line = sink.getvalue()
     assert invisible not in line
     assert invisible.encode("unicode_escape").decode() in line
+
+
+def test_the_log_file_rotates_at_its_size_and_keeps_the_newest_files(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.log"
+    with logging_as_configured(file=log, rotation=2_000, retention=2):
+        for i in range(100):  # about 8 KB: four rotations
+            logger.info("record {}", i, server="fx", padding="p" * 40)
+    rotated = rotated_files(log)
+    assert len(rotated) == 2, sorted(p.name for p in tmp_path.iterdir())
+    assert all(p.stat().st_size <= 2_000 for p in [*rotated, log])
+    assert all(p.stat().st_size > 1_800 for p in rotated)  # each was rotated only when the next record did not fit
+    kept = "".join(p.read_text() for p in [*rotated, log]).splitlines()
+    assert kept[-1].split()[2:4] == ["record", "99"] and len(kept) < 100
+    numbers = [int(line.split()[3]) for line in kept]
+    assert numbers == list(range(numbers[0], 100))  # the newest records, none lost between the kept files
+
+
+def test_the_config_log_section_names_the_file_and_its_rotation(tmp_path: Path) -> None:
+    config = tmp_path / "onetool.yaml"
+    config.write_text("log:\n  file: gw.log\n  rotation: 1 KB\n  retention: 1\n")
+    with restoring_logging():
+        setup(argparse.Namespace(config=str(config), log_level="INFO", log_file=None), "INFO")
+        for i in range(40):  # about 1.2 KB
+            logger.info("record {}", i)
+    log = tmp_path / "gw.log"  # relative to the config file
+    assert len(rotated_files(log)) == 1 and log.stat().st_size <= 1_000

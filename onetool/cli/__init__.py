@@ -15,12 +15,13 @@ from onetool.cli.bridge import cmd_bridge
 from onetool.cli.catalogue import cmd_check, cmd_stubs, cmd_tools
 from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from onetool.cli.importing import cmd_import
+from onetool.cli.logs import cmd_logs
 from onetool.cli.run import cmd_run
 from onetool.cli.serve import cmd_serve
 from onetool.cli.servers import cmd_servers
 
 DEFAULT_BRIDGE_PORT = 8080
-LOG_LEVEL_HELP = "debug, info, warning, error, critical or silent, in any case (default: $LOG_LEVEL)"
+LEVEL_NAMES = "debug, info, warning, error, critical"
 SERVER_ACTIONS = {
     "remove": "remove a server added at run time",
     "enable": "enable a server",
@@ -78,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     servers.add_argument("--json", action="store_true", help="print JSON")
     servers.set_defaults(func=cmd_servers)
     actions = servers.add_subparsers(dest="action", metavar="ACTION")
-    show = actions.add_parser("show", parents=later, help="one server: its tools, held changes, last error")
+    show = actions.add_parser(
+        "show", parents=later, help="one server: its tools, held changes, last error, last stderr lines"
+    )
     show.add_argument("name")
     show.add_argument("--json", action="store_true", help="print JSON")
     add = actions.add_parser("add", parents=later_add, help="add a server (kept in the state store)")
@@ -109,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", parents=[common], help="validate the config and try each server")
     check.set_defaults(func=cmd_check)
+
+    logs = sub.add_parser(
+        "logs", parents=[_config_option(None)], help="show the log file's records (log.file or --log-file), filtered"
+    )
+    logs.add_argument("--log-file", metavar="FILE", help="the log file to read (default: the config's log.file)")
+    logs.add_argument("-f", "--follow", action="store_true", help="then print records as they are written")
+    logs.add_argument("--server", metavar="NAME", help="only the records about this server")
+    logs.add_argument("--run", metavar="ID", help="only the records of this run (its runId)")
+    logs.add_argument("--level", metavar="LEVEL", help="only records at this level or above: " + LEVEL_NAMES)
+    logs.set_defaults(func=cmd_logs)
 
     imp = sub.add_parser(
         "import", help="write the onetool.yaml equivalent to a client's mcpServers config (Claude Desktop, .mcp.json)"
@@ -154,22 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MIN",
         help="stop a server nobody called for MIN minutes (until the next call)",
     )
-    bridge.add_argument(
-        "--log-level", metavar="LEVEL", help="debug, info, warning, error, critical or silent (default: $LOG_LEVEL)"
-    )
+    bridge.add_argument("--log-level", metavar="LEVEL", help=f"{LEVEL_NAMES} or silent (default: $LOG_LEVEL)")
     bridge.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
     bridge.set_defaults(func=cmd_bridge)
     return parser
 
 
-def _common_options(default: Any) -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False, argument_default=default)
-    common.add_argument(
+def _config_option(default: Any) -> argparse.ArgumentParser:
+    config = argparse.ArgumentParser(add_help=False, argument_default=default)
+    config.add_argument(
         "--config", metavar="FILE", help="config file (default: $ONETOOL_CONFIG, else ./onetool.yaml, else none)"
     )
-    common.add_argument(
-        "--log-level", metavar="LEVEL", help="debug, info, warning, error, critical or silent (default: $LOG_LEVEL)"
-    )
+    return config
+
+
+def _common_options(default: Any) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False, argument_default=default, parents=[_config_option(default)])
+    common.add_argument("--log-level", metavar="LEVEL", help=f"{LEVEL_NAMES} or silent (default: $LOG_LEVEL)")
     common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
     return common
 

@@ -19,11 +19,18 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def setup(args: argparse.Namespace, default_level: str) -> Config:
+    """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``)."""
     from onetool.config import find_config, load_config
     from onetool.logs import setup_logging
 
-    setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or default_level, args.log_file)
-    return load_config(find_config(args.config))
+    config = load_config(find_config(args.config))
+    setup_logging(
+        args.log_level or os.environ.get("LOG_LEVEL") or default_level,
+        args.log_file or config.log.file,
+        rotation=config.log.rotation,
+        retention=config.log.retention,
+    )
+    return config
 
 
 def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
@@ -63,12 +70,17 @@ def with_pool(config: Config, body: Any) -> Any:
     from onetool.registry import Registry, load_local_packs
     from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
+    from onetool.upstream.children import watched_children
 
     async def go() -> Any:
         local = load_local_packs(config.packs.dirs)
         async with await StateStore.open(config.state.url) as store:
             control = await ServerControl.load(config, store)
-            async with UpstreamPool(control.configs(), token_store=StateTokenStore(store)) as pool:
+            # Its stdio servers die with this command as with the gateway, even on `kill -9`.
+            async with (
+                watched_children(config.path) as children,
+                UpstreamPool(control.configs(), token_store=StateTokenStore(store), children=children) as pool,
+            ):
                 await control.attach(pool, lambda: None)
                 return body(control, pool, Registry.build(local, pool, control.shown))
 

@@ -50,7 +50,8 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     from onetool.gateway import Gateway
     from onetool.logs import logger
 
-    async with Gateway(config) as gateway, anyio.create_task_group() as tg:
+    # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
+    async with Gateway(config, background=True) as gateway, anyio.create_task_group() as tg:
         tg.start_soon(cancel_on_signal, tg.cancel_scope)
         faces: dict[str, Callable[[Gateway], Server[Any]]] = {
             "run": serve.build_run_server,
@@ -77,7 +78,7 @@ async def _serve_http(gateway: Gateway, main_face: Server[Any], mode: str, liste
     endpoints = ["/mcp"]
     routes = [
         serve.mcp_routes("/mcp", main_face, listener),
-        serve.ops_routes(gateway.control.list, listener, endpoints),
+        serve.ops_routes(gateway.control.list, listener, endpoints, config.http.ready_requires_servers, admin_token),
         tools_module_routes(lambda: gateway.registry, listener),
     ]
     if config.http.enable_direct_endpoint:

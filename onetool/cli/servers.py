@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from onetool.upstream import UpstreamPool
 
 from onetool.cli.common import EXIT_OK, attach_failed, print_table, setup, with_pool
-from onetool.text import visible
+from onetool.text import escape_unsafe, visible
 
 
 def cmd_servers(args: argparse.Namespace) -> int:
@@ -170,6 +170,10 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         print(
             f"\ncalls in flight: {report['calls_in_flight']} (servers.{report['name']}.max_concurrent_calls caps them)"
         )
+    if report["stderr"]:
+        print(f"\nlast {len(report['stderr'])} stderr lines (for you only: they may hold secrets):")
+        for line in report["stderr"]:
+            print(f"  {escape_unsafe(line)}")
     print(f"\ntools ({len(report['tools'])}):")
     for tool in report["tools"]:
         mark = "  HELD " if tool["held"] else "       "

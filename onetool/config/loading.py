@@ -190,4 +190,5 @@ def _resolve_paths(config: Config, path: Path) -> Config:
         for name, s in config.servers.items()
     }
     packs = config.packs.model_copy(update={"dirs": [base / d for d in config.packs.dirs]})
-    return config.model_copy(update={"servers": servers, "packs": packs, "path": path})
+    log = config.log.model_copy(update={"file": base / config.log.file}) if config.log.file else config.log
+    return config.model_copy(update={"servers": servers, "packs": packs, "log": log, "path": path})

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
 from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN
+from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
@@ -165,6 +166,11 @@ class HttpConfig(_Strict):
         default=":",
         description="between server and tool names on /mcp/direct; '__' or '.' for clients that reject ':'",
     )
+    ready_requires_servers: list[str] | Literal["all"] = Field(
+        default_factory=list,
+        description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
+        "non-quarantined one (default: none, ready as soon as the front serves)",
+    )
 
 
 Management = Literal["read-only", "propose", "full"]
@@ -199,6 +205,18 @@ class StateConfig(_Strict):
     )
 
 
+class LogConfig(_Strict):
+    """Where the gateway logs, and how much of it is kept: a log file is rotated by size, never by time."""
+
+    file: Path | None = Field(default=None, description="log here instead of stderr (--log-file overrides it)")
+    rotation: ByteSize = Field(
+        default=ByteSize(DEFAULT_ROTATION),
+        ge=1_000,
+        description="start a new file once the log file reaches this size, e.g. 10 MB or 512 KiB",
+    )
+    retention: int = Field(default=DEFAULT_RETENTION, ge=1, description="rotated files kept; older ones are deleted")
+
+
 class BridgeConfig(_Strict):
     """Where the gateway finds ``onetool bridge`` (to convert stdio servers); ``$ONETOOL_BRIDGE_URL`` and
     ``$ONETOOL_BRIDGE_TOKEN`` override the file (see :meth:`resolved`)."""
@@ -222,6 +240,7 @@ class Config(_Strict):
     inspect: InspectConfig = Field(default_factory=InspectConfig)
     direct: DirectConfig = Field(default_factory=DirectConfig)
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
+    log: LogConfig = Field(default_factory=LogConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

@@ -422,6 +422,7 @@ class ServerControl:
             converted_to=s.bridged.url if s.bridged is not None else None,
             unresponsive=st.unresponsive,
             calls_in_flight=st.calls_in_flight,
+            stderr=list(st.stderr),
         )
 
     @staticmethod

@@ -53,15 +53,17 @@ class ServerView:
     """Requests on the server now, of at most servers.NAME.max_concurrent_calls."""
     launch: dict[str, Any] | None = None
     """For a proposed server, and in the answer to approving one: what approving it runs (see :func:`launch`)."""
+    stderr: list[str] = field(default_factory=list)
+    """A stdio server's last stderr lines (bounded, escaped): never for an MCP client, they may hold secrets."""
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for the admin API and the CLI."""
         return asdict(self)
 
     def public(self) -> dict[str, Any]:
-        """JSON-able, without ``detail``: for anything an MCP client sees."""
+        """JSON-able, without ``detail`` and ``stderr``: for anything an MCP client sees."""
         data = asdict(self)
-        del data["detail"]
+        del data["detail"], data["stderr"]
         return data
 
 

@@ -62,12 +62,14 @@ def exec_result(
     return _with_media(data_result(values[0] if len(values) == 1 else values, max_chars=max_chars), media)
 
 
-def data_result(value: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> types.CallToolResult:
-    """``value`` as TOON text plus the raw value as ``structuredContent``."""
+def data_result(value: Any, *, structured: Any = None, max_chars: int = DEFAULT_MAX_CHARS) -> types.CallToolResult:
+    """``value`` as TOON text, and as ``structuredContent`` the data for programs: ``structured`` when given
+    (``inspect``'s raw schemas beside the compressed ones it shows the model), else ``value`` itself."""
     text = toon_format.encode(value)
     shown = cut(text, max_chars)
     if shown is text:
-        structured = value if isinstance(value, dict) else {"result": value}
+        data = value if structured is None else structured
+        structured = data if isinstance(data, dict) else {"result": data}
     else:
         structured = {"result": shown, "truncated": True}
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=structured)

@@ -66,7 +66,7 @@ class Registry:
         names = list(found.tools)
         close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5) if len(tool) <= _SUGGEST_MAX_NAME else []
         ordered = close + [n for n in names if n not in close]
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = f"; did you mean {close[0]}?" if close else "."
         shown = tool if len(tool) <= _SUGGEST_MAX_NAME else tool[:_SUGGEST_MAX_NAME] + "..."
         raise UnknownTool(
             f"pack '{pack}' has no tool '{shown}'{hint} Its tools: {', '.join(ordered) or 'none'}"

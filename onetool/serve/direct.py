@@ -35,7 +35,7 @@ from onetool.serve.run import (
     error_result,
     run_tool,
 )
-from onetool.upstream import UpstreamPool
+from onetool.upstream import ServerState, UpstreamPool
 
 __all__ = [
     "MAX_NAME",
@@ -67,6 +67,8 @@ class DirectGateway(GatewayLike, Protocol):
     def registry(self) -> Registry: ...
 
     def visible_tools(self, server: str) -> list[types.Tool]: ...
+
+    async def settled(self, server: str) -> None: ...
 
 
 def direct_names(
@@ -194,6 +196,11 @@ class DirectFace:
             return await self._management.call(self._gateway.control, name, arguments)
         catalogue = self.catalogue()
         target = catalogue.tools.get(name)
+        if target is None and (server := self._starting(name)) is not None:
+            # A server still making its first connection attempt lists no tools yet: wait for it, as a run does.
+            await self._gateway.settled(server)
+            catalogue = self.catalogue()
+            target = catalogue.tools.get(name)
         if target is None:
             return error_result(catalogue.unknown(name))
         try:
@@ -203,6 +210,13 @@ class DirectFace:
         except ModelError as e:
             return error_result(str(e))
         return _unstamped(result)
+
+    def _starting(self, name: str) -> str | None:
+        """The server ``name`` would be a tool of (``server<separator>tool``), if it is still connecting."""
+        for status in self._gateway.registry.servers():
+            if status.status is ServerState.CONNECTING and name.startswith(status.name + self._separator):
+                return status.name
+        return None
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == "run":

@@ -125,16 +125,22 @@ def loopback_security(port: int) -> TransportSecuritySettings:
     )
 
 
-class BearerGuard:
-    """ASGI wrapper: every request must carry ``Authorization: Bearer <token>``."""
+def bearer_matches(headers: Headers, token: str) -> bool:
+    """Whether the request carries ``Authorization: Bearer <token>`` (compared in constant time)."""
+    scheme, _, credential = headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), token.encode())
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+class BearerGuard:
+    """ASGI wrapper: every request must carry ``Authorization: Bearer <token>``, with one of ``tokens``."""
+
+    def __init__(self, app: ASGIApp, *tokens: str) -> None:
         self._app = app
-        self._token = token.encode()
+        self._tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scheme, _, credential = Headers(scope=scope).get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), self._token):
+        headers = Headers(scope=scope)
+        if any(bearer_matches(headers, token) for token in self._tokens):
             await self._app(scope, receive, send)
             return
         response = JSONResponse(

@@ -27,7 +27,7 @@ from mcp.types import (
 
 from onetool.errors import ModelError, UnknownTool
 from onetool.inspect import InspectServer, data_result, describe_inspect, find_server, find_tool, inspect_schemas
-from onetool.inspect.calls import call, shaped, value_size
+from onetool.inspect.calls import call
 from onetool.inspect.catalogue import CatalogueTool, catalogue
 from onetool.logs import logger
 from onetool.registry import PackContext, Registry, ToolSchema
@@ -71,6 +71,8 @@ class InspectGatewayLike(Protocol):
     def pack_context(self) -> PackContext: ...
 
     def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
+
+    async def settled(self, server: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -117,20 +119,22 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
         current = view.current()
         find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
         schemas = partial(
-            inspect_schemas,
-            current.servers,
-            server_name,
-            tool_name,
-            compression=options.schema_compression,
-            max_description_len=options.max_description_len,
+            inspect_schemas, current.servers, server_name, tool_name, max_description_len=options.max_description_len
         )
+
+        def result() -> CallToolResult:
+            # The model reads the (compressed) types as text; programs get the raw schemas (spec §4.1).
+            shown = schemas(compression=options.schema_compression)
+            raw = schemas(compression=False) if options.schema_compression else shown
+            return data_result(shown, structured=raw, max_chars=max_chars)
+
         if tool_name is not None:
-            found = schemas()
-            return await shaped(data_result, found, max_chars, value_size(found))
+            return result()
         # A server may list hundreds of tools: compressing them all is no work for the event loop.
-        return await anyio.to_thread.run_sync(lambda: data_result(schemas(), max_chars=max_chars))
+        return await anyio.to_thread.run_sync(result)
 
     async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        await gateway.settled(server_name)  # a server still starting is waited for, as a run waits for it
         current = view.current()
         found = find_server(current.servers, server_name)
         try:

@@ -1,16 +1,20 @@
 """Operational routes: /health and /ready for probes (open), /status for operators.
 
 /health   200 while the process serves, with how many servers are in each status.
-/ready    200 when every enabled, non-quarantined server is connected, else 503 naming those that are not
-          (a Kubernetes readiness probe).
-/status   every server as an MCP client may see it (no stderr detail), and which MCP endpoints are on; behind
-          the bearer token when the listener has one, like /mcp.
+/ready    200 when this gateway can serve: the front is up and the servers ``http.ready_requires_servers`` names
+          are connected (none by default; "all": every enabled, non-quarantined one), else 503 naming those that
+          are not (a Kubernetes readiness probe). Servers connect in the background, so a required one that is
+          still connecting keeps /ready at 503 while /health already answers.
+/status   every server as an MCP client may see it (no error detail, no stderr), and which MCP endpoints are on;
+          behind the bearer token when the listener has one, like /mcp. With the admin token, every server as its
+          operator sees it: the error's ``detail`` and the last ``stderr`` lines too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -18,7 +22,7 @@ from starlette.routing import Route, request_response
 
 from onetool import __version__
 from onetool.control import ServerView
-from onetool.serve.http import BearerGuard, Listener, Routes
+from onetool.serve.http import BearerGuard, Listener, Routes, bearer_matches
 
 __all__ = ["MCP_ENDPOINTS", "ops_routes"]
 
@@ -26,37 +30,55 @@ MCP_ENDPOINTS = ("/mcp", "/mcp/direct", "/mcp/inspect")
 
 
 def ops_routes(
-    servers: Callable[[], Sequence[ServerView]], listener: Listener, endpoints: Sequence[str] = ("/mcp",)
+    servers: Callable[[], Sequence[ServerView]],
+    listener: Listener,
+    endpoints: Sequence[str] = ("/mcp",),
+    ready_requires: Sequence[str] | Literal["all"] = (),
+    admin_token: str | None = None,
 ) -> Routes:
     """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
-    (/status tells which of MCP_ENDPOINTS are on)."""
+    (/status tells which of MCP_ENDPOINTS are on); ``ready_requires``: the servers /ready waits for;
+    ``admin_token``: the operator's, who sees each server whole."""
 
     async def health(_request: Request) -> JSONResponse:
         counts = Counter(view.status for view in servers())
         return JSONResponse({"status": "ok", "servers": dict(sorted(counts.items()))})
 
     async def ready(_request: Request) -> JSONResponse:
-        waiting = [
-            {"name": v.name, "status": v.status}
-            for v in servers()
-            if v.enabled and not v.quarantined and v.status != "connected"
-        ]
+        waiting = not_ready(servers(), ready_requires)
         return JSONResponse({"ready": not waiting, "not_ready": waiting}, status_code=503 if waiting else 200)
 
-    async def status(_request: Request) -> JSONResponse:
+    async def status(request: Request) -> JSONResponse:
+        operator = admin_token is not None and bearer_matches(request.headers, admin_token)
         return JSONResponse(
             {
                 "version": __version__,
                 "endpoints": {path: path in endpoints for path in MCP_ENDPOINTS},
-                "servers": [view.public() for view in servers()],
+                "servers": [view.to_dict() if operator else view.public() for view in servers()],
             }
         )
 
     # Route takes a plain function for a request handler, anything else for an ASGI app: a guarded /status is the
-    # handler made an ASGI app first.
+    # handler made an ASGI app first. The operator's token opens it too.
+    tokens = [token for token in (listener.token, admin_token) if token]
     status_route = (
-        Route("/status", BearerGuard(request_response(status), listener.token), methods=["GET"])
+        Route("/status", BearerGuard(request_response(status), *tokens), methods=["GET"])
         if listener.token
         else Route("/status", status, methods=["GET"])
     )
     return Routes([Route("/health", health, methods=["GET"]), Route("/ready", ready, methods=["GET"]), status_route])
+
+
+def not_ready(views: Sequence[ServerView], required: Sequence[str] | Literal["all"]) -> list[dict[str, str]]:
+    """The required servers that keep /ready at 503, with their status. A disabled or quarantined server is not
+    waited for (an operator decided it stays out); a required name the gateway does not know is, as "unknown"."""
+    by_name = {v.name: v for v in views}
+    names = list(by_name) if required == "all" else required
+    waiting = []
+    for name in names:
+        view = by_name.get(name)
+        if view is None:
+            waiting.append({"name": name, "status": "unknown"})
+        elif view.enabled and not view.quarantined and view.status != "connected":
+            waiting.append({"name": name, "status": view.status})
+    return waiting

@@ -40,8 +40,11 @@ def default_database() -> Path:
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with mode 0700; an existing folder keeps the mode its owner gave it."""
-    # mkdir's mode is filtered by the umask, which can only remove bits, so 0700 never ends up wider.
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Not mkdir(parents=True): it makes the parents with the default mode (0755), so the runtime folder made on the
+    # way to one of its subfolders would be readable by others. The umask can only remove bits from 0700.
+    for folder in reversed([path, *path.parents]):
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700, exist_ok=True)
     return path
 
 

@@ -29,6 +29,7 @@ from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.backoff import ShortSession, backoff_wait
+from onetool.upstream.children import Children
 from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,
@@ -50,6 +51,7 @@ from onetool.upstream.session import (
     lost_failure,
 )
 from onetool.upstream.status import Failure, ServerState, ServerStatus
+from onetool.upstream.stderr import StderrTail
 from onetool.upstream.stdio import open_stdio
 from onetool.upstream.watching import Watching
 
@@ -82,6 +84,7 @@ class Connection(Requests, Watching):
         on_change: Callable[[str], None],
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
+        children: Children | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -91,6 +94,8 @@ class Connection(Requests, Watching):
         self._probe_interval = probe_interval
         self._on_change = on_change
         self._on_notification = on_notification
+        self._children = children
+        self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
         self.tools: list[types.Tool] = []
@@ -132,6 +137,7 @@ class Connection(Requests, Watching):
             oauth_status=self._auth.status(self.status, failure) if self._auth else None,
             unresponsive=session.breaker.describe() if session and session.breaker.open else None,
             calls_in_flight=self.config.max_concurrent_calls - self._call_slots.value,
+            stderr=tuple(self._stderr.lines()),
         )
 
     # ----- the owner task -------------------------------------------------------------------
@@ -332,7 +338,7 @@ class Connection(Requests, Watching):
 
     @asynccontextmanager
     async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_stdio(self.name, self.config) as (read, write, child):
+        async with open_stdio(self.name, self.config, self._stderr, self._children) as (read, write, child):
             session.child = child
             yield (
                 Watched(read, lambda: self._lose(session, exit_failure(session))),

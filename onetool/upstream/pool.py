@@ -18,6 +18,7 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
+from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
@@ -37,6 +38,10 @@ class UpstreamPool:
     probed (MCP ping), and reconnected if it does not answer.
     ``token_store`` keeps OAuth servers' tokens (default: a file per server in the user's state folder).
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
+    ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
+    ``background``: entering returns as soon as every server's owner task is started, and the servers connect
+    behind it (the gateway's front serves at once); by default it returns once every enabled server's first
+    attempt has ended (a command that lists or calls them right away). Either way, ``proxy.init`` is logged then.
     """
 
     def __init__(
@@ -49,7 +54,10 @@ class UpstreamPool:
         probe_interval: float = 30.0,
         token_store: TokenStore | None = None,
         on_notification: Notify | None = None,
+        children: Children | None = None,
+        background: bool = False,
     ) -> None:
+        self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
         self._options: dict[str, Any] = {
@@ -59,6 +67,7 @@ class UpstreamPool:
             "probe_interval": probe_interval,
             "token_store": token_store,
             "on_notification": on_notification,
+            "children": children,
         }
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended
@@ -69,21 +78,29 @@ class UpstreamPool:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:
-            with LogSpan("proxy.init", serverCount=len(enabled)) as span:
-                for conn in enabled:
-                    self._start(conn)
-                for conn in enabled:
-                    await conn.first_attempt.wait()
-                connected = [c for c in enabled if c.status is ServerState.CONNECTED]
-                span.add(
-                    connected=len(connected),
-                    failed=len(enabled) - len(connected),
-                    toolCount=sum(len(c.tools) for c in connected),
-                )
+            for conn in enabled:
+                self._start(conn)
+            if self._background:
+                self._tg.start_soon(self._first_attempts, enabled, name="upstream first attempts")
+            else:
+                await self._first_attempts(enabled)
         except BaseException as e:
             await self.__aexit__(type(e), e, e.__traceback__)
             raise
         return self
+
+    async def _first_attempts(self, enabled: list[Connection]) -> None:
+        """Wait until each server connected or failed once, and log how startup went. Bounded: each attempt ends
+        within its server's connect timeout, and at the latest when the pool closes."""
+        with LogSpan("proxy.init", serverCount=len(enabled)) as span:
+            for conn in enabled:
+                await conn.first_attempt.wait()
+            connected = [c for c in enabled if c.status is ServerState.CONNECTED]
+            span.add(
+                connected=len(connected),
+                failed=len(enabled) - len(connected),
+                toolCount=sum(len(c.tools) for c in connected),
+            )
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -56,6 +56,8 @@ class ServerStatus:
     probed again. Calls fail at once meanwhile."""
     calls_in_flight: int = 0
     """Requests on it now, of at most servers.NAME.max_concurrent_calls."""
+    stderr: tuple[str, ...] = ()
+    """A stdio server's last stderr lines (bounded, escaped), for operators only: they may hold secrets."""
 
     @property
     def report(self) -> str:

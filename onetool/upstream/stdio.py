@@ -1,4 +1,4 @@
-"""The stdio transport: one child process per upstream, in its own process group.
+"""The stdio transport: one child process per upstream, in its own process group, recorded so it never outlives us.
 
 Why not the SDK's ``stdio_client``: it hides the child's pid, so nothing can kill the
 group members a server leaves behind when it exits gracefully on stdin EOF; its stderr
@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Final, NoReturn
@@ -29,24 +28,27 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
+from onetool.upstream.children import Children
+from onetool.upstream.groups import stat_fields
+from onetool.upstream.stderr import StderrTail, bounded_lines
 
 __all__ = ["StdioChild", "open_stdio"]
 
 STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
 TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
 _POLL: Final = 0.01
-_STDERR_TAIL: Final = 20
 _ERROR_LINE: Final = re.compile(
     r"error|exception|cannot|can't|not found|no such|denied|refused|failed|fatal|invalid|missing", re.IGNORECASE
 )
 
 
 class StdioChild:
-    """What the connection may know about a running child: its process and last stderr lines."""
+    """What the connection may know about a running child: its process and the stderr lines it wrote."""
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    def __init__(self, process: anyio.abc.Process, stderr: StderrTail) -> None:
         self.process = process
-        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+        self._stderr = stderr
+        self._first = stderr.count  # the server's tail spans its restarts: this process's lines come after
 
     def exit_reason(self) -> str:
         """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
@@ -59,10 +61,11 @@ class StdioChild:
         A crashing server's last lines are usually a stack trace or a runtime banner ("Node.js v20");
         the first line that reads like an error ("Error: Cannot find module ...") says more.
         """
-        for line in self.stderr_tail:
+        lines = self._stderr.lines(since=self._first)
+        for line in lines:
             if _ERROR_LINE.search(line):
                 return line
-        return self.stderr_tail[-1] if self.stderr_tail else None
+        return lines[-1] if lines else None
 
 
 def _describe_exit(code: int) -> str:
@@ -93,7 +96,7 @@ def _not_found(command: str) -> NoReturn:
 
 @asynccontextmanager
 async def open_stdio(
-    name: str, config: ServerConfig
+    name: str, config: ServerConfig, stderr: StderrTail, children: Children | None = None
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -104,7 +107,8 @@ async def open_stdio(
     """Start the server and yield (read stream, write stream, child).
 
     The read stream ends when the child closes its stdout (it died), which the SDK turns
-    into "Connection closed" for every request in flight.
+    into "Connection closed" for every request in flight. Its stderr lines go to ``stderr``; ``children``
+    records its process group until the group has ended.
     """
     env = get_default_environment() | config.env
     command = resolve_command(config, env)
@@ -117,7 +121,9 @@ async def open_stdio(
         cwd=config.cwd,
         start_new_session=True,
     )
-    child = StdioChild(process)
+    if children is not None:
+        children.add(name, process.pid)
+    child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -144,13 +150,9 @@ async def open_stdio(
 
     async def read_stderr() -> None:
         assert process.stderr is not None
-        buffer = b""
-        async for chunk in _receive_all(process.stderr):
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            for raw in lines:
-                if line := raw.decode(errors="replace").rstrip():
-                    child.stderr_tail.append(line)
-                    log.debug("stderr: {}", line)
+        async for raw in bounded_lines(_receive_all(process.stderr)):
+            if raw.strip():
+                log.debug("stderr: {}", stderr.add(raw))
 
     async def write_stdin() -> None:
         assert process.stdin is not None
@@ -174,7 +176,8 @@ async def open_stdio(
             with anyio.CancelScope(shield=True):
                 await write_send.aclose()
                 await read_recv.aclose()
-                await stop_process_group(process)
+                if await stop_process_group(process) and children is not None:
+                    children.remove(process.pid)
             tg.cancel_scope.cancel()
 
 
@@ -184,24 +187,25 @@ async def _receive_all(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[byt
             yield await stream.receive()
 
 
-async def stop_process_group(process: anyio.abc.Process) -> None:
+async def stop_process_group(process: anyio.abc.Process) -> bool:
     """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group; reap. Bounded (~2.5 s), idempotent.
 
     The group is signalled even when the leader exited on its own: anything it started is
-    still in the group and would otherwise outlive us.
+    still in the group and would otherwise outlive us. Whether the group has ended (a member
+    we may not signal can stay).
     """
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
     await _wait_until(lambda: process.returncode is not None, STDIN_GRACE)
     pgid = process.pid  # start_new_session: the leader's pid is the group id
-    if _signal_group(pgid, signal.SIGTERM):
-        await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
-        if _signal_group(pgid, signal.SIGKILL):
-            await _wait_until(lambda: not _group_alive(pgid), 0.5)
+    ended = not _signal_group(pgid, signal.SIGTERM) or await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
+    if not ended:
+        ended = not _signal_group(pgid, signal.SIGKILL) or await _wait_until(lambda: not _group_alive(pgid), 0.5)
     await _wait_until(lambda: process.returncode is not None, 0.5)
     with anyio.move_on_after(0.5), suppress(OSError, anyio.BrokenResourceError, ProcessLookupError):
         await process.aclose()  # reaps the leader and closes the pipes (no ResourceWarning)
+    return ended
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
@@ -229,14 +233,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _is_live_member(pid: int, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # Fields after the parenthesised command: state, ppid, pgrp, ...
-    state, _ppid, pgrp = stat[stat.rindex(b")") + 2 :].split()[:3]
-    return int(pgrp) == pgid and state != b"Z"
+    fields = stat_fields(pid)
+    return fields is not None and int(fields[2]) == pgid and fields[0] != b"Z"
 
 
 async def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:

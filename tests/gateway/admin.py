@@ -10,16 +10,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.gateway.conftest import ONETOOL
+from tests.gateway.conftest import ONETOOL, origin
 
 
 def discovered() -> dict[str, Any]:
     """The discovery file of the gateway this test started (its runtime folder is the test's own)."""
     return json.loads((Path(os.environ["ONETOOL_RUNTIME_DIR"]) / "gateway.json").read_text())
-
-
-def origin(url: str) -> str:
-    return url.rsplit("/mcp", 1)[0]
 
 
 def admin(url: str, method: str, path: str, body: Any = None, token: str | None = "") -> tuple[int, Any]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +21,7 @@ from mcp import Client, types
 
 from tests import processes
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
-from tests.processes import start_and_read_line
+from tests.processes import START_DEADLINE, start_and_read_line
 
 HERE = Path(__file__).resolve().parent
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
@@ -80,7 +84,10 @@ def start_http_gateway(
     *extra: str,
     env: dict[str, str] | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    settle: bool = True,
 ) -> ServedGateway:
+    """`onetool serve --http` on a free port, once it printed its URL. The servers connect behind the front:
+    ``settle`` also waits until each connected or failed once (``proxy.init``), as most tests expect."""
     path = write_config(folder, config)
     log = folder / "gateway.log"
     proc, url = start_and_read_line(
@@ -92,7 +99,41 @@ def start_http_gateway(
     assert url.startswith("http://127.0.0.1:"), (
         f"no URL printed: {url!r}; log: {log.read_text() if log.exists() else ''}"
     )
+    if settle:
+        wait_for_record(log, "proxy.init")
     return ServedGateway(proc, url, marker, log)
+
+
+def origin(url: str) -> str:
+    """The gateway's base URL, from its /mcp URL."""
+    return url.rsplit("/mcp", 1)[0]
+
+
+def wait_for_record(log: Path, text: str, timeout: float = START_DEADLINE) -> None:
+    """Until ``text`` is in the log file, e.g. ``proxy.init``: every server connected or failed once."""
+    deadline = time.monotonic() + timeout
+    while text not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, f"no {text!r} in {log} within {timeout} s"
+        time.sleep(0.05)
+
+
+def get(url: str, path: str, token: str | None = None) -> tuple[int, Any]:
+    """GET ``path`` on the gateway serving ``url``: the status and the JSON body."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(origin(url) + path, headers=headers), timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def until(check: Any, timeout: float = 20.0) -> Any:
+    """Poll ``check()`` until it returns something true (returned), for at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return found
 
 
 @contextmanager

@@ -73,6 +73,13 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
         assert (by_url.returncode, by_url.stdout) == (0, "42\n")
         no_token = cli("run", "--url", served.url, "-c", "1", env=elsewhere)
         assert no_token.returncode == 2 and "no admin token" in no_token.stderr
+        # Or by $ONETOOL_URL (after --url, before the discovery file), with $ONETOOL_ADMIN_TOKEN.
+        by_env = {**elsewhere, "ONETOOL_URL": served.url, "ONETOOL_ADMIN_TOKEN": discovered()["admin_token"]}
+        assert cli("run", "-c", "6 * 7", env=by_env).stdout == "42\n"
+        listed = cli("servers", env=by_env)
+        assert listed.returncode == 0 and "time" in listed.stdout, listed.stderr
+        dead_env = {**by_env, "ONETOOL_URL": "http://127.0.0.1:9"}
+        assert cli("run", "--url", served.url, "-c", "6 * 7", env=dead_env).stdout == "42\n", "--url comes first"
     finally:
         assert stop(served.proc) == 0
 

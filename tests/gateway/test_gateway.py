@@ -82,3 +82,14 @@ async def test_a_pack_whose_name_starts_with_a_digit_is_callable() -> None:
         # Only the registered name is let through: other private names stay private.
         refused = await gw.run("[_124server]")
         assert refused.is_error and "private" in text_of(refused)
+
+
+async def test_a_call_refused_for_a_down_server_still_logs_its_failed_call(log_records: list) -> None:
+    async with Gateway(make_config()) as gw:
+        code = "try:\n    off.anything(x=1)\nexcept ToolUnavailable as e:\n    r = 'caught'\nr"
+        result = await gw.run(code)
+    assert text_of(result) == "caught"
+    [call] = spans(log_records, "proxy.tool.call")
+    assert call["status"] == "FAILED" and call["server"] == "off" and call["tool"] == "anything"
+    assert call["errorType"] == "UpstreamUnavailable" and "server 'off' is unavailable" in call["errorMessage"]
+    assert [r["status"] for r in spans(log_records, "run")] == ["SUCCESS"]

@@ -31,6 +31,7 @@ from tests.gateway.conftest import (
     start_http_gateway,
     stop,
     text_of,
+    wait_for_record,
     write_config,
 )
 from tests.gateway.eras import era_clients
@@ -75,6 +76,19 @@ def decoded(result: types.CallToolResult) -> Any:
     value = toon_format.decode(text_of(result))
     structured = result.structured_content
     assert structured == (value if isinstance(value, dict) else {"result": value})
+    return value
+
+
+def inspected(result: types.CallToolResult) -> Any:
+    """What inspect shows the model: its TOON text decoded. Its structuredContent holds the raw schemas instead
+    (spec §4.1), each checked here against the shown tool's name and description."""
+    assert not result.is_error, text_of(result)
+    value = toon_format.decode(text_of(result))
+    raw = result.structured_content
+    assert raw is not None
+    for shown, tool in zip(value.get("tools", [value]), raw.get("tools", [raw]), strict=True):
+        assert (tool["name"], tool["description"]) == (shown["name"], shown["description"])
+        assert set(tool) == {"name", "description", "inputSchema", "outputSchema"}
     return value
 
 
@@ -134,17 +148,24 @@ async def test_instructions_cut_at_300_characters(inspecting: ServedGateway) -> 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_inspect_one_tool(inspecting: ServedGateway, era: Era) -> None:
-    value = decoded(await call(inspecting, "inspect", {"server_name": "fx", "tool_name": "add"}, era))
-    assert value == {
+    result = await call(inspecting, "inspect", {"server_name": "fx", "tool_name": "add"}, era)
+    assert inspected(result) == {
         "name": "add",
         "description": "",
         "input": "{a: integer, b: integer}",
         "output": "{result: integer}",
     }
+    # Programs get the tool as the upstream declared it.
+    assert result.structured_content is not None
+    assert result.structured_content["inputSchema"]["properties"] == {
+        "a": {"title": "A", "type": "integer"},
+        "b": {"title": "B", "type": "integer"},
+    }
+    assert result.structured_content["outputSchema"]["properties"]["result"]["type"] == "integer"
 
 
 async def test_inspect_server_lists_every_tool_compressed(inspecting: ServedGateway) -> None:
-    value = decoded(await call(inspecting, "inspect", {"server_name": "time"}))
+    value = inspected(await call(inspecting, "inspect", {"server_name": "time"}))
     assert value["server"] == "time"
     assert [t["name"] for t in value["tools"]] == ["get_current_time", "convert_time"]
     assert value["tools"][0]["input"].startswith("{timezone: string /* IANA timezone name (e.g., 'America/New_York'")
@@ -152,7 +173,7 @@ async def test_inspect_server_lists_every_tool_compressed(inspecting: ServedGate
 
 
 async def test_inspect_local_pack(inspecting: ServedGateway) -> None:
-    value = decoded(await call(inspecting, "inspect", {"server_name": "brave", "tool_name": "web_search"}))
+    value = inspected(await call(inspecting, "inspect", {"server_name": "brave", "tool_name": "web_search"}))
     assert value["input"] == "{query: string, count?: integer = 3}"
 
 
@@ -354,7 +375,7 @@ async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_pat
             for client in (clients.legacy, clients.modern):
                 assert "  Server: time\n    - get_current_time: " in await described(client)
             found = await clients.modern.call_tool("inspect", {"server_name": "time", "tool_name": "get_current_time"})
-            assert decoded(found)["name"] == "get_current_time"
+            assert inspected(found)["name"] == "get_current_time"
             assert decoded(await clients.modern.call_tool("exec", current_time))["timezone"] == "UTC"
     finally:
         assert stop(served.proc) == 0
@@ -381,6 +402,8 @@ async def stdio_inspect(tmp_path: Path) -> AsyncIterator[StdioServerParameters]:
 @pytest.mark.parametrize("era", ERAS)
 async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era) -> None:
     async with Client(stdio_inspect, mode=era, read_timeout_seconds=60) as client:
+        # stdio answers at once; the servers connect behind it, and this test reads their catalogue.
+        await anyio.to_thread.run_sync(wait_for_record, Path(stdio_inspect.args[-1]), "proxy.init")
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == ["inspect", "exec"]
         assert "  Server: time\n" in (tools[0].description or "")
@@ -389,7 +412,7 @@ async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era
         wrong = await client.call_tool(
             "exec", {"server_name": "fx", "tool_name": "add", "arguments": {"a": "1", "b": 2}}
         )
-    assert decoded(found)["input"] == "{a: integer, b: integer}"
+    assert inspected(found)["input"] == "{a: integer, b: integer}"
     assert decoded(added) == 3
     assert wrong.is_error and text_of(wrong) == "fx.add: argument 'a': '1' is not of type 'integer'"
 
@@ -439,3 +462,66 @@ def test_config_errors_exit_2_with_one_message(tmp_path: Path, name: str, conten
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"onetool: {path}: ") and message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ({"schema_compression": False}, lambda tool: tool["inputSchema"]["properties"]["timezone"]["type"] == "string"),
+        ({"max_description_len": 10}, lambda tool: tool["input"].startswith("{timezone: string /* IANA timez... */")),
+        ({"max_description_len": 0}, lambda tool: tool["input"] == "{timezone: string}"),
+    ],
+    ids=["uncompressed", "short-descriptions", "no-descriptions"],
+)
+async def test_the_inspect_options_change_what_inspect_shows(
+    tmp_path: Path, options: dict[str, Any], shown: Any
+) -> None:
+    marker = f"insp-{uuid.uuid4().hex}"
+    config = {
+        "servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}},
+        "http": {"enable_inspect_endpoint": True},
+        "inspect": options,
+    }
+    served = start_http_gateway(tmp_path, config, marker)
+    try:
+        arguments = {"server_name": "time", "tool_name": "get_current_time"}
+        tool = inspected(await call(served, "inspect", arguments))
+        assert shown(tool), tool
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_four_exec_calls_at_once_overlap(inspecting: ServedGateway) -> None:
+    spans: list[tuple[float, float]] = []
+
+    async def one(tag: str) -> None:
+        start = time.perf_counter()
+        result = await exec_(inspecting, "fx", "sleep", {"seconds": 1.0, "tag": tag})
+        spans.append((start, time.perf_counter()))
+        assert decoded(result) == "slept 1.0"
+
+    async with anyio.create_task_group() as tg:
+        for tag in "abcd":
+            tg.start_soon(one, tag)
+    # Every call started before any ended: they ran side by side, not one after another.
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+
+
+async def test_a_server_crashed_through_exec_is_then_unavailable_not_unknown(tmp_path: Path) -> None:
+    # The fixture serves once; restarted after its crash, it refuses to start, so the server stays down.
+    mark = tmp_path / "served-once"
+    fault = FIXTURES / "fault_server.py"
+    script = f"if [ -e {mark} ]; then exec {PYTHON} {fault} exit; fi; touch {mark}; exec {PYTHON} {fault} ok"
+    config = {
+        "servers": {"fx": {"command": "sh", "args": ["-c", script]}},
+        "http": {"enable_inspect_endpoint": True},
+    }
+    served = start_http_gateway(tmp_path, config, f"insp-{uuid.uuid4().hex}")
+    try:
+        crashed = await exec_(served, "fx", "crash")
+        assert crashed.is_error
+        after = await exec_(served, "fx", "add", {"a": 1, "b": 2})
+        assert after.is_error and "server 'fx' is unavailable" in text_of(after), text_of(after)
+        assert "has no tool" not in text_of(after)
+    finally:
+        assert stop(served.proc) == 0

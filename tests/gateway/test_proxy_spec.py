@@ -76,7 +76,7 @@ async def test_unknown_tool_lists_tools_closest_first(gateway: ServedGateway) ->
 async def test_unknown_tool_found_only_at_run_time(gateway: ServedGateway) -> None:
     result = await gateway.run("name = 'nonexistent'\ngetattr(time, name)()")
     assert result.is_error
-    assert "has no tool 'nonexistent'" in text_of(result)
+    assert "has no tool 'nonexistent'. Its tools: " in text_of(result)  # two sentences, not run together
 
 
 async def test_bad_arguments_are_reported_before_running(gateway: ServedGateway) -> None:
@@ -105,6 +105,18 @@ async def test_multiple_calls_in_one_run_combine(gateway: ServedGateway) -> None
     assert not result.is_error, text_of(result)
     assert result.structured_content["result"]["tz"] == "UTC"
     assert "3" in str(result.structured_content["result"]["sum"])
+
+
+async def test_the_specs_own_chain_reads_a_result_field_as_an_attribute(gateway: ServedGateway) -> None:
+    # The spec's `notion.search(query=sites[0].name)`: a JSON object from one call feeds the next by attribute.
+    code = (
+        "sites = brave.web_search(query='shop', count=2)\n"
+        "now = time.get_current_time(timezone='UTC')\n"
+        "brave.echo(message=sites[0].title + ' @ ' + now.timezone)"
+    )
+    result = await gateway.run(code)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["result"] == "local echo: shop #1 @ UTC"
 
 
 # ---- Local Tool Precedence --------------------------------------------------------------------

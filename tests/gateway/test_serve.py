@@ -25,6 +25,7 @@ from tests.gateway.conftest import (
     start_http_gateway,
     stop,
     text_of,
+    wait_for_record,
     write_config,
 )
 from tests.processes import start_and_read_line
@@ -81,9 +82,7 @@ def test_stdin_eof_shuts_down_cleanly(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 30
-    while "proxy.init" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_record(log, "proxy.init")
     assert processes_with(marker)
     out, err = proc.communicate(b"", timeout=15)  # closes stdin
     assert proc.returncode == 0, err.decode()

@@ -5,37 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
-from tests.gateway.admin import origin
-from tests.gateway.conftest import start_http_gateway, stop, text_of
+from tests.gateway.admin import cli
+from tests.gateway.conftest import get, start_http_gateway, stop, text_of, until
 
 pytestmark = pytest.mark.anyio
-
-
-def get(url: str, path: str, token: str | None = None) -> tuple[int, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(origin(url) + path, headers=headers), timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
-def until(check: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-    return found
 
 
 async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back(tmp_path: Path) -> None:
@@ -51,7 +30,8 @@ async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back
             "time": {"command": TIME_SERVER},
             "off": {"command": "node", "enabled": False},
             "q": {"command": TIME_SERVER, "quarantined": True},
-        }
+        },
+        "http": {"ready_requires_servers": "all"},  # every enabled, non-quarantined server
     }
     served = start_http_gateway(tmp_path, config, marker)
     try:
@@ -84,7 +64,8 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
     served = start_http_gateway(tmp_path, config, marker, env={"ONETOOL_TOKEN": "mcp-secret"})
     try:
         assert get(served.url, "/status")[0] == 401  # a token is set: /status needs it, like /mcp
-        assert get(served.url, "/health")[0] == 200 and get(served.url, "/ready")[0] == 503  # probes do not
+        # Probes do not; /ready requires no server by default, so the failed one does not keep it at 503.
+        assert get(served.url, "/health")[0] == 200 and get(served.url, "/ready")[0] == 200
         status, body = get(served.url, "/status", token="mcp-secret")
         assert status == 200
         assert body["endpoints"] == {"/mcp": True, "/mcp/direct": False, "/mcp/inspect": False}
@@ -111,5 +92,32 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
         }
         assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
         assert "detail" not in by_name["broken"]  # the upstream's stderr is for operators only
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_an_upstreams_last_stderr_lines_are_for_the_operator_only(tmp_path: Path) -> None:
+    config = {"servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "crash"]}}}
+    served = start_http_gateway(tmp_path, config, f"st-{uuid.uuid4().hex}", env={"ONETOOL_ADMIN_TOKEN": "admin-secret"})
+    started, crashing = "fault server: starting in mode crash", "fault server: crashing on purpose"
+    try:
+        crashed = text_of(await served.run("fx.crash()"))
+        # The operator: the crashed process's last lines stay after the restart.
+        status, body = until(
+            lambda: (
+                (r := get(served.url, "/status", token="admin-secret"))[1]["servers"][0]["status"] == "connected"
+                and crashing in r[1]["servers"][0]["stderr"]
+                and r
+            )
+        )
+        [fx] = body["servers"]
+        assert status == 200 and fx["stderr"].count(started) == 2 and "detail" in fx
+        shown = cli("servers", "show", "fx")
+        assert shown.returncode == 0 and f"  {crashing}\n" in shown.stdout
+        # Anyone else, and the model: never.
+        [public] = get(served.url, "/status")[1]["servers"]
+        assert "stderr" not in public and "detail" not in public
+        listed = text_of(await served.run("proxy.list_servers()"))
+        assert "fault server" not in crashed and "fault server" not in listed and "fx" in listed
     finally:
         assert stop(served.proc) == 0

@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from onetool.registry import Registry
+from onetool.serve import tools_module as tools_module_serving
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateway.conftest import (
     ONETOOL,
@@ -123,3 +125,22 @@ def test_onetool_stubs_writes_the_same_module(tmp_path: Path) -> None:
         text=True,
     )
     assert refused.returncode == 2 and "cannot write" in refused.stderr
+
+
+async def test_the_module_is_rendered_once_per_catalogue_and_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    renders: list[tuple[Registry, object]] = []
+
+    def counted(registry: Registry, names: object) -> str:
+        renders.append((registry, names))
+        return f"module {len(renders)}"
+
+    monkeypatch.setattr(tools_module_serving, "tools_module", counted)
+    current = Registry({})
+    cache = tools_module_serving.ToolsModuleCache(lambda: current)
+    assert [await cache.text(None) for _ in range(3)] == ["module 1"] * 3
+    assert await cache.text(["time"]) == "module 2"
+    assert await cache.text(["time"]) == "module 2"
+    current = Registry({})  # a new catalogue: a tool list changed, a server came or went
+    assert await cache.text(None) == "module 3"
+    assert await cache.text(None) == "module 3"
+    assert [names for _, names in renders] == [None, ["time"], None]

@@ -329,3 +329,21 @@ async def test_print_takes_str_subclasses_as_plain_text(sandbox: Sandbox) -> Non
 async def test_print_to_a_file_is_refused(sandbox: Sandbox) -> None:
     result = await run(sandbox, "class F:\n    def write(self, s):\n        pass\nprint('x', file=F())")
     assert result.error is not None and result.error.type == "PolicyError" and "print(file=...)" in result.error.message
+
+
+# --- records: a JSON object from a pack call reads its keys as attributes, and nothing more ---------------
+
+RECORD_ESCAPES = [
+    "demo.echo(x=1).kwargs.__class__",
+    "getattr(demo.echo(x=1).kwargs, '__getattr__')",
+    "getattr(demo.echo(x=1).kwargs, '_'.join(['', '_class', '_']))",
+    "getattr(demo.echo(**{'_k': 1}).kwargs, '_k')",
+    "type(demo.echo(x=1).kwargs).__mro__",
+    "'{0.__class__}'.format(demo.echo(x=1).kwargs)",
+]
+
+
+@pytest.mark.parametrize("code", RECORD_ESCAPES)
+async def test_a_record_gives_no_foothold(sandbox: Sandbox, code: str) -> None:
+    result = await sandbox.run(code, packs=PACKS, on_call=make_on_call())
+    assert result.error is not None and result.error.type in ("PolicyError", "SyntaxError"), result

@@ -59,3 +59,37 @@ async def test_still_works(sandbox: Sandbox, code: str, expected: Any) -> None:
     result = await sandbox.run(code, packs=PACKS, on_call=make_on_call())
     assert result.error is None, str(result.error)
     assert result.value == expected
+
+
+RECORDS = [
+    # demo.echo returns {"args": [...], "kwargs": {...}}: its JSON objects read by key or by attribute.
+    (
+        "r = demo.echo(site={'name': 'Shop', 'owner': {'id': 7}})\nr.kwargs.site.name, r.kwargs.site.owner.id",
+        ["Shop", 7],
+    ),
+    ("r = demo.echo(x=1)\nisinstance(r, dict), r['kwargs']['x'], r.kwargs.x, dict(r.kwargs)", [True, 1, 1, {"x": 1}]),
+    ("r = demo.echo(items=2)\nr.kwargs.items == 2, callable(r.kwargs.items)", [False, True]),
+    ("import json\njson.dumps(demo.echo(a=1).kwargs, sort_keys=True)", '{"a": 1}'),
+    ("[s.n for s in demo.echo(sites=[{'n': 1}, {'n': 2}]).kwargs.sites]", [1, 2]),
+    ("demo.echo(x=1).kwargs", {"x": 1}),
+    ("r = demo.echo(x=1).kwargs\nr.y = 2", "AttributeError"),  # read-only
+    ("demo.echo(**{'a b': 1}).kwargs.get('a b')", 1),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), RECORDS)
+async def test_json_objects_from_pack_calls_read_keys_as_attributes(sandbox: Sandbox, code: str, expected: Any) -> None:
+    result = await sandbox.run(code, packs=PACKS, on_call=make_on_call())
+    if isinstance(expected, str) and expected.endswith("Error"):
+        assert result.error is not None and result.error.type == expected, result
+        return
+    assert result.ok, result.error
+    assert result.value == expected
+
+
+async def test_a_missing_key_says_which_keys_there_are(sandbox: Sandbox) -> None:
+    result = await sandbox.run("demo.echo(name=1).kwargs.title", packs=PACKS, on_call=make_on_call())
+    assert result.error is not None and result.error.type == "AttributeError"
+    assert "no key 'title' (its keys: name)" in result.error.message
+    plain = await sandbox.run("{'a': 1}.a", packs=PACKS, on_call=make_on_call())
+    assert plain.error is not None and "a dict's keys read as d['a']" in plain.error.message
