@@ -90,6 +90,8 @@ def start_http_gateway(
     ``settle`` also waits until each connected or failed once (``proxy.init``), as most tests expect."""
     path = write_config(folder, config)
     log = folder / "gateway.log"
+    # A gateway restarted on the same folder appends to the same log: only what this one writes counts.
+    written = log.stat().st_size if log.exists() else 0
     proc, url = start_and_read_line(
         [ONETOOL, "serve", "--http", "--port", "0", "--config", str(path), "--log-file", str(log), *extra],
         stderr=folder / "gateway.stderr",
@@ -100,7 +102,7 @@ def start_http_gateway(
         f"no URL printed: {url!r}; log: {log.read_text() if log.exists() else ''}"
     )
     if settle:
-        wait_for_record(log, "proxy.init")
+        wait_for_record(log, "proxy.init", after=written)
     return ServedGateway(proc, url, marker, log)
 
 
@@ -109,10 +111,11 @@ def origin(url: str) -> str:
     return url.rsplit("/mcp", 1)[0]
 
 
-def wait_for_record(log: Path, text: str, timeout: float = START_DEADLINE) -> None:
-    """Until ``text`` is in the log file, e.g. ``proxy.init``: every server connected or failed once."""
+def wait_for_record(log: Path, text: str, timeout: float = START_DEADLINE, after: int = 0) -> None:
+    """Until ``text`` is in the log file past its first ``after`` bytes, e.g. ``proxy.init``: every server
+    connected or failed once."""
     deadline = time.monotonic() + timeout
-    while text not in (log.read_text() if log.exists() else ""):
+    while text not in (log.read_bytes()[after:].decode("utf-8", "replace") if log.exists() else ""):
         assert time.monotonic() < deadline, f"no {text!r} in {log} within {timeout} s"
         time.sleep(0.05)
 
