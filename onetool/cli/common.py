@@ -23,13 +23,12 @@ def setup(args: argparse.Namespace, default_level: str) -> Config:
     from onetool.config import find_config, load_config
     from onetool.logs import setup_logging
 
+    level = args.log_level or os.environ.get("LOG_LEVEL") or default_level
+    # Loading may warn (client settings a converted mcpServers file drops): those go where the options say; the
+    # config's own log settings apply from then on.
+    setup_logging(level, args.log_file)
     config = load_config(find_config(args.config))
-    setup_logging(
-        args.log_level or os.environ.get("LOG_LEVEL") or default_level,
-        args.log_file or config.log.file,
-        rotation=config.log.rotation,
-        retention=config.log.retention,
-    )
+    setup_logging(level, args.log_file or config.log.file, rotation=config.log.rotation, retention=config.log.retention)
     return config
 
 

@@ -30,6 +30,9 @@ async def test_make_run_serves_the_example_config() -> None:
         assert proc.stdout is not None
         url = next(line.strip() for line in proc.stdout if line.startswith("http://"))
         async with Client(url) as client:
+            # The front serves at once and the servers connect behind it: a call waits for its server's connect.
+            first = await client.call_tool("run", {"code": "time.get_current_time(timezone='UTC')['timezone']"})
+            assert text_of(first) == "UTC"
             description = (await client.list_tools()).tools[0].description or ""
             assert "time.get_current_time(timezone: str)" in description
             assert "text.slugify(title: str, max_length: int = 60)" in description
