@@ -57,12 +57,15 @@ class ServerView:
     """A stdio server's last stderr lines (bounded, escaped): never for an MCP client, they may hold secrets."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything, for the admin API and the CLI."""
-        return asdict(self)
+        """Everything, for the admin API and the CLI; ``oauth_status`` only for an OAuth server."""
+        data = asdict(self)
+        if data["oauth_status"] is None:
+            del data["oauth_status"]
+        return data
 
     def public(self) -> dict[str, Any]:
         """JSON-able, without ``detail`` and ``stderr``: for anything an MCP client sees."""
-        data = asdict(self)
+        data = self.to_dict()
         del data["detail"], data["stderr"]
         return data
 

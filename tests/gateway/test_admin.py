@@ -140,6 +140,7 @@ async def test_overrides_and_added_servers_survive_a_restart(tmp_path: Path) -> 
         by_name = {s["name"]: s for s in body["servers"]}
         assert by_name["time"]["status"] == "disabled" and not by_name["time"]["enabled"]
         assert by_name["extra"]["status"] == "connected" and by_name["extra"]["added_by"] == "api"
+        assert "oauth_status" not in by_name["extra"]  # only an OAuth server has one
         assert text_of(await again.run("extra.get_current_time(timezone='UTC')['timezone']")) == "UTC"
     finally:
         assert stop(again.proc) == 0
