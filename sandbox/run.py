@@ -3,9 +3,9 @@
 The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one only once the
 run has reserved the memory its objects may take from the host's budget, sandbox/budget.py) and checked once
 by sandbox/messages.py; the calls it may have waiting and the bytes the host holds for them are capped, and a
-run past a cap ends with a LimitError. Its progress
-reports are passed on at most PROGRESS_RATE a second; a worker that keeps sending far more is not a snippet.
-While every call the worker made waits for its reply, the run lends its CPU slot to other runs (sandbox/slots.py).
+run past a cap ends with a LimitError. Its progress reports are passed on at most PROGRESS_RATE a second; a
+worker that keeps sending far more is not a snippet. While every call the worker made waits for its reply,
+the run lends its CPU slot to other runs (sandbox/slots.py).
 """
 
 from __future__ import annotations
