@@ -43,7 +43,8 @@ from onetool.config import Config
 from onetool.gateway import Gateway
 from onetool.inspect import compress
 from onetool.logs import setup_logging
-from onetool.serve import build_inspect_server, build_run_server
+from onetool.serve.inspect import build_inspect_server
+from onetool.serve.run import build_run_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -136,7 +137,7 @@ async def with_faces(servers: dict[str, Any], body: Callable[[Faces], Awaitable[
         Client(build_run_server(gateway)) as run_face,
         Client(build_inspect_server(gateway)) as inspect_face,
     ):
-        pool = gateway.pack_context.pool
+        pool = gateway.pool
         direct = [
             {**entry, "name": f"{s.name}:{entry['name']}"}
             for s in pool.status()

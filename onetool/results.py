@@ -23,6 +23,7 @@ from typing import Any
 from mcp import types
 from pydantic_core import to_json
 
+from onetool.text import cut
 from sandbox import Origin, RunError
 
 MEDIA_TYPES = ("image", "audio", "resource", "resource_link")
@@ -34,6 +35,7 @@ _MAX_MEDIA_WALK = 10_000
 """Values the search for media in a result visits; the rest of a larger result stays as it is."""
 _MIN_ERROR_CHARS = 4_096
 _MAX_SOURCE_CHARS = 1_000
+_HINT = "return less, e.g. slice or select fields"
 
 
 def to_value(result: types.CallToolResult, output_schema: Mapping[str, Any] | None = None) -> Any:
@@ -115,24 +117,24 @@ def run_result(
     structured: dict[str, Any] = {}
     budget = max_chars
     if output:
-        text = _cut(output, budget, "printed output")
+        text = cut(output, budget, "printed output", _HINT)
         budget = max(0, budget - len(text))
         content.append(types.TextContent(type="text", text=text))
         structured["output"] = text
     if error is not None:
         limit = max(budget, _MIN_ERROR_CHARS)
-        message = _cut(error.message, limit, "error message")
-        content.append(types.TextContent(type="text", text=_cut(error_message(error), limit + 200, "error")))
+        message = cut(error.message, limit, "error message", _HINT)
+        content.append(types.TextContent(type="text", text=cut(error_message(error), limit + 200, "error", _HINT)))
         structured["error"] = _error_fields(error, message)
         return types.CallToolResult(content=content, structured_content=structured, is_error=True)
     # pydantic-core renders compact JSON as json.dumps does, five times faster on numbers: a large result
     # costs the event loop tens of milliseconds at most (sandbox.max_message bounds it).
     text = value if isinstance(value, str) else to_json(value).decode()
-    cut = _cut(text, max(budget, 1024), "result")
+    shown = cut(text, max(budget, 1024), "result", _HINT)
     if value is not None or not output:
-        content.append(types.TextContent(type="text", text=cut))
-    structured["result"] = value if cut is text else cut
-    if cut is not text:
+        content.append(types.TextContent(type="text", text=shown))
+    structured["result"] = value if shown is text else shown
+    if shown is not text:
         structured["truncated"] = True
     content.extend(media)
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
@@ -171,15 +173,6 @@ def error_message(error: RunError) -> str:
         source = f": {error.source.strip()[:_MAX_SOURCE_CHARS]}" if error.source else ""
         text += f" (line {error.line}{source})"
     return ORIGIN_PREFIXES[error.origin] + _LINE_BREAK.sub(r"\1  ", text)
-
-
-def _cut(text: str, limit: int, what: str) -> str:
-    if len(text) <= limit:
-        return text
-    return (
-        text[:limit]
-        + f"\n... [{what} cut: showing {limit:,} of {len(text):,} characters; return less, e.g. slice or select fields]"
-    )
 
 
 def media_key(value: Any) -> str | None:

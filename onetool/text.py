@@ -1,11 +1,18 @@
-"""Upstream and snippet text shown inside OneTool's own text: one line, cut (descriptions, listings); with
-what a terminal or a log reader would act on escaped (logs, the CLI: :func:`escape_unsafe`); or with what a
-reviewer cannot see named (quarantine reviews: :func:`visible`)."""
+"""Upstream and snippet text shown inside OneTool's own text: one line, cut (descriptions, listings); cut with a
+note (results: :func:`cut`); a name the model got wrong, with the names it may have meant (:func:`closest`);
+with what a terminal or a log reader would act on escaped (logs, the CLI: :func:`escape_unsafe`); or with what
+a reviewer cannot see named (quarantine reviews: :func:`visible`)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
+from collections.abc import Iterable
+
+SUGGEST_MAX_NAME = 64
+"""Names compared for a "did you mean": difflib costs time quadratic in the name, and a longer name is no typo
+of a tool or server name."""
 
 _SPACE = re.compile(r"\s+")
 _INVISIBLE = (
@@ -27,6 +34,28 @@ def escape_unsafe(text: str, *, keep_lines: bool = False) -> str:
 
 def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def closest(name: str, names: Iterable[str]) -> list[str]:
+    """Up to three of ``names`` that ``name`` may be a typo of, best first: the one "did you mean" of every face.
+    None for a name longer than SUGGEST_MAX_NAME, whose cost would be the caller's to bear."""
+    if len(name) > SUGGEST_MAX_NAME:
+        return []
+    return difflib.get_close_matches(name, [n for n in names if len(n) <= SUGGEST_MAX_NAME], n=3, cutoff=0.5)
+
+
+def shown_name(name: str) -> str:
+    """A name as an error quotes it: cut past SUGGEST_MAX_NAME characters (a snippet may pass megabytes)."""
+    return name if len(name) <= SUGGEST_MAX_NAME else name[:SUGGEST_MAX_NAME] + "..."
+
+
+def cut(text: str, limit: int, what: str = "result", hint: str = "") -> str:
+    """``text`` itself when it fits in ``limit`` characters, else its head and a note saying how much was cut
+    and, with ``hint``, how to ask for less: the one cut of every face's results."""
+    if len(text) <= limit:
+        return text
+    advice = f"; {hint}" if hint else ""
+    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {len(text):,} characters{advice}]"
 
 
 def one_line(text: str, limit: int) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
 
-from onetool.errors import ModelError
-from onetool.registry import PackContext, UpstreamTool
+from onetool.calls import PackContext
+from onetool.errors import ModelError, UnknownPack, UnknownTool
+from onetool.registry import Registry, UpstreamTool
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
@@ -37,7 +39,7 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     Local tools that shadow an upstream tool of the same name are marked ``shadows_upstream``.
     """
     registry = ctx.registry()
-    pack = registry.packs.get(_pack_name(server, ctx))
+    pack = registry.packs.get(_pack_of(server, registry))
     if pack is None:
         names = [s.name for s in ctx.registry().servers()]
         local = [p for p in registry.packs if p not in {s.pack for s in ctx.registry().servers()}]
@@ -64,17 +66,21 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
 
 async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, *, ctx: PackContext) -> Any:
     """Call a server's tool by its exact upstream name (for names that are not Python identifiers)."""
-    registry = ctx.registry()
-    pack = registry.packs.get(_pack_name(server, ctx))
+    target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
+    return await ctx.calls.value(target, [], arguments or {}, label=f"proxy.call('{server}', '{tool}', ...)")
+
+
+def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:
+    """The tool ``server`` lists as ``tool``, a local tool of the same name shadowing it or not."""
+    pack = registry.packs.get(_pack_of(server, registry))
     if pack is None or pack.server is None:
-        raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in ctx.registry().servers())}")
+        raise UnknownPack(f"unknown server '{server}'; servers: {', '.join(s.name for s in registry.servers())}")
     match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
     match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
     if match is None:
         registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
-        raise ModelError(f"server '{pack.server}' has no tool '{tool}'")
-    bound = await match.schema.bind(f"proxy.call('{pack.server}', '{tool}', ...)", [], arguments or {})
-    return await match.send(bound, ctx.pool)
+        raise UnknownTool(f"server '{pack.server}' has no tool '{tool}'")
+    return match
 
 
 async def list_resources(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
@@ -106,16 +112,21 @@ def _plain(model: BaseModel) -> dict[str, Any]:
 
 def _server(server: str, ctx: PackContext) -> str:
     """The configured name of ``server``, given as configured (``github-api``) or as its pack (``github_api``)."""
-    statuses = ctx.registry().servers()
-    for s in statuses:
-        if server in (s.name, s.pack):
-            return s.name
-    raise ModelError(f"unknown server '{server}'; servers: {', '.join(s.name for s in statuses) or 'none'}")
+    name = _configured(server, ctx)
+    if name is None:
+        servers = ", ".join(s.name for s in ctx.registry().servers())
+        raise ModelError(f"unknown server '{server}'; servers: {servers or 'none'}")
+    return name
 
 
-def _pack_name(server: str, ctx: PackContext) -> str:
+def _pack_of(server: str, registry: Registry) -> str:
     """Accept the configured server name (``github-api``) or its pack name (``github_api``)."""
-    for s in ctx.registry().servers():
+    for s in registry.servers():
         if server in (s.name, s.pack):
             return s.pack
     return server
+
+
+def _configured(server: str, ctx: PackContext) -> str | None:
+    """The configured name of ``server`` (given either way), if it names one."""
+    return next((s.name for s in ctx.registry().servers() if server in (s.name, s.pack)), None)

@@ -8,13 +8,12 @@ from onetool.inspect.describe import (
     InspectTool,
     ServerLike,
     ToolLike,
-    closest,
     describe_inspect,
     find_server,
     find_tool,
     inspect_schemas,
 )
-from onetool.inspect.toon import DEFAULT_MAX_CHARS, cut, data_result, exec_result
+from onetool.inspect.toon import DEFAULT_MAX_CHARS, data_result, exec_result
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -25,9 +24,7 @@ __all__ = [
     "InspectTool",
     "ServerLike",
     "ToolLike",
-    "closest",
     "compress",
-    "cut",
     "data_result",
     "describe_inspect",
     "exec_result",

@@ -7,14 +7,13 @@ failed ones are named in one closing line so the model knows they exist but cann
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
-from onetool.text import one_line
+from onetool.text import closest, one_line, shown_name
 
 __all__ = [
     "HIDDEN_STATES",
@@ -23,7 +22,6 @@ __all__ = [
     "InspectTool",
     "ServerLike",
     "ToolLike",
-    "closest",
     "describe_inspect",
     "find_server",
     "find_tool",
@@ -34,8 +32,6 @@ INSTRUCTIONS_MAX_CHARS = 300
 HIDDEN_STATES = frozenset({"quarantined", "disabled", "failed"})
 _SHOWN_STATES = frozenset({"connected"})
 """States listed without a note; any other visible state (connecting, disconnected) is shown in brackets."""
-_SUGGEST_MAX_NAME = 64
-"""difflib costs time quadratic in the name; a longer name is no typo of a real one."""
 _MAX_NAME = 128
 """MCP names are at most 128 characters; a longer one is cut rather than let fill the description."""
 _MAX_SUMMARY = 160
@@ -159,7 +155,8 @@ def find_server(servers: Iterable[ServerT], name: str) -> ServerT:
             return s
     names = [s.name for s in servers if s.status not in HIDDEN_STATES]
     raise UnknownPack(
-        f"unknown server '{_shown(name)}'.{_did_you_mean(name, names)} Available servers: {', '.join(names) or 'none'}"
+        f"unknown server '{shown_name(name)}'.{_did_you_mean(name, names)} "
+        f"Available servers: {', '.join(names) or 'none'}"
     )
 
 
@@ -170,16 +167,9 @@ def find_tool(server: ServerLike[ToolT], name: str) -> ToolT:
             return t
     names = [t.name for t in server.tools]
     raise UnknownTool(
-        f"server '{server.name}' has no tool '{_shown(name)}'.{_did_you_mean(name, names)} "
+        f"server '{server.name}' has no tool '{shown_name(name)}'.{_did_you_mean(name, names)} "
         f"Its tools: {', '.join(names) or 'none'}"
     )
-
-
-def closest(name: str, names: Iterable[str]) -> list[str]:
-    """Up to three of ``names`` that ``name`` may be a typo of, best first; none for a name over 64 characters."""
-    if len(name) > _SUGGEST_MAX_NAME:
-        return []
-    return difflib.get_close_matches(name, [n for n in names if len(n) <= _SUGGEST_MAX_NAME], n=3, cutoff=0.5)
 
 
 def _schema(tool: ToolLike, compression: bool, max_description_len: int) -> dict[str, Any]:
@@ -202,7 +192,3 @@ def _schema(tool: ToolLike, compression: bool, max_description_len: int) -> dict
 def _did_you_mean(name: str, names: Iterable[str]) -> str:
     close = closest(name, names)
     return f" Did you mean '{close[0]}'?" if close else ""
-
-
-def _shown(name: str) -> str:
-    return name if len(name) <= _SUGGEST_MAX_NAME else name[:_SUGGEST_MAX_NAME] + "..."

@@ -28,8 +28,9 @@ import toon_format
 from mcp import types
 
 from onetool.results import error_text, parse_text, to_value
+from onetool.text import cut
 
-__all__ = ["DEFAULT_MAX_CHARS", "cut", "data_result", "exec_result"]
+__all__ = ["DEFAULT_MAX_CHARS", "data_result", "exec_result"]
 
 DEFAULT_MAX_CHARS = 256 * 1024
 """The default text budget of one result: the same as ``run``'s."""
@@ -50,7 +51,7 @@ def exec_result(
     envelope again.
     """
     if result.is_error:
-        text = types.TextContent(type="text", text=cut(error_text(result), max_chars, "error message", hint=""))
+        text = types.TextContent(type="text", text=cut(error_text(result), max_chars, "error message"))
         return types.CallToolResult(content=[text], is_error=True)
     media = [c for c in result.content if not isinstance(c, types.TextContent)]
     if result.structured_content is not None:
@@ -66,7 +67,7 @@ def data_result(value: Any, *, structured: Any = None, max_chars: int = DEFAULT_
     """``value`` as TOON text, and as ``structuredContent`` the data for programs: ``structured`` when given
     (``inspect``'s raw schemas beside the compressed ones it shows the model), else ``value`` itself."""
     text = toon_format.encode(value)
-    shown = cut(text, max_chars)
+    shown = cut(text, max_chars, hint=_HINT)
     if shown is text:
         data = value if structured is None else structured
         structured = data if isinstance(data, dict) else {"result": data}
@@ -75,21 +76,13 @@ def data_result(value: Any, *, structured: Any = None, max_chars: int = DEFAULT_
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], structured_content=structured)
 
 
-def cut(text: str, limit: int, what: str = "result", hint: str = _HINT) -> str:
-    """``text`` itself when it fits in ``limit`` characters, else its head and a note on how much was cut."""
-    if len(text) <= limit:
-        return text
-    advice = f"; {hint}" if hint else ""
-    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {len(text):,} characters{advice}]"
-
-
 def _cut_texts(blocks: list[types.ContentBlock], max_chars: int) -> list[types.ContentBlock]:
     """Text blocks cut to share ``max_chars`` in order (the note may pass it); other blocks unchanged."""
     budget = max_chars
     out: list[types.ContentBlock] = []
     for block in blocks:
         if isinstance(block, types.TextContent):
-            text = cut(block.text, budget)
+            text = cut(block.text, budget, hint=_HINT)
             budget = max(0, budget - len(block.text))
             block = block if text is block.text else types.TextContent(type="text", text=text)
         out.append(block)

@@ -1,8 +1,8 @@
-"""Packs and tools: what a snippet can call, and where each call goes (``registry.resolve(pack, tool).call(...)``)."""
+"""Packs and tools: what a snippet can call, by the names snippets use; :mod:`onetool.calls` makes the calls."""
 
 from onetool.registry.local import load_local_packs
 from onetool.registry.registry import Pack, Registry
 from onetool.registry.schema import ToolSchema
-from onetool.registry.tools import LocalTool, PackContext, Tool, UpstreamTool
+from onetool.registry.tools import LocalTool, Tool, UpstreamTool
 
-__all__ = ["LocalTool", "Pack", "PackContext", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"]
+__all__ = ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"]

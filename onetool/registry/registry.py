@@ -8,7 +8,6 @@ gateway builds a new one whenever an upstream catalogue or status changes.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -18,14 +17,12 @@ from onetool.errors import UnknownPack, UnknownTool
 from onetool.logs import logger
 from onetool.registry.schema import ToolSchema
 from onetool.registry.tools import Tool, UpstreamTool
+from onetool.text import closest, shown_name
 
 if TYPE_CHECKING:
     from mcp import types
 
     from onetool.upstream import ServerStatus, UpstreamPool
-
-_SUGGEST_MAX_NAME = 64
-"""Closest-name suggestions cost time quadratic in the name; a longer name is no typo of a tool name."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +61,11 @@ class Registry:
         if status is not None and not status.connected:
             raise status.unavailable(tool)
         names = list(found.tools)
-        close = difflib.get_close_matches(tool, names, n=3, cutoff=0.5) if len(tool) <= _SUGGEST_MAX_NAME else []
+        close = closest(tool, names)
         ordered = close + [n for n in names if n not in close]
         hint = f"; did you mean {close[0]}?" if close else "."
-        shown = tool if len(tool) <= _SUGGEST_MAX_NAME else tool[:_SUGGEST_MAX_NAME] + "..."
         raise UnknownTool(
-            f"pack '{pack}' has no tool '{shown}'{hint} Its tools: {', '.join(ordered) or 'none'}"
+            f"pack '{pack}' has no tool '{shown_name(tool)}'{hint} Its tools: {', '.join(ordered) or 'none'}"
             f" (see proxy.list_tools(server='{pack}'))"
         )
 

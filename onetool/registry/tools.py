@@ -1,8 +1,9 @@
-"""One callable tool as a snippet sees it, ``pack.name(...)``, and how a call to it is made.
+"""One callable tool as a snippet sees it, ``pack.name(...)``: what it is, and what is checked before a call.
 
-A :class:`LocalTool` is a function of a local pack, run in the gateway; an :class:`UpstreamTool` is a tool of a
-proxied MCP server, called through the pool. Both answer ``await tool.call(args, kwargs, ctx)`` with plain
-JSON-able data, or raise a :class:`~onetool.errors.ModelError` whose message is meant for the model.
+A :class:`LocalTool` is a function of a local pack, run in the gateway (``await tool.call(args, kwargs, ctx)``);
+an :class:`UpstreamTool` is a tool of a proxied MCP server, called through the pool by :mod:`onetool.calls`.
+Both check a call's arguments, and raise a :class:`~onetool.errors.ModelError` whose message is meant for the
+model.
 """
 
 from __future__ import annotations
@@ -24,29 +25,14 @@ from onetool.registry.summary import summarize
 from onetool.results import error_text, to_value
 
 if TYPE_CHECKING:
-    from onetool.config import Config
-    from onetool.registry.registry import Registry
-    from onetool.upstream import UpstreamPool
-    from onetool.upstream.connection import ProgressCallback
+    from mcp import types
 
 MAX_LOCAL_VALUES = 20_000
 """JSON values a local pack tool's arguments may hold: its annotations are checked on the event loop."""
 
 CTX = "ctx"
-"""The parameter through which a local tool receives its :class:`PackContext`; snippets never pass it."""
-
-
-@dataclass(frozen=True)
-class PackContext:
-    """Given to a local pack function that declares a ``ctx`` parameter.
-
-    Local packs are trusted host code: they may reach the config (and its secrets), the upstream pool and
-    the current registry.
-    """
-
-    config: Config
-    pool: UpstreamPool
-    registry: Callable[[], Registry]
+"""The parameter through which a local tool receives its :class:`~onetool.calls.PackContext`; snippets never
+pass it."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +54,6 @@ class Tool(ABC):
     def check_shape(self, positional: int, names: list[str]) -> None:
         """Raise ArgumentError for what a call site shows without values: argument count and names."""
 
-    @abstractmethod
-    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
-        """Call with snippet arguments; plain JSON-able data, or a ModelError."""
-
 
 @dataclass(frozen=True)
 class UpstreamTool(Tool):
@@ -86,17 +68,8 @@ class UpstreamTool(Tool):
     def check_shape(self, positional: int, names: list[str]) -> None:
         self.schema.check_shape(self.signature, positional, names)
 
-    async def call(
-        self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext, *, on_progress: ProgressCallback | None = None
-    ) -> Any:
-        """``on_progress`` asks the upstream for progress reports on this call and gets them."""
-        return await self.send(await self.schema.bind(self.signature, args, kwargs), ctx.pool, on_progress)
-
-    async def send(
-        self, arguments: dict[str, Any], pool: UpstreamPool, on_progress: ProgressCallback | None = None
-    ) -> Any:
-        """Call with arguments already bound and validated."""
-        result = await pool.call(self.server, self.remote_name, arguments, on_progress=on_progress)
+    def value(self, result: types.CallToolResult) -> Any:
+        """What a snippet gets from this tool's ``result``: its plain value, or a ToolFailed for ``isError``."""
         if result.is_error:
             raise ToolFailed(f"{self.pack}.{self.name} failed: {error_text(result)}")
         return to_value(result, self.output_schema)
@@ -119,7 +92,9 @@ class LocalTool(Tool):
         except TypeError as e:
             raise ArgumentError(f"{self.signature}: {e}") from None
 
-    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: PackContext) -> Any:
+    async def call(self, args: list[Any], kwargs: dict[str, Any], ctx: object) -> Any:
+        """Call with a snippet's arguments, ``ctx`` passed on when the function declares it: plain JSON-able
+        data, or a ModelError."""
         try:
             bound = self.parameters.bind(*args, **kwargs)
         except TypeError as e:

@@ -1,36 +1,28 @@
-"""The gateway's faces and the transports that carry them: one module per face, route or transport.
+"""The gateway's faces and the transports that carry them.
 
-run.py     the `run` face (code mode)          fanout.py  list_changed to clients of both eras
-inspect.py the inspect/exec face
-direct.py  the /mcp/direct face: server:tool   manage.py  its management tools (upstream_servers, ...)
-stdio.py   MCP over stdin/stdout               http.py    the HTTP front: socket, routes, uvicorn
-ops.py     /health /ready /status             admin.py   /admin: the control plane's JSON API
+app.py      the FACES table and everything ``onetool serve`` serves    http.py   the HTTP front: socket, uvicorn
+run/        the `run` face (code mode)                                 stdio.py  MCP over stdin/stdout
+inspect/    the inspect/exec face                                      limits.py HTTP limits: slow clients, floods
+direct/     /mcp/direct: server:tool, and its management tools         fanout.py list_changed to both eras
+admin/      /admin: the control plane's JSON API, OAuth logins         requests.py a call's client: progress, logs
+ops.py      /health /ready /status    tools_module.py  /runtime/tools.py
+
+The package exports the transports and the run face; ``onetool.serve.app`` brings every face.
 """
 
-from onetool.serve.admin import admin_routes
-from onetool.serve.direct import build_direct_server
-from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
-from onetool.serve.inspect import build_inspect_server
 from onetool.serve.limits import HttpLimits
 from onetool.serve.ops import MCP_ENDPOINTS, ops_routes
-from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, build_run_server
+from onetool.serve.run import RUN_INPUT_SCHEMA, build_run_server
 from onetool.serve.stdio import serve_stdio
 
 __all__ = [
     "MCP_ENDPOINTS",
     "RUN_INPUT_SCHEMA",
-    "ChangeSubscription",
-    "GatewayLike",
     "HttpLimits",
-    "ListChangedFanout",
     "Listener",
     "Routes",
-    "admin_routes",
-    "build_direct_server",
-    "build_inspect_server",
     "build_run_server",
-    "face_server",
     "listen",
     "mcp_routes",
     "ops_routes",

@@ -18,7 +18,7 @@ OPTIONAL = ("alembic", "jwt", "mcp.client.auth.extensions.client_credentials", "
 # (or failed) and the faces built. The HTTP front's modules are imported too, as `serve --http` would.
 _SERVE = """
 import json, sys
-import onetool.serve.oauth
+import onetool.serve.admin
 from onetool.cli import main
 status = main(["serve", "--config", sys.argv[1], "--log-level", "ERROR"])
 print(json.dumps({"status": status, "loaded": [m for m in sys.argv[2:] if m in sys.modules]}))

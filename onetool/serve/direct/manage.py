@@ -22,9 +22,9 @@ from onetool.config import Management
 from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
-from onetool.serve.run import error_result
+from onetool.serve.requests import error_result
 from onetool.state.records import Actor
-from onetool.text import visible
+from onetool.text import cut, visible
 
 __all__ = ["MANAGEMENT_NAMES", "ControlLike", "ManagementTools"]
 
@@ -184,15 +184,15 @@ def _as_data(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_SCANNED else f"{text[:MAX_SCANNED]}...[{len(text) - MAX_SCANNED:,} more characters]"
-
-
 def _review(control: ControlLike) -> dict[str, Any]:
     held = []
     for h in control.held():
         findings = scan_tool(h.description, h.input_schema, changed=h.reason == "changed after approval")
-        entry = {**dataclasses.asdict(h), "description": _cut(h.description), "diff": h.diff and _cut(h.diff)}
+        entry = {
+            **dataclasses.asdict(h),
+            "description": cut(h.description, MAX_SCANNED, "description"),
+            "diff": h.diff and cut(h.diff, MAX_SCANNED, "diff"),
+        }
         held.append({**entry, "findings": [dataclasses.asdict(f) for f in findings]})
     return {
         "quarantined_servers": [v.public() for v in control.list() if v.quarantined],

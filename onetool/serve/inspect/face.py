@@ -2,19 +2,17 @@
 
 ``inspect(server_name, tool_name=None)`` returns tool schemas as compressed types; its description lists every
 server and tool of the live catalogue. ``exec(server_name, tool_name, arguments=None)`` calls one tool. Both
-answer data as TOON text with the raw value in ``structuredContent``. The gateway supplies the catalogue and the
-pool (``pack_context``) and the change cues (``subscribe``); this module only speaks MCP.
+answer data as TOON text with the raw value in ``structuredContent``. A call takes the one call path
+(:mod:`onetool.calls`); this module only maps inspect's names to tools and shapes results as TOON.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import anyio.abc
 import anyio.to_thread
 from mcp.server import Server, ServerRequestContext
 from mcp.types import (
@@ -25,20 +23,31 @@ from mcp.types import (
     Tool,
 )
 
+from onetool.calls import Calls, shaped, value_size
 from onetool.errors import ModelError, UnknownTool
-from onetool.inspect import InspectServer, data_result, describe_inspect, find_server, find_tool, inspect_schemas
-from onetool.inspect.calls import call
+from onetool.inspect import (
+    InspectServer,
+    data_result,
+    describe_inspect,
+    exec_result,
+    find_server,
+    find_tool,
+    inspect_schemas,
+)
 from onetool.inspect.catalogue import CatalogueTool, catalogue
 from onetool.logs import logger
-from onetool.registry import PackContext, Registry, ToolSchema
+from onetool.registry import Registry, ToolSchema, UpstreamTool
+from onetool.registry import Tool as PackTool
 from onetool.serve.fanout import face_server
-from onetool.serve.run import error_result
+from onetool.serve.requests import error_result
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
 
 __all__ = [
     "EXEC_DESCRIPTION",
     "EXEC_INPUT_SCHEMA",
     "INSPECT_INPUT_SCHEMA",
-    "InspectGatewayLike",
     "build_inspect_server",
 ]
 
@@ -66,15 +75,6 @@ EXEC_DESCRIPTION = (
 _SCHEMAS = {"inspect": ToolSchema(INSPECT_INPUT_SCHEMA), "exec": ToolSchema(EXEC_INPUT_SCHEMA)}
 
 
-class InspectGatewayLike(Protocol):
-    @property
-    def pack_context(self) -> PackContext: ...
-
-    def subscribe(self) -> contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]: ...
-
-    async def settled(self, server: str) -> None: ...
-
-
 @dataclass(frozen=True)
 class _Snapshot:
     """The inspect view of one registry snapshot: its servers, and the ``inspect`` description they give."""
@@ -87,24 +87,39 @@ class _Snapshot:
 class _View:
     """The inspect view of the gateway's current registry, built once per registry snapshot."""
 
-    def __init__(self, ctx: PackContext) -> None:
-        self._ctx = ctx
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
         self._snapshot: _Snapshot | None = None
 
     def current(self) -> _Snapshot:
-        registry = self._ctx.registry()
+        return self.of(self._calls.registry)
+
+    def of(self, registry: Registry) -> _Snapshot:
         if self._snapshot is None or self._snapshot.registry is not registry:
             servers = catalogue(registry)
             self._snapshot = _Snapshot(registry, servers, describe_inspect(servers))
         return self._snapshot
 
+    def find(self, server: str, tool: str, registry: Registry) -> PackTool:
+        """exec's names in ``registry``: the tool, or UnknownPack / UnknownTool with the closest names."""
+        current = self.of(registry)
+        found = find_server(current.servers, server)
+        try:
+            return find_tool(found, tool).tool
+        except UnknownTool:
+            # A server that lost its connection lists no tools: say it is unavailable, not that the tool is unknown.
+            status = registry.server_status(found.name)
+            if status is not None and not status.connected:
+                raise status.unavailable(f"{found.name}.{tool}") from None
+            raise
 
-def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
+
+def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
     """The MCP server with the tools ``inspect`` and ``exec``, backed by ``gateway``."""
-    ctx = gateway.pack_context
-    options = ctx.config.inspect
-    max_chars = ctx.config.sandbox.max_output
-    view = _View(ctx)
+    calls = gateway.calls
+    options = gateway.config.inspect
+    max_chars = gateway.config.sandbox.max_output
+    view = _View(calls)
 
     async def list_tools(_: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         current = view.current()
@@ -134,18 +149,14 @@ def build_inspect_server(gateway: InspectGatewayLike) -> Server[dict[str, Any]]:
         return await anyio.to_thread.run_sync(result)
 
     async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
-        await gateway.settled(server_name)  # a server still starting is waited for, as a run waits for it
-        current = view.current()
-        found = find_server(current.servers, server_name)
-        try:
-            target = find_tool(found, tool_name)
-        except UnknownTool:
-            # A server that lost its connection lists no tools: say it is unavailable, not that the tool is unknown.
-            status = current.registry.server_status(found.name)
-            if status is not None and not status.connected:
-                raise status.unavailable(f"{found.name}.{tool_name}") from None
-            raise
-        return await call(ctx, found.name, target, arguments or {}, max_chars=max_chars)
+        target = await calls.find(partial(view.find, server_name, tool_name), server=server_name, tool=tool_name)
+        label = f"{server_name}.{tool_name}"
+        if isinstance(target, UpstreamTool):
+            result = await calls.result(target, [], arguments or {}, label=label)
+            shape = partial(exec_result, max_chars=max_chars, output_schema=target.output_schema)
+            return await shaped(shape, result, value_size(result))
+        value = await calls.value(target, [], arguments or {}, label=label)
+        return await shaped(partial(data_result, max_chars=max_chars), value, value_size(value))
 
     handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -22,23 +22,21 @@ from loguru import logger
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from onetool.auth import PendingFlows, TokenStore, resolve_flow
+from onetool.auth import PendingFlows, resolve_flow
 from onetool.auth.login import CALLBACK_PATH, authorize, callback_endpoint
-from onetool.control import ControlError, ServerControl
+from onetool.control import ControlError
 from onetool.errors import OneToolError
-from onetool.serve.admin import json_endpoint, request_actor
+from onetool.serve.admin.routes import json_endpoint, request_actor
 from onetool.serve.http import Routes
 from onetool.state.records import Actor
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
 
 __all__ = ["CALLBACK_PATH", "Login", "Logins", "authorize_routes", "callback_routes", "running_logins"]
 
 URL_WAIT = 60.0  # seconds to wait for the authorization URL (discovery and registration come first)
 MAX_POLL_WAIT = 60.0
-
-
-class OAuthGateway(Protocol):
-    control: ServerControl
-    tokens: TokenStore
 
 
 @dataclass
@@ -69,7 +67,7 @@ class Logins:
     """The gateway's authorization-code flows: one per server at a time (starting again replaces it), several
     servers at once, each expiring with its :class:`PendingFlows` entry after 10 minutes."""
 
-    def __init__(self, gateway: OAuthGateway, callback_url: str, tg: TaskGroup) -> None:
+    def __init__(self, gateway: Gateway, callback_url: str, tg: TaskGroup) -> None:
         self.gateway = gateway
         self.callback_url = callback_url
         self.pending = PendingFlows()
@@ -143,7 +141,7 @@ class Logins:
 
 
 @asynccontextmanager
-async def running_logins(gateway: OAuthGateway, callback_url: str) -> AsyncIterator[Logins]:
+async def running_logins(gateway: Gateway, callback_url: str) -> AsyncIterator[Logins]:
     """:class:`Logins` whose flows run while the context is open (for as long as the gateway serves)."""
     async with anyio.create_task_group() as tg:
         yield Logins(gateway, callback_url, tg)

@@ -4,44 +4,39 @@ Upstream tools are listed exactly as their server sent them (title, description,
 ``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
 cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
 upstream's result returned untouched. What is visible is ``gateway.visible_tools(server)``, so disabled,
-disconnected and quarantined servers, and held tools, are neither listed nor callable. The management tools
-(``run``, ``upstream_servers``, ``quarantine_security``) carry no prefix; no upstream name can take theirs.
+disconnected and quarantined servers, and held tools, are neither listed nor callable. A call takes the one call
+path (:mod:`onetool.calls`): this face only maps its names to tools. The management tools (``run``,
+``upstream_servers``, ``quarantine_security``) carry no prefix; no upstream name can take theirs.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
-from onetool.config import Management
-from onetool.errors import ModelError
-from onetool.registry import Registry
-from onetool.registry.schema import ToolSchema
+from onetool.config import Management, to_identifier
+from onetool.errors import ModelError, UnknownTool
+from onetool.registry import Registry, ToolSchema, UpstreamTool
+from onetool.serve.direct.manage import MANAGEMENT_NAMES, ManagementTools
 from onetool.serve.fanout import face_server
-from onetool.serve.manage import MANAGEMENT_NAMES, ControlLike, ManagementTools
-from onetool.serve.run import (
-    RUN_INPUT_SCHEMA,
-    GatewayLike,
-    LogLevels,
-    RequestClient,
-    call_run,
-    error_result,
-    run_tool,
-)
-from onetool.upstream import ServerState, UpstreamPool
+from onetool.serve.requests import LogLevels, RequestClient, error_result
+from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
+from onetool.text import closest, shown_name
+from onetool.upstream import ServerState
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
 
 __all__ = [
     "MAX_NAME",
     "DirectCatalogue",
     "DirectFace",
-    "DirectGateway",
     "Separator",
     "build_direct_server",
     "direct_names",
@@ -54,21 +49,6 @@ MAX_NAME = 64
 _HASH_CHARS = 8
 """Hex digits of the hash that keeps a shortened name unique: 32 bits."""
 RESERVED = frozenset({"run", *MANAGEMENT_NAMES})
-
-
-class DirectGateway(GatewayLike, Protocol):
-    @property
-    def control(self) -> ControlLike: ...
-
-    @property
-    def pool(self) -> UpstreamPool: ...
-
-    @property
-    def registry(self) -> Registry: ...
-
-    def visible_tools(self, server: str) -> list[types.Tool]: ...
-
-    async def settled(self, server: str) -> None: ...
 
 
 def direct_names(
@@ -109,14 +89,6 @@ def _shortened(name: str, taken: set[str]) -> str:
         attempt += 1
 
 
-@dataclass(frozen=True)
-class DirectTool:
-    server: str
-    tool: types.Tool
-    """As the upstream sent it."""
-    schema: ToolSchema
-
-
 class DirectCatalogue:
     """One snapshot of what /mcp/direct lists and routes: rebuilt when the visible tools change."""
 
@@ -126,11 +98,9 @@ class DirectCatalogue:
         for server, tools in visible.items():
             for t in tools:
                 by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
-        self.tools = {
-            name: DirectTool(server, by_name[server, tool], ToolSchema(by_name[server, tool].input_schema))
-            for name, (server, tool) in direct_names(by_name, separator).items()
-        }
-        self.listed = [t.tool.model_copy(update={"name": name}) for name, t in self.tools.items()]
+        names = direct_names(by_name, separator)
+        self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
+        self.listed = [by_name[pair].model_copy(update={"name": name}) for name, pair in names.items()]
         # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
         self._visible = visible
         self.key = _key(visible)
@@ -139,14 +109,28 @@ class DirectCatalogue:
     def unknown(self, name: str) -> str:
         """Why ``name`` cannot be called, and what can."""
         names = [*RESERVED, *self.tools]
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6) if len(name) <= MAX_NAME else []
+        close = closest(name, names)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
         return (
-            f"unknown tool {shown!r} on /mcp/direct.{hint} Upstream tools are named server{self.separator}tool; "
+            f"unknown tool {shown_name(name)!r} on /mcp/direct.{hint} "
+            f"Upstream tools are named server{self.separator}tool; "
             f"servers with tools now: {', '.join(self.servers) or 'none'} (tools/list has them all). A server that is "
             "disabled, disconnected or quarantined lists no tools: upstream_servers(operation='list') says why."
         )
+
+
+def _tool(name: str, server: str, tool: types.Tool) -> UpstreamTool:
+    """An upstream tool as the call path calls it; named by its direct name, which argument errors quote."""
+    return UpstreamTool(
+        pack=to_identifier(server),
+        name=name,
+        description=tool.description or "",
+        signature=name,
+        server=server,
+        remote_name=tool.name,
+        schema=ToolSchema(tool.input_schema),
+        output_schema=tool.output_schema,
+    )
 
 
 def _key(visible: Mapping[str, Sequence[types.Tool]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -154,7 +138,7 @@ def _key(visible: Mapping[str, Sequence[types.Tool]]) -> tuple[tuple[str, tuple[
 
 
 class DirectFace:
-    def __init__(self, gateway: DirectGateway, separator: Separator, management: Management) -> None:
+    def __init__(self, gateway: Gateway, separator: Separator, management: Management) -> None:
         self._gateway = gateway
         self._separator = separator
         self._management = ManagementTools(management)
@@ -194,29 +178,29 @@ class DirectFace:
             return await call_run(self._gateway, arguments, client)
         if name in MANAGEMENT_NAMES:
             return await self._management.call(self._gateway.control, name, arguments)
-        catalogue = self.catalogue()
-        target = catalogue.tools.get(name)
-        if target is None and (server := self._starting(name)) is not None:
-            # A server still making its first connection attempt lists no tools yet: wait for it, as a run does.
-            await self._gateway.settled(server)
-            catalogue = self.catalogue()
-            target = catalogue.tools.get(name)
-        if target is None:
-            return error_result(catalogue.unknown(name))
+        server = self._server_of(name)
         try:
-            bound = await target.schema.bind(name, [], arguments)
+            target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
             progress = client.progress if client is not None and client.wants_progress else None
-            result = await self._gateway.pool.call(target.server, target.tool.name, bound, on_progress=progress)
+            result = await self._gateway.calls.result(target, [], arguments, on_progress=progress)
         except ModelError as e:
             return error_result(str(e))
         return _unstamped(result)
 
-    def _starting(self, name: str) -> str | None:
-        """The server ``name`` would be a tool of (``server<separator>tool``), if it is still connecting."""
-        for status in self._gateway.registry.servers():
-            if status.status is ServerState.CONNECTING and name.startswith(status.name + self._separator):
-                return status.name
-        return None
+    def _lookup(self, name: str, server: str | None, registry: Registry) -> UpstreamTool:
+        target = self.catalogue().tools.get(name)
+        if target is not None:
+            return target
+        status = registry.server_status(server) if server is not None else None
+        if status is not None and status.status is ServerState.DISCONNECTED:
+            # It lost its connection, so it lists no tools: the call path tries to reconnect it.
+            raise status.unavailable(name[len(status.name) + len(self._separator) :])
+        raise UnknownTool(self.catalogue().unknown(name))
+
+    def _server_of(self, name: str) -> str | None:
+        """The server ``name`` would be a tool of (``server<separator>tool``): the longest such name."""
+        servers = [s.name for s in self._gateway.registry.servers() if name.startswith(s.name + self._separator)]
+        return max(servers, key=len, default=None)
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == "run":
@@ -224,7 +208,7 @@ class DirectFace:
         if name in self._management.tools:
             return self._management.tools[name].input_schema
         target = self.catalogue().tools.get(name)
-        return target.tool.input_schema if target else None
+        return dict(target.schema.schema) if target else None
 
 
 def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
@@ -241,7 +225,7 @@ def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
 
 
 def build_direct_server(
-    gateway: DirectGateway, separator: Separator = ":", management: Management = "propose"
+    gateway: Gateway, separator: Separator = ":", management: Management = "propose"
 ) -> Server[dict[str, Any]]:
     """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires;
     ``management`` is what its management tools let a model do (``direct.management``)."""

@@ -21,29 +21,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from mcp.types import CallToolResult
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from onetool.control import ControlError, ServerControl
+from onetool.control import ControlError
 from onetool.errors import StateError
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
 
-__all__ = ["ACTOR_HEADER", "AdminGateway", "admin_routes", "json_endpoint", "request_actor"]
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
+
+__all__ = ["ACTOR_HEADER", "admin_routes", "json_endpoint", "request_actor"]
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
 _ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "convert", "revert")
-
-
-class AdminGateway(Protocol):
-    control: ServerControl
-
-    async def run(self, code: str) -> CallToolResult: ...
 
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -84,7 +80,7 @@ def request_actor(request: Request) -> Actor:
     return actor
 
 
-def admin_routes(gateway: AdminGateway, admin_token: str, extra: Sequence[BaseRoute] = ()) -> Routes:
+def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] = ()) -> Routes:
     """The API; ``extra`` routes (relative to /admin, like ``/servers/{name}/authorize``) come before its own."""
     control = gateway.control
 

@@ -1,0 +1,105 @@
+"""A ``run``: one snippet, pre-checked, run in the sandbox, its pack calls made through :mod:`onetool.calls`, its
+outcome shaped as ``run``'s MCP result. Every face that offers ``run`` (``/mcp``, stdio, /mcp/direct, ``POST
+/admin/run``, ``onetool run``) runs snippets here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio.lowlevel
+from anyio.abc import TaskGroup
+from mcp import types
+
+from onetool.calls import OFF_LOOP_FROM, Calls
+from onetool.errors import ModelError
+from onetool.logs import LogSpan, logger
+from onetool.precheck import check_sites, too_long
+from onetool.registry import Registry, Tool, UpstreamTool
+from onetool.relay import Relay, RunClient
+from onetool.results import error_span_fields, returned_media, run_result
+from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox
+
+__all__ = ["Runs"]
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Runs snippets on the gateway's sandbox; ``tasks`` (the gateway's) owns the tasks that send a run's reports."""
+
+    calls: Calls
+    sandbox: Sandbox
+    limits: Limits
+    tasks: TaskGroup
+
+    async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
+        """Run one snippet; never raises for anything the snippet or an upstream does.
+
+        ``client``, the MCP client that asked, gets the run's progress and its upstreams' log messages as
+        they happen, as far as it asked for them.
+        """
+        with logger.contextualize(runId=uuid.uuid4().hex[:12]), LogSpan("run", codeLength=len(code)) as span:
+            failure = too_long(code)
+            if failure is not None:
+                span.add(calls=0, status="FAILED", **error_span_fields(failure))
+                return run_result(None, "", error=failure, max_chars=self.limits.max_output)
+            registry = self.calls.registry
+            media: set[str] = set()
+            # A client that wants neither progress nor even the gravest log message costs the run nothing.
+            relay = None
+            if client is not None and (client.wants_progress or client.wants_log("emergency")):
+                relay = Relay(client, self.calls.pool, self.tasks)
+            async with relay or nullcontext():
+                outcome = await self._sandboxed(code, registry, media, relay)
+            span.add(calls=outcome.calls)
+            if outcome.error is not None:
+                span.add(status="FAILED", **error_span_fields(outcome.error))
+            if outcome.size >= OFF_LOOP_FROM:  # decoding it took the loop a while: other clients first
+                await anyio.lowlevel.checkpoint()
+            return run_result(
+                outcome.value,
+                outcome.output,
+                error=outcome.error,
+                max_chars=self.limits.max_output,
+                media_keys=media,
+            )
+
+    async def _sandboxed(self, code: str, registry: Registry, media: set[str], relay: Relay | None) -> RunResult:
+        try:
+            return await self.sandbox.run(
+                code,
+                packs=registry.tool_names,
+                on_call=partial(self._on_call, media, relay),
+                on_progress=None if relay is None else relay.snippet_progress,
+                on_sites=partial(check_sites, registry=registry, code=code),
+            )
+        except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
+            logger.exception("sandbox failed")
+            failed = RunError("InternalError", f"the sandbox failed: {type(e).__name__}", origin="host")
+            return RunResult(None, "", failed, 0, 0)
+
+    async def _on_call(
+        self, media: set[str], relay: Relay | None, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
+        calls = self.calls
+        try:
+            found = calls.registry.packs.get(pack)
+            target: Tool = await calls.find(
+                lambda registry: registry.resolve(pack, tool),
+                server=found.server if found is not None else None,
+                tool=tool,
+            )
+            progress = None
+            if isinstance(target, UpstreamTool) and relay is not None:
+                relay.follow(target.server)
+                progress = relay.upstream_progress(f"{pack}.{tool}")
+            value = await calls.value(target, args, kwargs, on_progress=progress)
+        except ModelError as e:
+            raise TOOL_ERRORS[e.snippet_type](str(e)) from None
+        media.update(returned_media(value))
+        return value

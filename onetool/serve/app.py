@@ -1,0 +1,100 @@
+"""What ``onetool serve`` serves: the MCP faces, one row each in FACES, and the routes every gateway has.
+
+A face is a folder under ``serve/`` whose builder makes its MCP server from the gateway; adding one is that folder
+and a row here. ``/mcp`` (and stdio) carry the face ``serve --mode`` names, ``run`` by default; every other face
+the config enables is mounted at its own path. Beside the faces, every HTTP gateway serves /health, /ready and
+/status (:mod:`onetool.serve.ops`), ``/runtime/tools.py`` (:mod:`onetool.serve.tools_module`), /admin and the OAuth
+callback (:mod:`onetool.serve.admin`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp.server import Server
+
+from onetool.config import Config
+from onetool.logs import logger
+from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
+from onetool.serve.direct import build_direct_server
+from onetool.serve.http import Listener, Routes, mcp_routes, serve_http
+from onetool.serve.inspect import build_inspect_server
+from onetool.serve.ops import ops_routes
+from onetool.serve.run import build_run_server
+from onetool.serve.tools_module import tools_module_routes
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
+
+__all__ = ["FACES", "MAIN_PATH", "Face", "main_face", "mounted", "serve_gateway"]
+
+MAIN_PATH = "/mcp"
+
+
+@dataclass(frozen=True)
+class Face:
+    path: str
+    """Where the face is mounted when it is not the main one."""
+    enabled: Callable[[Config], bool]
+    """Whether the config mounts it at ``path``."""
+    build: Callable[[Gateway], Server[Any]]
+    announce: str = ""
+    """The log line once it serves at ``path``; ``{}`` is its URL."""
+
+
+FACES: dict[str, Face] = {
+    "run": Face(MAIN_PATH, lambda _: True, build_run_server),
+    "direct": Face(
+        "/mcp/direct",
+        lambda config: config.http.enable_direct_endpoint,
+        lambda gw: build_direct_server(gw, gw.config.http.direct_separator, gw.config.direct.management),
+        "direct endpoint on: every upstream tool at {}",
+    ),
+    "inspect": Face(
+        "/mcp/inspect",
+        lambda config: config.http.enable_inspect_endpoint,
+        build_inspect_server,
+        "inspect/exec endpoint on at {}",
+    ),
+}
+"""Every face by the name ``serve --mode`` knows it by."""
+
+
+def main_face(gateway: Gateway, mode: str) -> Server[Any]:
+    """The face ``/mcp`` and stdio carry: ``mode`` is ``run`` or ``inspect``."""
+    return FACES[mode].build(gateway)
+
+
+def mounted(config: Config, mode: str) -> dict[str, Face]:
+    """The faces an HTTP gateway mounts, by path: the main one at /mcp, then every other one the config enables."""
+    faces = {MAIN_PATH: FACES[mode]}
+    for name, face in FACES.items():
+        if name != mode and face.path != MAIN_PATH and face.enabled(config):
+            faces[face.path] = face
+    return faces
+
+
+async def serve_gateway(
+    gateway: Gateway, listener: Listener, mode: str, admin_token: str, on_ready: Callable[[], None]
+) -> None:
+    """Serve every face and route of ``gateway`` on ``listener`` until cancelled; ``on_ready()`` once listening."""
+    config = gateway.config
+    faces = mounted(config, mode)
+    routes = [mcp_routes(path, face.build(gateway), listener) for path, face in faces.items()]
+    routes.append(
+        ops_routes(gateway.control.list, listener, list(faces), config.http.ready_requires_servers, admin_token)
+    )
+    routes.append(tools_module_routes(lambda: gateway.registry, listener))
+
+    def ready() -> None:
+        logger.info("serving MCP at {} ({} face)", MAIN_PATH, mode)
+        for path, face in faces.items():
+            if path != MAIN_PATH:
+                logger.info(face.announce, listener.url(path))
+        on_ready()
+
+    async with running_logins(gateway, listener.url(CALLBACK_PATH)) as logins:
+        admin: list[Routes] = [admin_routes(gateway, admin_token, authorize_routes(logins)), callback_routes(logins)]
+        await serve_http(listener, [*routes, *admin], on_ready=ready)

@@ -1,0 +1,12 @@
+"""The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, beside management tools."""
+
+from onetool.serve.direct.face import (
+    MAX_NAME,
+    DirectCatalogue,
+    DirectFace,
+    Separator,
+    build_direct_server,
+    direct_names,
+)
+
+__all__ = ["MAX_NAME", "DirectCatalogue", "DirectFace", "Separator", "build_direct_server", "direct_names"]

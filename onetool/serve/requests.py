@@ -1,0 +1,93 @@
+"""What every MCP face shares about one request: the client of a tool call, as the gateway tells it the call's
+progress and upstream log messages (:class:`RequestClient`), the log level each connection asked for
+(:class:`LogLevels`), and an error result.
+
+Progress goes to a client whose request carried a progress token. Log messages go as ``notifications/message``
+at the level the client asked for: a handshake-era client with ``logging/setLevel`` (default: warning), a
+2026-era client with the ``io.modelcontextprotocol/logLevel`` key of the request's ``_meta`` (default, as that
+era's spec says: none). Both ride the call's own request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, get_args
+
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp.types import (
+    LOG_LEVEL_META_KEY,
+    CallToolResult,
+    EmptyResult,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    SetLevelRequestParams,
+    TextContent,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from onetool.serve.fanout import connection_of
+
+__all__ = ["DEFAULT_LOG_LEVEL", "LogLevels", "RequestClient", "error_result"]
+
+DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
+"""Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
+_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
+
+
+def error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class RequestClient:
+    """The client of one tool call, as the gateway tells it the call's progress and upstream logs (a RunClient)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], level: LoggingLevel | None) -> None:
+        self._ctx = ctx
+        self._level = level
+        self.wants_progress = progress_token_from_params(ctx.params) is not None
+
+    def wants_log(self, level: LoggingLevel) -> bool:
+        return self._level is not None and _LEVELS.index(level) >= _LEVELS.index(self._level)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None:
+        # Not send_log_message: it is deprecated (logging is, at 2026-07-28) and warns on every call; the
+        # level check it would add is wants_log's, already done.
+        params = LoggingMessageNotificationParams(level=level, logger=logger_name, data=text)
+        await self._ctx.session.send_notification(
+            LoggingMessageNotification(params=params), related_request_id=self._ctx.request_id
+        )
+
+
+class LogLevels:
+    """The log level each handshake-era connection set with logging/setLevel, for a face's server."""
+
+    def __init__(self) -> None:
+        self._levels: dict[int, LoggingLevel] = {}
+
+    def install(self, server: Server[Any]) -> None:
+        """Answer ``server``'s logging/setLevel requests."""
+        # Registered this way, not as on_set_logging_level=..., which warns that logging is deprecated at
+        # 2026-07-28; handshake-era clients still set their level with it.
+        server.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
+
+    async def set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
+        connection = connection_of(ctx.session)
+        key = id(connection)
+        if key not in self._levels:
+            connection.exit_stack.callback(self._levels.pop, key, None)
+        self._levels[key] = params.level
+        return EmptyResult()
+
+    def client(self, ctx: ServerRequestContext[Any, Any]) -> RequestClient:
+        """The client of the call ``ctx`` carries."""
+        return RequestClient(ctx, self.level_for(ctx))
+
+    def level_for(self, ctx: ServerRequestContext[Any, Any]) -> LoggingLevel | None:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            requested = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
+            return requested if requested in _LEVELS else None
+        return self._levels.get(id(connection_of(ctx.session)), DEFAULT_LOG_LEVEL)

@@ -1,0 +1,91 @@
+"""The `run` face (code mode, ``/mcp`` and the default on stdio): one MCP tool, ``run(code)``, which runs a snippet
+through the gateway (:mod:`onetool.runs`). This module only speaks MCP; serve.fanout tells clients of both eras
+about catalogue changes; serve.stdio and serve.http carry the server.
+
+While a run runs, its client gets its progress and its upstreams' log messages (:mod:`onetool.serve.requests`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from mcp.server import Server, ServerRequestContext
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
+
+from onetool.logs import logger
+from onetool.relay import RunClient
+from onetool.serve.fanout import face_server
+from onetool.serve.requests import LogLevels, error_result
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
+
+__all__ = ["INSTRUCTIONS", "RUN_INPUT_SCHEMA", "build_run_server", "call_run", "run_tool"]
+
+INSTRUCTIONS: Final = (
+    "OneTool gives you many MCP servers through one tool, `run`: call it with a short Python snippet in which "
+    "each server is a pack object, e.g. `time.get_current_time(timezone='UTC')`. Combine and filter results "
+    "in code and end with an expression: only its value (and what you print) comes back, so a few calls cost "
+    "one round trip. The `run` description lists every pack and tool; mistakes are reported before anything "
+    "runs. Independent calls go faster as `parallel(lambda: a.x(), lambda: b.y())`; report progress of long "
+    "loops with `progress(done, total)`."
+)
+"""What the gateway tells an agent about itself at initialize (and server/discover)."""
+
+RUN_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {
+            "type": "string",
+            "description": "Python source to run. The value of the last expression is the result.",
+        }
+    },
+    "required": ["code"],
+}
+
+
+def run_tool(gateway: Gateway) -> Tool:
+    """The `run` tool as listed: built per request, since its description names the current upstream catalogue."""
+    return Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)
+
+
+async def call_run(
+    gateway: Gateway, arguments: dict[str, Any] | None, client: RunClient | None = None
+) -> CallToolResult:
+    """A `run` call on any face that offers it; ``client`` gets the run's progress and upstream logs."""
+    code = (arguments or {}).get("code")
+    if not isinstance(code, str):
+        got = "nothing" if code is None else type(code).__name__
+        return error_result(f"`run` expects a string argument `code` with Python source; got {got}.")
+    try:
+        return await gateway.run(code, client)
+    except Exception as exc:
+        # The gateway promises not to raise; if it does anyway, the client gets a short message and the
+        # traceback stays in our log.
+        logger.opt(exception=exc).error("gateway.run raised")
+        return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
+
+
+def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
+    """The MCP server with one tool, ``run``, backed by ``gateway``."""
+    levels = LogLevels()
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=[run_tool(gateway)])
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        if params.name != "run":
+            return error_result(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
+        return await call_run(gateway, params.arguments, levels.client(ctx))
+
+    server = face_server(
+        gateway.subscribe,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
+        get_tool_input_schema=lambda name: RUN_INPUT_SCHEMA if name == "run" else None,
+    )
+    # Read at each initialize and server/discover.
+    server.instructions = INSTRUCTIONS
+    levels.install(server)
+    return server
