@@ -51,14 +51,14 @@ _BARE = re.compile(r"[\w.:/@+%,-]+", re.ASCII)
 """A value shown as it is; any other is quoted, so no text a value holds reads as another field."""
 
 
-def one_line(value: Any) -> str:
+def _escaped(value: Any) -> str:
     """``value`` as a capped, single-line, escaped string: data cannot forge a record or a terminal escape."""
     return escape_unsafe(_capped(value))
 
 
 def quoted(value: Any) -> str:
     """``value`` as one field of a record (logfmt): a plain token as it is, anything else in double quotes with
-    ``\\`` and ``"`` escaped, then what :func:`one_line` escapes. ``x" status=SUCCESS runId=abc`` inside an
+    ``\\`` and ``"`` escaped, then what :func:`_escaped` escapes. ``x" status=SUCCESS runId=abc`` inside an
     error message stays inside its field."""
     text = _capped(value)
     if len(text) <= MAX_FIELD_CHARS and _BARE.fullmatch(text):
@@ -79,7 +79,7 @@ def _with_kv(record: Any) -> None:
     extra["_kv"] = f" {kv}" if kv else ""
     # The message is quoted as a field is when it holds what could read as a field (`=`) or a quote.
     message = record["message"]
-    record["message"] = quoted(message) if "=" in message or '"' in message else one_line(message)
+    record["message"] = quoted(message) if "=" in message or '"' in message else _escaped(message)
 
 
 LEVELS: dict[str, str | None] = {
