@@ -26,6 +26,7 @@ run: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy onetool sandbox
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
 bench: install
@@ -35,6 +36,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy onetool sandbox
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) tests/node_modules

@@ -12,12 +12,11 @@ The package exports the transports and the run face; ``onetool.serve.app`` bring
 
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
 from onetool.serve.limits import HttpLimits
-from onetool.serve.ops import MCP_ENDPOINTS, ops_routes
+from onetool.serve.ops import ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, build_run_server
 from onetool.serve.stdio import serve_stdio
 
 __all__ = [
-    "MCP_ENDPOINTS",
     "RUN_INPUT_SCHEMA",
     "HttpLimits",
     "Listener",

@@ -83,9 +83,9 @@ async def serve_gateway(
     config = gateway.config
     faces = mounted(config, mode)
     routes = [mcp_routes(path, face.build(gateway), listener) for path, face in faces.items()]
-    routes.append(
-        ops_routes(gateway.control.list, listener, list(faces), config.http.ready_requires_servers, admin_token)
-    )
+    endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
+    required = config.http.ready_requires_servers
+    routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token))
     routes.append(tools_module_routes(lambda: gateway.registry, listener))
 
     def ready() -> None:

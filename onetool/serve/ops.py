@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Literal
 
 from starlette.requests import Request
@@ -24,20 +25,20 @@ from onetool import __version__
 from onetool.control import ServerView
 from onetool.serve.http import BearerGuard, Listener, Routes, bearer_matches
 
-__all__ = ["MCP_ENDPOINTS", "ops_routes"]
+__all__ = ["ops_routes"]
 
-MCP_ENDPOINTS = ("/mcp", "/mcp/direct", "/mcp/inspect")
+_RUN_ONLY: Mapping[str, bool] = MappingProxyType({"/mcp": True})
 
 
 def ops_routes(
     servers: Callable[[], Sequence[ServerView]],
     listener: Listener,
-    endpoints: Sequence[str] = ("/mcp",),
+    endpoints: Mapping[str, bool] = _RUN_ONLY,
     ready_requires: Sequence[str] | Literal["all"] = (),
     admin_token: str | None = None,
 ) -> Routes:
     """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
-    (/status tells which of MCP_ENDPOINTS are on); ``ready_requires``: the servers /ready waits for;
+    (the path of every MCP face, and whether it is on); ``ready_requires``: the servers /ready waits for;
     ``admin_token``: the operator's, who sees each server whole."""
 
     async def health(_request: Request) -> JSONResponse:
@@ -53,7 +54,7 @@ def ops_routes(
         return JSONResponse(
             {
                 "version": __version__,
-                "endpoints": {path: path in endpoints for path in MCP_ENDPOINTS},
+                "endpoints": dict(endpoints),
                 "servers": [view.to_dict() if operator else view.public() for view in servers()],
             }
         )
