@@ -1,8 +1,10 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
-from sandbox.errors import (
+from sandbox.policy import ALLOWED_MODULES
+from sandbox.pool import Sandbox
+from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
+from sandbox.protocol.errors import (
     TOOL_ERRORS,
     ArgumentError,
     LimitError,
@@ -12,10 +14,8 @@ from sandbox.errors import (
     ToolUnavailable,
     UnknownTool,
 )
-from sandbox.messages import PROGRESS_RATE, Ration, one_line
-from sandbox.policy import ALLOWED_MODULES
-from sandbox.pool import Sandbox
-from sandbox.sites import Site
+from sandbox.protocol.messages import PROGRESS_RATE, Ration, one_line
+from sandbox.protocol.sites import Site
 
 __all__ = [
     "ALLOWED_MODULES",

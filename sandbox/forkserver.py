@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from sandbox.channel import ProtocolError, decode
 from sandbox.launch import ZygoteProcess
+from sandbox.protocol.channel import ProtocolError, decode
 from sandbox.socket_channel import SocketChannel
 
 __all__ = [

@@ -27,7 +27,6 @@ from typing import Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from sandbox.errors import SNIPPET_ERRORS, PolicyError
 from sandbox.formatting import SafeFormats
 from sandbox.modules import NAMESPACES, guarded_import
 from sandbox.policy import (
@@ -36,6 +35,7 @@ from sandbox.policy import (
     internals_message,
     private_name_message,
 )
+from sandbox.protocol.errors import SNIPPET_ERRORS, PolicyError
 from sandbox.record import Record
 
 # Non-underscore names that still open frames, code or generator internals.

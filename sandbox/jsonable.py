@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-MAX_DEPTH = 100
+from sandbox.protocol.messages import MAX_DEPTH
+
 _INT_BITS = 14000
 """Python refuses str() of ints past 4300 digits; json.dumps would fail on them the same way."""
 

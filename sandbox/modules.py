@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from sandbox.errors import PolicyError
 from sandbox.exports import EXPORTS
 from sandbox.policy import import_message, missing_name_message
+from sandbox.protocol.errors import PolicyError
 
 
 class ModuleNamespace:

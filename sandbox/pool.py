@@ -17,12 +17,12 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.budget import HostMemory
-from sandbox.channel import ProtocolError
 from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
-from sandbox.messages import is_ready, job_frame
+from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.protocol.channel import ProtocolError
+from sandbox.protocol.messages import is_ready, job_frame
 from sandbox.run import Run
 from sandbox.slots import Busy, Seat, Slots
 from sandbox.untrusted import decode_untrusted

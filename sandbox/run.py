@@ -18,12 +18,12 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from sandbox.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.budget import RESERVED_FROM, HostMemory, decoded_size
-from sandbox.channel import ProtocolError
-from sandbox.errors import TOOL_ERRORS
 from sandbox.forkserver import GONE, Worker
-from sandbox.messages import (
+from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.protocol.channel import ProtocolError
+from sandbox.protocol.errors import TOOL_ERRORS
+from sandbox.protocol.messages import (
     MAX_IN_FLIGHT,
     PROGRESS_RATE,
     REPLY_ENVELOPE,

@@ -15,10 +15,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from types import CodeType, FunctionType
 from typing import Any
 
-from sandbox.channel import FdChannel, ProtocolError, encode
-from sandbox.errors import TOOL_ERRORS, LimitError, ToolError
 from sandbox.jsonable import TooDeep, text_of, to_json
-from sandbox.messages import MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
+from sandbox.protocol.channel import FdChannel, ProtocolError, encode
+from sandbox.protocol.errors import TOOL_ERRORS, LimitError, ToolError
+from sandbox.protocol.messages import MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.record import Record
 
 

@@ -6,7 +6,7 @@ import socket
 
 import anyio
 
-from sandbox.channel import READ_CHUNK, FrameReader
+from sandbox.protocol.channel import READ_CHUNK, FrameReader
 
 __all__ = ["SocketChannel"]
 

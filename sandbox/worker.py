@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, NoReturn
 
-from sandbox.channel import JOB_CAP, FdChannel, ProtocolError, encode
 from sandbox.confine import Confinement, confine
+from sandbox.protocol.channel import JOB_CAP, FdChannel, ProtocolError, encode
 from sandbox.runtime import oversized, run_job
 
 _PREFAULT_JOB = {

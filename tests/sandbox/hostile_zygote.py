@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sandbox import worker
-from sandbox.channel import FdChannel
 from sandbox.jsonable import to_json
 from sandbox.policy import FILENAME, RESULT_NAME, capture_last_value, parse
+from sandbox.protocol.channel import FdChannel
 from sandbox.runtime import describe
 
 

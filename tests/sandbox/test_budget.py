@@ -12,7 +12,7 @@ import pytest
 
 from sandbox import Limits
 from sandbox.budget import RESERVED_FROM, decoded_size
-from sandbox.channel import ProtocolError
+from sandbox.protocol.channel import ProtocolError
 from sandbox.untrusted import MAX_NESTING, decode_untrusted
 from tests.sandbox.hostile_worker import hostile_sandbox, run_hostile
 

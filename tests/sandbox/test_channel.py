@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sandbox import Limits, RunError, RunResult, Sandbox
-from sandbox.sites import MAX_SITE_NAMES, MAX_SITES
+from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES
 from sandbox.untrusted import MAX_NESTING, decode_untrusted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import assert_json_safe, run_hostile

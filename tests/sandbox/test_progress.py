@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sandbox import Limits, Sandbox
-from sandbox.channel import ProtocolError
-from sandbox.messages import MAX_PROGRESS_MESSAGE, PROGRESS_RATE, Progress, parse
+from sandbox.protocol.channel import ProtocolError
+from sandbox.protocol.messages import MAX_PROGRESS_MESSAGE, PROGRESS_RATE, Progress, parse
 from sandbox.untrusted import decode_untrusted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import run_hostile

@@ -2,10 +2,10 @@
 
 Parsing is snippet-sized work (a 99 KB f-string with 33,000 fields costs the parser a second), so it happens
 in the worker, under the run's CPU and memory limits. Before the snippet starts, the worker sends the host
-one `sites` frame listing each visible `name.attr(...)` call whose `name` the snippet does not bind itself
-and that is no builtin or module: the host checks them against its registry (unknown pack or tool, unknown
-or missing argument) and ends the run with a precise error before any call is answered. The frame is
-bounded (MAX_SITES sites, MAX_SITE_NAMES keyword names in all); calls past the bounds are checked when made.
+one `sites` frame (sandbox/protocol/sites.py) listing each visible `name.attr(...)` call whose `name` the
+snippet does not bind itself and that is no builtin or module: the host checks them against its registry
+(unknown pack or tool, unknown or missing argument) and ends the run with a precise error before any call is
+answered. Calls past the frame's bounds are checked when made.
 """
 
 from __future__ import annotations
@@ -14,19 +14,11 @@ import ast
 import builtins
 import sys
 from collections.abc import Collection
-from typing import Any
 
-from sandbox.errors import SNIPPET_ERRORS
+from sandbox.protocol.errors import SNIPPET_ERRORS
+from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site
 
-__all__ = ["MAX_SITES", "MAX_SITE_NAMES", "Site", "call_sites", "is_site"]
-
-MAX_SITES = 1_000
-"""Call sites one frame lists."""
-MAX_SITE_NAMES = 4_000
-"""Keyword names all the sites of one frame carry."""
-
-Site = tuple[str, str, int, "list[str] | None", int, int]
-"""(pack, tool, positional count, keyword names or None when *args/**kwargs hide them, line, column)."""
+__all__ = ["call_sites"]
 
 _KNOWN_NAMES = frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names) | frozenset(SNIPPET_ERRORS)
 """Names a snippet may call methods on that are not packs: calls on them are not pack calls."""
@@ -73,26 +65,3 @@ def _bound_names(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.Global | ast.Nonlocal):
             names.update(node.names)
     return names
-
-
-def is_site(item: Any) -> bool:
-    """Whether a decoded item from the worker has a site's shape (the host trusts nothing it sends)."""
-    return (
-        isinstance(item, list)
-        and len(item) == 6
-        and isinstance(item[0], str)
-        and isinstance(item[1], str)
-        and all(type(item[i]) is int and 0 <= item[i] < 1 << 31 for i in (2, 4, 5))
-        and (
-            item[3] is None
-            or (
-                isinstance(item[3], list)
-                and len(item[3]) <= MAX_SITE_NAMES
-                and all(isinstance(k, str) for k in item[3])
-            )
-        )
-    )
-
-
-def _is_names(names: Any) -> bool:
-    return isinstance(names, list) and len(names) <= MAX_SITE_NAMES and all(isinstance(k, str) for k in names)

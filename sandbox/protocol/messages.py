@@ -2,7 +2,7 @@
 
 Host -> worker: the job (`job_frame`), then one reply per pack call (`reply_frame`), carrying the call's id.
 Worker -> host: `{"op": "ready"}` once confined; then, when the code shows pack calls, one
-`{"op": "sites", "sites": [...]}` before the snippet starts (sandbox/sites.py); then any number of
+`{"op": "sites", "sites": [...]}` before the snippet starts (sandbox/protocol/sites.py); then any number of
 `{"op": "call", "id": n, ...}` (up to MAX_IN_FLIGHT of them waiting for their replies at once, which may
 come back in any order) and `{"op": "progress", ...}` (no reply); then `{"op": "done", ...}`. Anything else
 is a broken protocol (`ProtocolError`).
@@ -17,12 +17,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sandbox.api import Limits, RunError
-from sandbox.channel import JOB_CAP, ProtocolError, encode
-from sandbox.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
+from sandbox.protocol.api import Limits, RunError
+from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
+from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 
 __all__ = [
     "MAX_CALL_ID",
+    "MAX_DEPTH",
     "MAX_IN_FLIGHT",
     "MAX_NAME",
     "MAX_PROGRESS_MESSAGE",
@@ -41,6 +42,9 @@ __all__ = [
     "reply_frame",
 ]
 
+MAX_DEPTH = 100
+"""Levels a value the worker sends may nest (sandbox/worker/_jsonable.py converts no deeper); the host's decoder
+allows a few more, for the message around it (sandbox/host/_untrusted.py)."""
 REPLY_ENVELOPE = 4096
 """Bytes around a payload: a reply or result may carry a full max_message payload plus this much."""
 MAX_NAME = 128
@@ -92,7 +96,7 @@ class SentErrors:
     When the worker reports exactly one of them as how the run ended, a pack call failed and the snippet did
     not catch it: origin "tool". The snippet can match one only by re-raising an error the host sent it, which
     says the same. A message is taken as the worker will report it (cut at `text_cap`, a lone surrogate as
-    U+FFFD, as sandbox/untrusted.py decodes it); one digest per reply, and the host answers at most
+    U+FFFD, as sandbox/host/_untrusted.py decodes it); one digest per reply, and the host answers at most
     sandbox.max_calls calls per run, so the set is bounded by that.
     """
 
@@ -136,7 +140,7 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Sites:
-    """The pack calls the snippet's source shows (sandbox/sites.py), sent before it starts; no reply."""
+    """The pack calls the snippet's source shows (sandbox/protocol/sites.py), sent before it starts; no reply."""
 
     sites: list[Site]
 
@@ -241,7 +245,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
                 error["line"],
                 error["column"],
                 None if source is None else source[:MAX_SOURCE],
-                origin="code",  # at most the snippet's own: the host alone may make it more (sandbox/run.py)
+                origin="code",  # at most the snippet's own: the host alone may make it more (sandbox/host/_run.py)
             )
             return Done(None, output[:cut], run_error)
     raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "sites", "done") else "unexpected message")

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sandbox.sites import Site
+from sandbox.protocol.sites import Site
 
 __all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
 
