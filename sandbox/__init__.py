@@ -1,7 +1,6 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.policy import ALLOWED_MODULES
 from sandbox.pool import Sandbox
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
 from sandbox.protocol.errors import (
@@ -16,6 +15,7 @@ from sandbox.protocol.errors import (
 )
 from sandbox.protocol.messages import PROGRESS_RATE, Ration, one_line
 from sandbox.protocol.sites import Site
+from sandbox.worker.policy import ALLOWED_MODULES
 
 __all__ = [
     "ALLOWED_MODULES",

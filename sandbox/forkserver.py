@@ -1,4 +1,4 @@
-"""The fork-server client: starts the zygote (sandbox/zygote.py), asks it for confined workers, routes its
+"""The fork-server client: starts the zygote (sandbox/worker/zygote.py), asks it for confined workers, routes its
 replies, restarts it when it dies; and the handle of one forked worker. Only JSON crosses, never pickle."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _BOOTSTRAP = (
     "package = types.ModuleType('sandbox')\n"
     "package.__path__ = [{package!r}]\n"
     "sys.modules['sandbox'] = package\n"
-    "from sandbox.zygote import main\n"
+    "from sandbox.worker.zygote import main\n"
     "main()\n"
 ).format(
     paths=[str(Path(__file__).resolve().parent.parent), _import_root("RestrictedPython")],
@@ -194,7 +194,7 @@ class ForkServer:
 
     async def fork(self, memory_mb: int, cpu_seconds: float, *, prefault: bool = True) -> Worker | SpawnFailure:
         """A worker confined with these limits; with `prefault`, one that took its copy-on-write faults while
-        idle (sandbox/worker.py), which a worker wanted at once has no time for."""
+        idle (sandbox/worker/_process.py), which a worker wanted at once has no time for."""
         if self._stopping.is_set():
             return SpawnFailure("the sandbox is closing")
         if self._current is None and self._failure is not None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import anyio
 
-from sandbox.confine import landlock_abi
+from sandbox.worker.confine import landlock_abi
 
 _CLONE_NEWPID = 0x20000000
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -1,6 +1,6 @@
 """The host side: an async Sandbox that runs each snippet in its own fresh, confined worker.
 
-Workers are forked by a fork-server (sandbox/zygote.py), which the host starts once and restarts
+Workers are forked by a fork-server (sandbox/worker/zygote.py), which the host starts once and restarts
 should it die; the host keeps `warm` forked, already confined workers ready, so a run only sends its
 job. Only JSON crosses between processes, never pickle.
 """
@@ -18,7 +18,6 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from sandbox.budget import HostMemory
-from sandbox.confine import compile_filter
 from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.protocol.channel import ProtocolError
@@ -26,6 +25,7 @@ from sandbox.protocol.messages import is_ready, job_frame
 from sandbox.run import Run
 from sandbox.slots import Busy, Seat, Slots
 from sandbox.untrusted import decode_untrusted
+from sandbox.worker.confine import compile_filter
 
 __all__ = ["Sandbox"]
 

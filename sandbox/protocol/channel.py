@@ -2,14 +2,14 @@
 
 A frame is a 4-byte big-endian length and that many bytes of ASCII JSON. Only JSON crosses, never
 pickle, so a hostile worker can at worst send data the host refuses. `FrameReader` cuts frames out of
-whatever bytes a transport read; the worker's blocking `FdChannel` here and the host's non-blocking
-`SocketChannel` (sandbox/socket_channel.py, kept apart so the zygote never imports anyio) both use it.
+whatever bytes a transport read; each side's end of the channel uses it: the worker's blocking `FdChannel`
+(sandbox/worker/_fd_channel.py) and the host's non-blocking `SocketChannel` (sandbox/host/_socket_channel.py,
+on anyio, which the fork-server never imports).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +39,7 @@ def encode(message: Any, max_size: int) -> bytes:
 
 
 def decode(body: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
-    """A frame from the trusted host; the host decodes the worker's frames with sandbox/untrusted.py.
+    """A frame from the trusted host; the host decodes the worker's frames with sandbox/host/_untrusted.py.
     `object_hook` makes each JSON object (as json.loads does)."""
     try:
         return json.loads(body, object_hook=object_hook)
@@ -74,26 +74,3 @@ class FrameReader:
         body = bytes(self._buffer[HEADER.size : end])
         del self._buffer[:end]
         return body
-
-
-class FdChannel:
-    """The worker's blocking end, on raw file descriptors (no buffered file objects to leak)."""
-
-    def __init__(self, read_fd: int, write_fd: int, max_size: int) -> None:
-        self.read_fd = read_fd
-        self.write_fd = write_fd
-        self.max_size = max_size
-        self._reader = FrameReader()
-
-    def send(self, message: Any) -> None:
-        data = memoryview(encode(message, self.max_size))
-        while data:
-            data = data[os.write(self.write_fd, data) :]
-
-    def receive(self, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
-        while missing := self._reader.missing(self.max_size):
-            chunk = os.read(self.read_fd, max(missing, READ_CHUNK))
-            if not chunk:
-                raise EOFError("channel closed")
-            self._reader.feed(chunk)
-        return decode(self._reader.pop(), object_hook)

@@ -2,9 +2,9 @@
 
 The OS layer must hold on its own. Production has no switch to turn the language layer off, so this
 builds such a worker itself from the production parts: it is started by the same launcher as the
-zygote (sandbox.launch.spawn), sets itself up as the zygote does (sandbox.zygote.setup: the same namespaces
+zygote (sandbox.launch.spawn), sets itself up as the zygote does (sandbox.worker.zygote.setup: the same namespaces
 and the layers every fork inherits), and its child confines itself with the one function every production
-worker calls (sandbox.worker.prepare). Only then does it
+worker calls (sandbox.worker._process.prepare). Only then does it
 run the payload, and report how it ended as JSON on a pipe.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.confine import compile_filter
+from sandbox.worker.confine import compile_filter
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _REPORT_CAP = 1 << 16
@@ -82,8 +82,8 @@ def main() -> None:
     import socket  # noqa: F401
     import threading  # noqa: F401
 
-    from sandbox.worker import prepare
-    from sandbox.zygote import setup
+    from sandbox.worker._process import prepare
+    from sandbox.worker.zygote import setup
 
     program, code = bytes.fromhex(sys.argv[1]), sys.argv[2]
     confinement = setup(program)

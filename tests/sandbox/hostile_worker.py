@@ -37,8 +37,8 @@ def hang():
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _HOSTILE_BOOTSTRAP = forkserver._BOOTSTRAP.replace(
-    "from sandbox.zygote import main\n",
-    f"sys.path.insert(0, {_ROOT!r})\nimport tests.sandbox.hostile_zygote\nfrom sandbox.zygote import main\n",
+    "from sandbox.worker.zygote import main\n",
+    f"sys.path.insert(0, {_ROOT!r})\nimport tests.sandbox.hostile_zygote\nfrom sandbox.worker.zygote import main\n",
 )
 assert _HOSTILE_BOOTSTRAP != forkserver._BOOTSTRAP
 

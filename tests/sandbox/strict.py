@@ -32,10 +32,10 @@ from types import (
 )
 from typing import Any
 
-from sandbox.exports import EXPORTS
-from sandbox.guards import guarded_getattr, make_builtins, snippet_made
-from sandbox.jsonable import safe_repr
-from sandbox.modules import ModuleNamespace
+from sandbox.worker._exports import EXPORTS
+from sandbox.worker._guards import guarded_getattr, make_builtins, snippet_made
+from sandbox.worker._jsonable import safe_repr
+from sandbox.worker._modules import ModuleNamespace
 
 _FOOTHOLDS = (
     ModuleType,

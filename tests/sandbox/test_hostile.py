@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from sandbox import Sandbox
-from sandbox.guards import make_globals, make_guards
-from sandbox.jsonable import safe_repr, to_json
-from sandbox.policy import RESULT_NAME, CompileFailure, compile_restricted
+from sandbox.worker._guards import make_globals, make_guards
+from sandbox.worker._jsonable import safe_repr, to_json
+from sandbox.worker.policy import RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, assert_no_leak, make_on_call
 from tests.sandbox.strict import footholds
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from sandbox import Limits, Sandbox
-from sandbox.exports import EXPORTS
-from sandbox.guards import SnippetClass, make_globals, make_guards
-from sandbox.jsonable import to_json
-from sandbox.modules import NAMESPACES
-from sandbox.policy import GUARD_NAMES, RESULT_NAME, CompileFailure, compile_restricted
 from sandbox.protocol.errors import PolicyError
+from sandbox.worker._exports import EXPORTS
+from sandbox.worker._guards import SnippetClass, make_globals, make_guards
+from sandbox.worker._jsonable import to_json
+from sandbox.worker._modules import NAMESPACES
+from sandbox.worker.policy import GUARD_NAMES, RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.strict import footholds
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, Sandbox
-from sandbox.confine import landlock_abi
+from sandbox.worker.confine import landlock_abi
 from tests.sandbox.confined import Outcome, run_confined
 from tests.sandbox.conftest import assert_no_leak, make_on_call
 from tests.sandbox.test_forkserver import _children, _zygote_pid

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from types import CodeType, FrameType
 from typing import Any
 
-from sandbox.call_sites import call_sites
-from sandbox.guards import make_globals, make_guards
-from sandbox.jsonable import TooDeep, text_of, to_json
-from sandbox.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, parse
-from sandbox.protocol.channel import FdChannel
 from sandbox.protocol.errors import LimitError, PolicyError
-from sandbox.session import Pack, Session
+from sandbox.worker._call_sites import call_sites
+from sandbox.worker._fd_channel import FdChannel
+from sandbox.worker._guards import make_globals, make_guards
+from sandbox.worker._jsonable import TooDeep, text_of, to_json
+from sandbox.worker._session import Pack, Session
+from sandbox.worker.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, parse
 
 OUTPUT_FLOOD_FACTOR = 4
 """Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""

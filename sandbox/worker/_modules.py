@@ -1,7 +1,7 @@
 """The allowed modules as a snippet sees them: namespaces of their allowed names, never the modules.
 
 A real module object leads elsewhere (`json.codecs` -> `os`); a ModuleNamespace holds only the names
-sandbox.exports lists for it, and is read-only.
+sandbox.worker._exports lists for it, and is read-only.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from sandbox.exports import EXPORTS
-from sandbox.policy import import_message, missing_name_message
 from sandbox.protocol.errors import PolicyError
+from sandbox.worker._exports import EXPORTS
+from sandbox.worker.policy import import_message, missing_name_message
 
 
 class ModuleNamespace:

@@ -1,7 +1,7 @@
 """Inside the worker: the pack-call client a snippet talks through.
 
 A pack is a stub whose every public attribute is a tool stub; calling one sends a call frame to the host and
-blocks for the reply, whose JSON objects come as Records (sandbox/record.py: `site.name` reads `site["name"]`).
+blocks for the reply, whose JSON objects come as Records (sandbox/worker/_record.py: `site.name` reads `site["name"]`).
 `parallel()` records several calls, sends them together and collects the replies by
 call id; `progress()` sends rate-limited progress frames. The caps (max_calls, calls in flight) are checked
 here and again on the host, which trusts nothing the worker says.
@@ -15,11 +15,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from types import CodeType, FunctionType
 from typing import Any
 
-from sandbox.jsonable import TooDeep, text_of, to_json
-from sandbox.protocol.channel import FdChannel, ProtocolError, encode
+from sandbox.protocol.channel import ProtocolError, encode
 from sandbox.protocol.errors import TOOL_ERRORS, LimitError, ToolError
 from sandbox.protocol.messages import MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
-from sandbox.record import Record
+from sandbox.worker._fd_channel import FdChannel
+from sandbox.worker._jsonable import TooDeep, text_of, to_json
+from sandbox.worker._record import Record
 
 
 class Tool:

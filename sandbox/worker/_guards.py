@@ -8,7 +8,7 @@ closed and says what to do instead. What holds it together:
   a str, a str subclass, `super()`, the class) is swapped for one whose fields come back here, and what a
   built-in exception carries (`obj`, `name`, `args`, `value`, ...) reaches the snippet only as data or the
   snippet's own objects;
-- the guards are bound into the compiled code as constants (sandbox.policy.compile_restricted), never looked
+- the guards are bound into the compiled code as constants (sandbox.worker.policy.compile_restricted), never looked
   up by name, so a snippet holding its own globals dict could not rebind them;
 - `type()` hands out only types the snippet can name anyway, and a snippet class's `__exit__` never sees
   a traceback.
@@ -27,16 +27,16 @@ from typing import Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from sandbox.formatting import SafeFormats
-from sandbox.modules import NAMESPACES, guarded_import
-from sandbox.policy import (
+from sandbox.protocol.errors import SNIPPET_ERRORS, PolicyError
+from sandbox.worker._formatting import SafeFormats
+from sandbox.worker._modules import NAMESPACES, guarded_import
+from sandbox.worker._record import Record
+from sandbox.worker.policy import (
     ALLOWED_DUNDER_METHODS,
     FILENAME,
     internals_message,
     private_name_message,
 )
-from sandbox.protocol.errors import SNIPPET_ERRORS, PolicyError
-from sandbox.record import Record
 
 # Non-underscore names that still open frames, code or generator internals.
 BLOCKED_ATTRIBUTES = INSPECT_ATTRIBUTES | {

@@ -1,6 +1,6 @@
 """The fork-server: imports everything a worker needs once, then forks a fresh worker per host request.
 
-Started by the host (sandbox/launch.py) as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>`
+Started by the host (sandbox/host/_launch.py) as `python -I -S -c <bootstrap> <host pid> <seccomp program, hex>`
 with an empty environment, its own session, as the init of a pid namespace of its own where the kernel
 allows, and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
 record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
@@ -29,8 +29,8 @@ import socket
 import sys
 import time
 
-from sandbox.confine import Confinement, confine_fork_server, set_parent_death_signal
-from sandbox.worker import serve
+from sandbox.worker._process import serve
+from sandbox.worker.confine import Confinement, confine_fork_server, set_parent_death_signal
 
 _CLONE_NEWUTS = 0x04000000
 _CLONE_NEWIPC = 0x08000000
@@ -63,7 +63,8 @@ def isolate() -> None:
 
 def setup(program: bytes) -> Confinement:
     """Turn this process, everything imported, into a fork-server whose forks each need only their own
-    confinement (sandbox.worker.prepare). The one place this is done: the tests' confined runner calls it too."""
+    confinement (sandbox.worker._process.prepare). The one place this is done: the tests' confined runner
+    calls it too."""
     # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
     time.localtime()
     isolate()

@@ -1,6 +1,6 @@
 """Language layer, compile time: parse a snippet and rewrite it with RestrictedPython's policy.
 
-Every attribute, item, iteration and import goes through a guard from sandbox.guards; names and
+Every attribute, item, iteration and import goes through a guard from sandbox.worker._guards; names and
 attributes starting with '_' are refused here, before anything runs, with a message a model can act on.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, TypeAlias, TypedDict
 from RestrictedPython._types import T_pos_ast
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
 
-from sandbox.exports import EXPORTS
+from sandbox.worker._exports import EXPORTS
 
 FILENAME = "<snippet>"
 RESULT_NAME = "_snippet_value_"

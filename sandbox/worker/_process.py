@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any, NoReturn
 
-from sandbox.confine import Confinement, confine
-from sandbox.protocol.channel import JOB_CAP, FdChannel, ProtocolError, encode
-from sandbox.runtime import oversized, run_job
+from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
+from sandbox.worker._fd_channel import FdChannel
+from sandbox.worker._runtime import oversized, run_job
+from sandbox.worker.confine import Confinement, confine
 
 _PREFAULT_JOB = {
     "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\np.echo(f(1), text='x')",
@@ -35,7 +36,7 @@ class _Loopback(FdChannel):
 
 
 def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
-    """Turn a child freshly forked by the zygote (set up by sandbox.zygote.setup) into a confined worker whose
+    """Turn a child freshly forked by the zygote (set up by sandbox.worker.zygote.setup) into a confined worker whose
     only way out is `fd`. The one place this is done: the tests' confined runner (tests/sandbox/confined.py)
     calls it too. The random module reseeds itself in every child os.fork() makes (os.register_at_fork), so
     no run draws the zygote's numbers."""
