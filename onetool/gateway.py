@@ -38,7 +38,7 @@ from onetool.state import StateStore
 from onetool.upstream import ServerState, UpstreamPool
 from onetool.upstream.children import watched_children
 from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox, ToolError
-from sandbox.budget import RESERVED_FROM
+from sandbox.host.budget import RESERVED_FROM
 
 REGISTRY_CATCH_UP = 2.0
 """Seconds a call waits, after its server reconnected, for the registry to show the server's tools again."""

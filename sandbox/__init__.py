@@ -1,7 +1,7 @@
 """Runs untrusted Python snippets: RestrictedPython as the language layer, a confined worker process
 (empty environment and directory, rlimits, seccomp) as the security boundary. Imports nothing from onetool."""
 
-from sandbox.pool import Sandbox
+from sandbox.host.pool import Sandbox
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
 from sandbox.protocol.errors import (
     TOOL_ERRORS,

@@ -9,10 +9,11 @@ what it covers, so a bug in one is not a way out:
 - Landlock: no file system access at all, no TCP bind or connect, no abstract unix socket or signal outside
   the worker's own domain (not even to its zygote or a sibling);
 - rlimits: memory, CPU time, no file size, no new process, no core dump;
-- a seccomp allow-list: everything a finished, fully imported interpreter needs to compute and to talk over
-  its channel; every other system call fails with EPERM, so Python code sees a clean PermissionError rather
-  than a dead process. That denies, among others, every path lookup (open, stat, access, readlink, statx),
-  sockets, exec, fork/clone, ptrace, process_vm_*, mount, unshare, setuid, setrlimit and every signal.
+- a seccomp allow-list (sandbox/host/_seccomp.py, compiled on the host): everything a finished, fully imported
+  interpreter needs to compute and to talk over its channel; every other system call fails with EPERM, so
+  Python code sees a clean PermissionError rather than a dead process. That denies, among others, every path
+  lookup (open, stat, access, readlink, statx), sockets, exec, fork/clone, ptrace, process_vm_*, mount,
+  unshare, setuid, setrlimit and every signal.
 
 The namespaces (pid, net, ipc, uts, and user when not root) are the zygote's, made once for all its workers.
 So are the layers a fork inherits and the zygote needs no more once it is set up (`confine_fork_server`: the
@@ -23,7 +24,6 @@ them, and a worker pays only for what is its own (`confine`).
 from __future__ import annotations
 
 import ctypes
-import errno
 import math
 import os
 import resource
@@ -47,46 +47,6 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
-# System calls a running interpreter needs; anything else is EPERM. Not newfstatat: glibc's fstat uses it,
-# but with a path too it resolves that path, and a confined worker never calls it (checked with strace).
-_ALLOWED = (
-    "read",
-    "write",
-    "close",
-    "lseek",
-    "fstat",
-    "brk",
-    "mmap",
-    "munmap",
-    "mremap",
-    "mprotect",
-    "madvise",
-    "futex",
-    "rt_sigaction",
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "sigaltstack",
-    "clock_gettime",
-    "clock_getres",
-    "gettimeofday",
-    "time",
-    "clock_nanosleep",
-    "nanosleep",
-    "getpid",
-    # The worker's own ids: a snippet may see that it is nobody.
-    "getuid",
-    "geteuid",
-    "getgid",
-    "getegid",
-    "gettid",
-    "getrandom",
-    "getrusage",
-    "sched_yield",
-    "restart_syscall",
-    "exit",
-    "exit_group",
-)
-
 
 def _check(result: int, what: str) -> None:
     if result < 0:
@@ -100,32 +60,6 @@ def set_parent_death_signal(parent_pid: int) -> None:
     _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     if os.getppid() not in (parent_pid, 0):
         os._exit(1)
-
-
-def compile_filter() -> bytes:
-    """The BPF program, generated once by the host: a worker then neither imports libseccomp (30 ms of
-    start-up) nor compiles it per run; confining costs one prctl."""
-    import pyseccomp as seccomp  # host side only: the worker receives the compiled program
-
-    flt = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
-    for name in _ALLOWED:
-        flt.add_rule(seccomp.ALLOW, name)
-    # Reading limits is harmless; setting them is how root would undo them.
-    flt.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
-    read_fd, write_fd = os.pipe()
-    try:
-        with os.fdopen(write_fd, "wb", closefd=False) as sink:
-            flt.export_bpf(sink)
-        os.close(write_fd)
-        write_fd = -1
-        chunks = []
-        while chunk := os.read(read_fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(read_fd)
-        if write_fd >= 0:
-            os.close(write_fd)
 
 
 class _SockFprog(ctypes.Structure):

@@ -2,7 +2,7 @@
 
 The OS layer must hold on its own. Production has no switch to turn the language layer off, so this
 builds such a worker itself from the production parts: it is started by the same launcher as the
-zygote (sandbox.launch.spawn), sets itself up as the zygote does (sandbox.worker.zygote.setup: the same namespaces
+zygote (sandbox.host._launch.spawn), sets itself up as the zygote does (sandbox.worker.zygote.setup: the same namespaces
 and the layers every fork inherits), and its child confines itself with the one function every production
 worker calls (sandbox.worker._process.prepare). Only then does it
 run the payload, and report how it ended as JSON on a pipe.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.worker.confine import compile_filter
+from sandbox.host._seccomp import compile_filter
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _REPORT_CAP = 1 << 16
@@ -42,7 +42,7 @@ class Outcome:
 def run_confined(code: str, *, as_user: int | None = None, seccomp: bool = True, timeout: float = 30.0) -> Outcome:
     """Run `code` confined; `as_user` starts the fork-server as that unprivileged user, like a non-root gateway;
     without `seccomp` the worker has every other layer, to show what they stop on their own."""
-    from sandbox.launch import spawn
+    from sandbox.host._launch import spawn
 
     read_fd, write_fd = os.pipe()
     program = compile_filter() if seccomp else _ALLOW_EVERYTHING

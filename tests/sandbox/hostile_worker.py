@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from sandbox import Limits, RunResult, Sandbox, forkserver
+from sandbox import Limits, RunResult, Sandbox
+from sandbox.host import forkserver
 
 # The snippet finds its channel among the worker's live objects and writes frames of its choosing. After
 # its last frame it blocks on the channel until the host, done with the run, kills the worker.

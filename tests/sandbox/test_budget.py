@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from sandbox import Limits
-from sandbox.budget import RESERVED_FROM, decoded_size
+from sandbox.host._untrusted import MAX_NESTING, decode_untrusted
+from sandbox.host.budget import RESERVED_FROM, decoded_size
 from sandbox.protocol.channel import ProtocolError
-from sandbox.untrusted import MAX_NESTING, decode_untrusted
 from tests.sandbox.hostile_worker import hostile_sandbox, run_hostile
 
 pytestmark = pytest.mark.anyio

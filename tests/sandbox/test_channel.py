@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from sandbox import Limits, RunError, RunResult, Sandbox
+from sandbox.host._untrusted import MAX_NESTING, decode_untrusted
 from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES
-from sandbox.untrusted import MAX_NESTING, decode_untrusted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import assert_json_safe, run_hostile
 

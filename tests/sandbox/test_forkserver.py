@@ -10,7 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox import Limits, Sandbox, forkserver
+from sandbox import Limits, Sandbox
+from sandbox.host import forkserver
 from tests.sandbox.conftest import make_on_call
 
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunResult, Sandbox
-from sandbox.run import MAX_IN_FLIGHT
+from sandbox.host._run import MAX_IN_FLIGHT
 from tests.sandbox.conftest import make_on_call
 from tests.sandbox.hostile_worker import hostile_sandbox, run_hostile
 

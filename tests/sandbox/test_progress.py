@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from sandbox import Limits, Sandbox
+from sandbox.host._untrusted import decode_untrusted
 from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.messages import MAX_PROGRESS_MESSAGE, PROGRESS_RATE, Progress, parse
-from sandbox.untrusted import decode_untrusted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import run_hostile
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunResult, Sandbox
-from sandbox.slots import Busy, Slots
+from sandbox.host._slots import Busy, Slots
 
 pytestmark = pytest.mark.anyio
 

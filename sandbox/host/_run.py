@@ -1,11 +1,11 @@
 """The host's half of one run: send the job, answer the worker's pack calls, read how the run ended.
 
-The worker is treated as hostile: its frames are decoded by sandbox/untrusted.py (a large one only once the
-run has reserved the memory its objects may take from the host's budget, sandbox/budget.py) and checked once
-by sandbox/messages.py; the calls it may have waiting and the bytes the host holds for them are capped, and a
-run past a cap ends with a LimitError. Its progress reports are passed on at most PROGRESS_RATE a second; a
-worker that keeps sending far more is not a snippet. While every call the worker made waits for its reply,
-the run lends its CPU slot to other runs (sandbox/slots.py).
+The worker is treated as hostile: its frames are decoded by sandbox/host/_untrusted.py (a large one only once
+the run has reserved the memory its objects may take from the host's budget, sandbox/host/budget.py) and
+checked once by sandbox/protocol/messages.py; the calls it may have waiting and the bytes the host holds for
+them are capped, and a run past a cap ends with a LimitError. Its progress reports are passed on at most
+PROGRESS_RATE a second; a worker that keeps sending far more is not a snippet. While every call the worker
+made waits for its reply, the run lends its CPU slot to other runs (sandbox/host/_slots.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from sandbox.budget import RESERVED_FROM, HostMemory, decoded_size
-from sandbox.forkserver import GONE, Worker
+from sandbox.host._slots import Seat
+from sandbox.host._untrusted import decode_untrusted
+from sandbox.host.budget import RESERVED_FROM, HostMemory, decoded_size
+from sandbox.host.forkserver import GONE, Worker
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.errors import TOOL_ERRORS
@@ -36,8 +38,6 @@ from sandbox.protocol.messages import (
     parse,
     reply_frame,
 )
-from sandbox.slots import Seat
-from sandbox.untrusted import decode_untrusted
 
 __all__ = ["C_STACK_OVERFLOW", "MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
 
@@ -84,7 +84,7 @@ class Run:
         self._in_flight = 0
         self._unanswered = 0
         """Calls whose reply is not ready: while there are any, the worker only waits, and the run lends its CPU
-        slot to other runs (sandbox/slots.py)."""
+        slot to other runs (sandbox/host/_slots.py)."""
         self._ids: set[int] = set()
         """Ids of the calls waiting for replies: the worker matches replies by id, so none may be reused."""
         self._progress_ration = Ration(PROGRESS_RATE)

@@ -17,15 +17,15 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from sandbox.budget import HostMemory
-from sandbox.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
+from sandbox.host._run import Run
+from sandbox.host._seccomp import compile_filter
+from sandbox.host._slots import Busy, Seat, Slots
+from sandbox.host._untrusted import decode_untrusted
+from sandbox.host.budget import HostMemory
+from sandbox.host.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.messages import is_ready, job_frame
-from sandbox.run import Run
-from sandbox.slots import Busy, Seat, Slots
-from sandbox.untrusted import decode_untrusted
-from sandbox.worker.confine import compile_filter
 
 __all__ = ["Sandbox"]
 
@@ -37,7 +37,8 @@ answering its client. The next run to start cuts the wait short: under load, wor
 
 
 WORKERS_PER_SLOT = 4
-"""Default workers per CPU slot: runs waiting on upstreams hold a worker but lend their CPU slot (sandbox/slots.py)."""
+"""Default workers per CPU slot: runs waiting on upstreams hold a worker but lend their CPU slot
+(sandbox/host/_slots.py)."""
 
 
 def _confinement(limits: Limits) -> tuple[int, float]:
@@ -50,10 +51,10 @@ class Sandbox:
 
     At most `max_concurrent_runs` runs (default: twice the CPU count) compute at once, and at most
     `max_workers` (default: four times that) hold a worker of up to memory_mb, computing or waiting on pack
-    calls (sandbox/slots.py); more wait for slots in arrival order. One that waits longer than `queue_timeout`
+    calls (sandbox/host/_slots.py); more wait for slots in arrival order. One that waits longer than `queue_timeout`
     seconds (default: its own `timeout`) is not started and ends with a BusyError; its timeout is counted
     only once it runs. What runs' data may take of the host's memory at once is `host_memory_mb`
-    (sandbox/budget.py).
+    (sandbox/host/budget.py).
     """
 
     def __init__(

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from sandbox.launch import ZygoteProcess
+from sandbox.host._launch import ZygoteProcess
+from sandbox.host._socket_channel import SocketChannel
 from sandbox.protocol.channel import ProtocolError, decode
-from sandbox.socket_channel import SocketChannel
 
 __all__ = [
     "GONE",
@@ -57,9 +57,12 @@ def _import_root(module: str) -> str:
     return str(Path(spec.origin).parent.parent)
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]
+"""The sandbox package's folder (this module is sandbox/host/forkserver.py)."""
+
 # -S skips site (and the editable-install finders it loads): the zygote gets exactly the two paths it
 # needs. The package is registered by hand so that sandbox/__init__ (anyio, dataclasses: 40 ms of start-up
-# the zygote has no use for) is never executed there.
+# the zygote has no use for) is never executed there; sandbox.worker and sandbox.protocol import as usual.
 _BOOTSTRAP = (
     "import sys, types\n"
     "sys.path[:0] = {paths!r}\n"
@@ -69,8 +72,8 @@ _BOOTSTRAP = (
     "from sandbox.worker.zygote import main\n"
     "main()\n"
 ).format(
-    paths=[str(Path(__file__).resolve().parent.parent), _import_root("RestrictedPython")],
-    package=str(Path(__file__).resolve().parent),
+    paths=[str(_PACKAGE.parent), _import_root("RestrictedPython")],
+    package=str(_PACKAGE),
 )
 
 
