@@ -15,6 +15,7 @@ from sandbox.protocol.errors import (
 )
 from sandbox.protocol.messages import PROGRESS_RATE, Ration, one_line
 from sandbox.protocol.sites import Site
+from sandbox.protocol.verdicts import Verdict
 from sandbox.worker.policy import ALLOWED_MODULES
 
 __all__ = [
@@ -38,5 +39,6 @@ __all__ = [
     "ToolTimeout",
     "ToolUnavailable",
     "UnknownTool",
+    "Verdict",
     "one_line",
 ]

@@ -38,6 +38,7 @@ from sandbox.protocol.messages import (
     parse,
     reply_frame,
 )
+from sandbox.protocol.verdicts import Verdict
 
 __all__ = ["C_STACK_OVERFLOW", "MAX_IN_FLIGHT", "PROGRESS_FLOOD", "PROGRESS_RATE", "Run"]
 
@@ -119,13 +120,13 @@ class Run:
         if result is None and self._waiting_for_memory:
             assert self._memory is not None
             return self._failed(
-                "LimitError",
+                Verdict.LIMIT,
                 f"the run's data waited until its time limit for gateway memory: other runs held all "
                 f"{self._memory.limit // _MB} MB of sandbox.max_host_memory_mb; try again, or move less data",
             )
         if result is None:  # the caller discards the worker
             timeout = float(self.limits.timeout)
-            return self._failed("TimeoutError", f"run exceeded the {timeout} s time limit (sandbox.timeout)")
+            return self._failed(Verdict.TIMEOUT, f"run exceeded the {timeout} s time limit (sandbox.timeout)")
         return result
 
     @overload
@@ -173,7 +174,7 @@ class Run:
                     return message, len(body), reserved
                 task_group.start_soon(self._answer, message, len(body), reserved)
         except ProtocolError as exc:
-            return self._failed("WorkerCrashed", f"the worker broke the protocol: {exc}")
+            return self._failed(Verdict.CRASHED, f"the worker broke the protocol: {exc}")
         except GONE:
             return await self._crashed()
 
@@ -185,7 +186,7 @@ class Run:
         size = decoded_size(body)
         if not self._memory.fits(size):
             return self._failed(
-                "LimitError",
+                Verdict.LIMIT,
                 f"a message of the run ({len(body) // 1024:,} KB) would take about {size // _MB:,} MB of gateway "
                 f"memory, more than sandbox.max_host_memory_mb ({self._memory.limit // _MB:,} MB); move less data",
             )
@@ -205,11 +206,11 @@ class Run:
         self.calls += 1
         if self.calls > self.limits.max_calls:
             return self._failed(
-                "LimitError", f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
+                Verdict.LIMIT, f"more than {self.limits.max_calls} pack calls in one run (sandbox.max_calls)"
             )
         if self._in_flight >= MAX_IN_FLIGHT:
             return self._failed(
-                "LimitError", f"the worker sent more than {MAX_IN_FLIGHT} pack calls without waiting for their replies"
+                Verdict.LIMIT, f"the worker sent more than {MAX_IN_FLIGHT} pack calls without waiting for their replies"
             )
         if self._held + size > self._max_held:
             return self._overflowed()
@@ -229,7 +230,7 @@ class Run:
             self._progress_dropped += 1
             if self._progress_dropped > PROGRESS_FLOOD:
                 return self._failed(
-                    "LimitError", f"the worker sent progress reports far faster than {PROGRESS_RATE} a second"
+                    Verdict.LIMIT, f"the worker sent progress reports far faster than {PROGRESS_RATE} a second"
                 )
             return None
         if self.on_progress is not None:
@@ -238,7 +239,7 @@ class Run:
 
     def _overflowed(self) -> RunResult:
         return self._failed(
-            "LimitError",
+            Verdict.LIMIT,
             f"pack calls and their replies held more than {self._max_held} bytes at once "
             f"({HELD_MESSAGES} x sandbox.max_message)",
         )
@@ -281,19 +282,21 @@ class Run:
         with anyio.move_on_after(1.0):
             await self.worker.wait()
         if self.worker.lost:
-            return self._failed("WorkerCrashed", "the sandbox fork-server died during the run; it is being restarted")
+            return self._failed(Verdict.CRASHED, "the sandbox fork-server died during the run; it is being restarted")
         code = self.worker.returncode
         if code == -signal.SIGXCPU:
             cpu = self.limits.cpu_seconds or self.limits.timeout
-            return self._failed("TimeoutError", f"run exceeded its {float(cpu)} s CPU time limit (sandbox.cpu_seconds)")
+            return self._failed(
+                Verdict.TIMEOUT, f"run exceeded its {float(cpu)} s CPU time limit (sandbox.cpu_seconds)"
+            )
         if code == -signal.SIGSEGV:
             # CPython 3.11 recurses in C without a depth check in places (hash() of deeply nested tuples):
             # the snippet's data, not the host, overflowed the stack. The worker runs nothing but the
             # snippet, so it is the snippet's error, reported in the shape Python gives the checked case.
             return RunResult(None, "", RunError("RecursionError", C_STACK_OVERFLOW, origin="code"), self.calls)
         if code is not None and code < 0:
-            return self._failed("WorkerCrashed", f"the worker died with signal {signal.Signals(-code).name}")
-        return self._failed("WorkerCrashed", f"the worker exited unexpectedly (status {code})")
+            return self._failed(Verdict.CRASHED, f"the worker died with signal {signal.Signals(-code).name}")
+        return self._failed(Verdict.CRASHED, f"the worker exited unexpectedly (status {code})")
 
     def _finish(self, done: Done, size: int) -> RunResult:
         """The worker's report; its error is the snippet's own ("code") unless it is exactly one this run's
@@ -303,6 +306,6 @@ class Run:
             done.error.origin = "tool"
         return RunResult(done.value, done.output, done.error, self.calls, size)
 
-    def _failed(self, kind: str, message: str) -> RunResult:
+    def _failed(self, verdict: Verdict, message: str) -> RunResult:
         """A verdict of the host's."""
-        return RunResult(None, "", RunError(kind, message, origin="host"), self.calls)
+        return RunResult(None, "", verdict.error(message), self.calls)

@@ -23,9 +23,10 @@ from sandbox.host._slots import Busy, Seat, Slots
 from sandbox.host._untrusted import decode_untrusted
 from sandbox.host.budget import HostMemory
 from sandbox.host.forkserver import GONE, START_TIMEOUT, STOP_TIMEOUT, ForkServer, SpawnFailure, Worker
-from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunResult
 from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.messages import is_ready, job_frame
+from sandbox.protocol.verdicts import Verdict
 
 __all__ = ["Sandbox"]
 
@@ -257,7 +258,7 @@ class Sandbox:
                 f"the sandbox is busy: {busy.size} runs are {doing} ({busy.key}) and none ended within {wait} s; "
                 "this run was not started, try again shortly"
             )
-            return RunResult(None, "", RunError("BusyError", message, origin="host"), 0)
+            return RunResult(None, "", Verdict.BUSY.error(message), 0)
         try:
             return await self._run_in_worker(frame, limits, seat, on_call, on_progress, on_sites)
         finally:
@@ -278,7 +279,7 @@ class Sandbox:
         while True:
             item, deferred = await self._acquire(_confinement(limits))
             if isinstance(item, SpawnFailure):
-                return RunResult(None, "", RunError("WorkerCrashed", item.reason, origin="host"), 0)
+                return RunResult(None, "", Verdict.CRASHED.error(item.reason), 0)
             item.taken = True
             run = Run(item, limits, on_call, on_progress, on_sites, self._memory, seat=seat)
             clean = False

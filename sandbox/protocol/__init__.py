@@ -6,6 +6,7 @@ fork-server and its workers (sandbox/worker/) import these modules alike.
 - `channel`: length-prefixed JSON frames, one framing for both ends of a worker's channel.
 - `messages`: the messages of one run, typed; what a worker sends is checked there once, where it arrives.
 - `sites`: the shape and bounds of the `sites` frame a worker sends before its snippet starts.
+- `verdicts`: every kind of error the host itself decides (`Verdict`), declared once.
 
 Workers import this package too, in a fork-server that never executes `sandbox/__init__`: nothing here may
 import anyio, the host side or anything else a worker has no use for, and this file imports nothing.

@@ -46,7 +46,8 @@ Origin = Literal["host", "tool", "code"]
 """Who an error comes from, decided by the host and never read from anything the worker sends:
 
 - "host": the host's own verdict, made where the host creates it: a time, CPU or host-side limit, a crashed or
-  lost worker, a broken protocol, a busy sandbox, the gateway's pre-check.
+  lost worker, a broken protocol, a busy sandbox, the gateway's pre-check. Its kinds are declared once, as
+  `Verdict` (sandbox/protocol/verdicts.py).
 - "tool": a pack call failed and the snippet did not catch it: the worker reported exactly an error (kind and
   message) the host itself sent this run in a reply.
 - "code": anything else the worker reports, the snippet's own exception. That includes the worker-side limit
