@@ -37,7 +37,7 @@ class _Loopback(FdChannel):
 
 def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:
     """Turn a child freshly forked by the zygote (set up by sandbox.worker.zygote.setup) into a confined worker whose
-    only way out is `fd`. The one place this is done: the tests' confined runner (tests/sandbox/confined.py)
+    only way out is `fd`. The one place this is done: the tests' confined runner (tests/sandbox/worker/confined.py)
     calls it too. The random module reseeds itself in every child os.fork() makes (os.register_at_fork), so
     no run draws the zygote's numbers."""
     os.setsid()

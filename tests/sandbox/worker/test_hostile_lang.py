@@ -17,7 +17,7 @@ from sandbox.worker._jsonable import to_json
 from sandbox.worker._modules import NAMESPACES
 from sandbox.worker.policy import GUARD_NAMES, RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, make_on_call
-from tests.sandbox.strict import footholds
+from tests.sandbox.worker.strict import footholds
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""The OS layer on its own: plain Python in a confined worker (tests/sandbox/confined.py) must be stopped by
+"""The OS layer on its own: plain Python in a confined worker (tests/sandbox/worker/confined.py) must be stopped by
 the kernel, each attempt with its own specific failure; and what production workers look like from outside."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 from sandbox import Limits, Sandbox
 from sandbox.worker.confine import landlock_abi
-from tests.sandbox.confined import Outcome, run_confined
 from tests.sandbox.conftest import assert_no_leak, make_on_call
-from tests.sandbox.test_forkserver import _children, _zygote_pid
+from tests.sandbox.host.test_forkserver import _children, _zygote_pid
+from tests.sandbox.worker.confined import Outcome, run_confined
 
 ROOT = os.geteuid() == 0
 NOBODY = 65534

@@ -1,8 +1,8 @@
 """A corpus of hostile snippets, run through the language layer on its own and through both layers together
-(the OS layer on its own: tests/sandbox/test_os_layer.py).
+(the OS layer on its own: tests/sandbox/worker/test_os_layer.py).
 
 Each must end without a secret (host env canary, host closure canary), file content or a dead host; under the
-language layer alone the value must also hold no foothold (tests/sandbox/strict.py): no class it could not name,
+language layer alone the value must also hold no foothold (tests/sandbox/worker/strict.py): no class it could not name,
 module, foreign function, frame, traceback or namespace dict.
 """
 
@@ -18,7 +18,7 @@ from sandbox.worker._guards import make_globals, make_guards
 from sandbox.worker._jsonable import safe_repr, to_json
 from sandbox.worker.policy import RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, assert_no_leak, make_on_call
-from tests.sandbox.strict import footholds
+from tests.sandbox.worker.strict import footholds
 
 pytestmark = pytest.mark.anyio
 

@@ -21,11 +21,11 @@ from typing import Any
 
 from sandbox.host._seccomp import compile_filter
 
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[3])
 _REPORT_CAP = 1 << 16
 _ALLOW_EVERYTHING = bytes([0x06, 0, 0, 0, 0, 0, 0xFF, 0x7F])
 """A seccomp program of one instruction, `return SECCOMP_RET_ALLOW`: every other layer, on its own."""
-_BOOTSTRAP = f"import sys\nsys.path.insert(0, {_ROOT!r})\nfrom tests.sandbox.confined import main\nmain()\n"
+_BOOTSTRAP = f"import sys\nsys.path.insert(0, {_ROOT!r})\nfrom tests.sandbox.worker.confined import main\nmain()\n"
 
 
 @dataclass(frozen=True)
