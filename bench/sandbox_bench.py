@@ -11,7 +11,8 @@ from unittest import mock
 import anyio
 
 from bench import Row, median_p90, ms
-from sandbox import Limits, Sandbox, forkserver
+from sandbox import Limits, Sandbox
+from sandbox.host import forkserver
 
 _SETTLE = 0.25
 """Seconds between measured runs so the pool is refilled: the figure is the overhead of a warm run."""
@@ -55,7 +56,7 @@ async def _cpu_per_run(box: Sandbox) -> tuple[float, float]:
     """CPU seconds and page faults one `1+1` run costs the fork-server and its workers, back to back.
 
     A worker's CPU counts when the fork-server reaps it; the window reaps as many workers as it runs."""
-    # One fork-server's counters: it is not replaced by a fresh one (sandbox.forkserver.RECYCLE_FORKS) meanwhile.
+    # One fork-server's counters: it is not replaced by a fresh one (sandbox.host.forkserver.RECYCLE_FORKS) meanwhile.
     with mock.patch.object(forkserver, "RECYCLE_FORKS", 10**9):
         process = box._forks.process
         assert process is not None

@@ -225,7 +225,7 @@ def _busy_workers(gateway_pid: int) -> int:
         except OSError:
             continue
         rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-        if b"sandbox.zygote" in cmdline and rss > 40 * 1024 and _descends_from(int(entry), gateway_pid):
+        if b"sandbox.worker.zygote" in cmdline and rss > 40 * 1024 and _descends_from(int(entry), gateway_pid):
             busy += 1
     return busy
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from sandbox import Limits, RunResult, Sandbox, forkserver
+from sandbox import Limits, RunResult, Sandbox
+from sandbox.host import forkserver
 
 # The snippet finds its channel among the worker's live objects and writes frames of its choosing. After
 # its last frame it blocks on the channel until the host, done with the run, kills the worker.
@@ -37,8 +38,8 @@ def hang():
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 _HOSTILE_BOOTSTRAP = forkserver._BOOTSTRAP.replace(
-    "from sandbox.zygote import main\n",
-    f"sys.path.insert(0, {_ROOT!r})\nimport tests.sandbox.hostile_zygote\nfrom sandbox.zygote import main\n",
+    "from sandbox.worker.zygote import main\n",
+    f"sys.path.insert(0, {_ROOT!r})\nimport tests.sandbox.hostile_zygote\nfrom sandbox.worker.zygote import main\n",
 )
 assert _HOSTILE_BOOTSTRAP != forkserver._BOOTSTRAP
 

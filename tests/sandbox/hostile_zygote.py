@@ -1,4 +1,4 @@
-"""Imported by a test fork-server before `sandbox.zygote.main()`: its workers run plain Python.
+"""Imported by a test fork-server before `sandbox.worker.zygote.main()`: its workers run plain Python.
 
 Production has no switch that turns the language layer off. To test the host against a worker whose
 language layer was bypassed, a test starts its Sandbox with this fork-server instead (see
@@ -12,11 +12,11 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
-from sandbox import worker
-from sandbox.channel import FdChannel
-from sandbox.jsonable import to_json
-from sandbox.policy import FILENAME, RESULT_NAME, capture_last_value, parse
-from sandbox.runtime import describe
+from sandbox.worker import _process
+from sandbox.worker._fd_channel import FdChannel
+from sandbox.worker._jsonable import to_json
+from sandbox.worker._runtime import describe
+from sandbox.worker.policy import FILENAME, RESULT_NAME, capture_last_value, parse
 
 
 def run_plain(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
@@ -29,4 +29,4 @@ def run_plain(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         return {"op": "done", "value": None, "output": "", "error": describe(exc, lines, job["limits"])}
 
 
-worker.run_job = run_plain
+_process.run_job = run_plain

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunError, Sandbox, ToolError
-from sandbox.run import C_STACK_OVERFLOW
+from sandbox.host._run import C_STACK_OVERFLOW
 from tests.sandbox.conftest import PACKS, make_on_call
 
 pytestmark = pytest.mark.anyio

@@ -1,0 +1,153 @@
+"""The fork-server: one fresh forked worker per run, no process left behind, and a zygote that comes back."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sandbox import Limits, Sandbox
+from sandbox.host import forkserver
+from tests.sandbox.conftest import make_on_call
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Child pid -> state letter (Z for a zombie), from /proc."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children[int(stat.parent.name)] = fields[0]
+    return children
+
+
+def _zygote_pid(box: Sandbox) -> int:
+    process = box._forks.process
+    assert process is not None and process.returncode is None
+    return process.pid
+
+
+async def test_burst_gets_a_fresh_worker_per_run() -> None:
+    # Each run leaves the shared random generator seeded with 42: a reused worker would then draw its
+    # first number after that seed, where a fresh one is reseeded at fork.
+    code = "import random\nx = random.random()\nrandom.seed(42)\nx"
+    results = []
+
+    async def one() -> None:
+        results.append(await box.run(code, packs={}, on_call=make_on_call()))
+
+    async with Sandbox(Limits(timeout=20.0), warm=2) as box, anyio.create_task_group() as tg:
+        for _ in range(40):
+            tg.start_soon(one)
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+    assert random.Random(42).random() not in {r.value for r in results}
+    assert len({r.value for r in results}) == 40
+
+
+async def test_random_state_is_not_shared_between_forks(sandbox: Sandbox) -> None:
+    draws = [
+        (await sandbox.run("import random\nrandom.random()", packs={}, on_call=make_on_call())).value for _ in range(3)
+    ]
+    assert len(set(draws)) == 3
+
+
+async def test_process_census_after_many_runs_and_after_exit() -> None:
+    host = os.getpid()
+    before = set(_children(host))
+    async with Sandbox(Limits(timeout=5.0), warm=2) as box:
+        for i in range(30):
+            assert (await box.run(f"{i} + 1", packs={}, on_call=make_on_call())).value == i + 1
+        await box.run("while True:\n    pass", packs={}, on_call=make_on_call(), limits=Limits(timeout=0.3))
+        zygote = _zygote_pid(box)
+        await anyio.sleep(0.3)
+        # The host has one new child, the zygote; the zygote has reaped every finished worker.
+        assert set(_children(host)) - before == {zygote}
+        workers = _children(zygote)
+        assert len(workers) <= 3 and "Z" not in workers.values(), workers
+    assert set(_children(host)) - before == set()
+    assert not Path(f"/proc/{zygote}").exists()
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists()
+
+
+async def test_zygote_is_restarted_after_it_is_killed() -> None:
+    async with Sandbox(Limits(timeout=5.0), warm=2) as box:
+        assert (await box.run("1", packs={}, on_call=make_on_call())).value == 1
+        first = _zygote_pid(box)
+        os.kill(first, signal.SIGKILL)
+        # Runs right after the kill still work: a worker lost with the zygote before any call is retried.
+        with anyio.fail_after(10):
+            results = [await box.run(f"{i} * 3", packs={}, on_call=make_on_call()) for i in range(5)]
+        assert [r.value for r in results] == [0, 3, 6, 9, 12], [r.error for r in results]
+        assert _zygote_pid(box) != first
+
+
+async def test_run_when_zygote_dies_mid_run_fails_clearly() -> None:
+    async with Sandbox(Limits(timeout=5.0), warm=1) as box:
+        first = None
+
+        async def kill_zygote_soon() -> None:
+            await anyio.sleep(0.3)
+            os.kill(_zygote_pid(box), signal.SIGKILL)
+
+        async with anyio.create_task_group() as tg:
+            await anyio.sleep(0.2)
+            first = _zygote_pid(box)
+            tg.start_soon(kill_zygote_soon)
+            with anyio.fail_after(5):
+                result = await box.run(
+                    "demo.echo(1)\nwhile True:\n    pass", packs={"demo": ["echo"]}, on_call=make_on_call()
+                )
+        assert result.error is not None and result.error.type == "WorkerCrashed"
+        assert "fork-server" in result.error.message
+        assert (await box.run("2", packs={}, on_call=make_on_call())).value == 2
+        assert _zygote_pid(box) != first
+
+
+async def _wait_for_new_zygote(box: Sandbox, old: int) -> int:
+    """The pid of the zygote that took over from `old` (a fresh one starts in the background)."""
+    with anyio.fail_after(20):
+        while (pid := _zygote_pid(box)) == old:
+            await anyio.sleep(0.05)
+    return pid
+
+
+async def test_the_zygote_is_replaced_every_few_forks_and_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run must not learn from addresses, the heap's layout or hash values what other runs did: every
+    RECYCLE_FORKS forks and after RECYCLE_IDLE seconds without one, workers come from a fresh zygote (a new
+    process: a new hash seed and address-space layout); the old one exits once its last worker has."""
+    monkeypatch.setattr(forkserver, "RECYCLE_FORKS", 4)
+    monkeypatch.setattr(forkserver, "RECYCLE_IDLE", 1.5)
+
+    async def hashed() -> int:
+        result = await box.run("hash('same text')", packs={}, on_call=make_on_call())
+        assert result.ok, result.error
+        return int(result.value)
+
+    async with Sandbox(Limits(timeout=5.0), warm=1) as box:
+        seen = {await hashed()}
+        first = _zygote_pid(box)
+        assert await hashed() in seen  # workers of one zygote share its seed
+        for _ in range(4):
+            await hashed()
+        second = await _wait_for_new_zygote(box, first)
+        for _ in range(3):  # the warm worker the old zygote forked, then workers of the new one
+            seen.add(await hashed())
+        assert len(seen) == 2, "the fresh zygote has the same hash seed"
+        with anyio.fail_after(10):
+            while Path(f"/proc/{first}").exists():
+                await anyio.sleep(0.05)
+        host_children = set(_children(os.getpid()))
+        assert first not in host_children and second in host_children
+        # Idle: no fork for RECYCLE_IDLE seconds.
+        third = await _wait_for_new_zygote(box, second)
+        await hashed()  # the warm worker of the second zygote
+        assert await hashed() not in seen
+        assert third != first
