@@ -146,7 +146,7 @@ class _Compressor:
                 fields.append(_ELIDED)
                 break
             fields.append(self._property(name, prop, name in required, depth))
-        if isinstance(extra, Mapping) and extra:
+        if extra is not None and extra is not False:
             fields.append(f"[key: string]: {self.type_of(extra, depth + 1)}")
         return "{" + ", ".join(fields) + "}"
 
