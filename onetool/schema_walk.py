@@ -40,6 +40,7 @@ __all__ = [
     "AllOf",
     "Array",
     "Literals",
+    "Narrowed",
     "Object",
     "Ref",
     "Scalar",
@@ -57,6 +58,8 @@ __all__ = [
 
 NULL: Mapping[str, Any] = {"type": "null"}
 SCALARS = frozenset({"string", "integer", "number", "boolean", "null"})
+KINDS = SCALARS | {"array", "object"}
+"""The JSON types: a ``type`` list naming anything else reads as anything (and holds at most these seven)."""
 _MAX_REF_HOPS = 32
 """``$ref``s followed to find the object a tool's arguments are: a chain longer than this is not an object."""
 
@@ -85,13 +88,14 @@ class Ref:
 
 @dataclass(frozen=True, slots=True)
 class Literals:
-    """``enum`` or ``const``: these JSON values and no others (never empty: no value at all is NOTHING).
-
-    ``kind`` is the schema without them: the values' type where an output cannot list them one by one.
-    """
+    """``enum`` or ``const``: these JSON values and no others (never empty: no value at all is NOTHING)."""
 
     values: list[Any]
-    kind: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def kinds(self) -> list[str]:
+        """The JSON types of the values (``"string"``, ...): their type where an output cannot list them one by one."""
+        return list(dict.fromkeys(_KIND_OF.get(type(v), "object") for v in self.values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,30 +143,45 @@ class Object:
     ``required`` names (in order, each once), and ``rest``, the schema of other keys (None when unsaid, False when
     there may be none)."""
 
-    properties: dict[str, Any] | None
+    properties: Mapping[str, Any] | None
     required: tuple[str, ...]
     rest: Any
     schema: Mapping[str, Any] = field(repr=False)
 
 
 Shape = Special | Ref | Literals | Union | AllOf | Scalar | Array | Object
+_KIND_OF = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null", list: "array"}
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowed:
+    """A member of a union :func:`read` made from one schema: the schema without its ``nullable``, or as one type of
+    its ``type`` list (``kind``). A reference, not a copy: a large schema named many times is never copied."""
+
+    schema: Mapping[str, Any]
+    kind: str | None
 
 
 def read(schema: Any, root: Any) -> Shape:
     """What ``schema`` describes (see the module docstring); a ``$ref`` in it resolves against ``root``."""
+    if isinstance(schema, Narrowed):
+        return _kind(schema.schema, schema.kind) if schema.kind is not None else _read(schema.schema, root)
     if schema is False:
         return NOTHING
     if not isinstance(schema, Mapping):
         return ANYTHING
     if schema.get("nullable") is True:
-        return Union([{k: v for k, v in schema.items() if k != "nullable"}, NULL])
+        return Union([Narrowed(schema, None), NULL])
+    return _read(schema, root)
+
+
+def _read(schema: Mapping[str, Any], root: Any) -> Shape:
     ref = schema.get("$ref")
     if isinstance(ref, str):
         return Ref(ref, ref_name(ref), resolve_ref(root, ref))
     if isinstance(schema.get("enum"), list) or "const" in schema:
         values = schema["enum"] if isinstance(schema.get("enum"), list) else [schema["const"]]
-        others = {k: v for k, v in schema.items() if k not in ("enum", "const")}
-        return Literals(values, others) if values else NOTHING
+        return Literals(values) if values else NOTHING
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
             return Union(schema[key])
@@ -170,8 +189,8 @@ def read(schema: Any, root: Any) -> Shape:
         return AllOf(schema["allOf"], schema)
     kind = schema.get("type")
     if isinstance(kind, list) and kind:
-        kinds = list(dict.fromkeys(k if isinstance(k, str) else "" for k in kind))
-        return _kind(schema, kinds[0]) if len(kinds) == 1 else Union([{**schema, "type": k} for k in kinds])
+        kinds = list(dict.fromkeys(kind if all(isinstance(k, str) and k in KINDS for k in kind) else [""]))
+        return _kind(schema, kinds[0]) if len(kinds) == 1 else Union([Narrowed(schema, k) for k in kinds])
     if isinstance(kind, str):
         return _kind(schema, kind)
     if kind is not None:
@@ -195,7 +214,7 @@ def _kind(schema: Mapping[str, Any], kind: str) -> Shape:
         props = schema.get("properties")
         listed = schema.get("required")
         return Object(
-            {k: v for k, v in props.items() if isinstance(k, str)} if isinstance(props, Mapping) else None,
+            props if isinstance(props, Mapping) else None,
             tuple(dict.fromkeys(r for r in listed if isinstance(r, str))) if isinstance(listed, list) else (),
             _rest(schema.get("additionalProperties")),
             schema,

@@ -12,7 +12,19 @@ from onetool.errors import ArgumentError
 from onetool.inspect import compress
 from onetool.registry import Pack, Registry, ToolSchema
 from onetool.registry.schema import py_type
-from onetool.schema_walk import ANYTHING, NOTHING, Array, Literals, Object, Ref, Scalar, Union, read, resolve_ref
+from onetool.schema_walk import (
+    ANYTHING,
+    NOTHING,
+    Array,
+    Literals,
+    Narrowed,
+    Object,
+    Ref,
+    Scalar,
+    Union,
+    read,
+    resolve_ref,
+)
 from onetool.stubs import tools_module
 from tests.catalogue import upstream_tool
 
@@ -130,7 +142,8 @@ def test_read_shapes() -> None:
     assert read(True, {}) is ANYTHING and read({}, {}) is ANYTHING and read(5, {}) is ANYTHING
     assert read(False, {}) is NOTHING
     assert read({"type": "integer"}, {}) == Scalar("integer")
-    assert read({"const": 1, "type": "integer"}, {}) == Literals([1], {"type": "integer"})
+    assert read({"const": 1, "type": "integer"}, {}) == Literals([1])
+    assert Literals([1.5, "a", True, None, 2.5]).kinds == ["number", "string", "boolean", "null"]
     assert read({"oneOf": [STR]}, {}) == Union([STR])
     assert read({"type": ["string", "string"]}, {}) == Scalar("string")
     assert read({"items": True}, {}) == Array([], {})
@@ -141,3 +154,15 @@ def test_read_shapes() -> None:
     assert read({"$ref": "#/$defs/a~1b~0c"}, root) == Ref("#/$defs/a~1b~0c", "a/b~c", INT)
     assert read({"$ref": "#"}, root) == Ref("#", "Root", root)
     assert resolve_ref(root, "https://example.com/x.json") is None
+
+
+def test_union_members_made_from_one_schema_are_that_schema_not_copies() -> None:
+    # A large schema named by many $refs is read many times: each reading must not copy it.
+    big = {"type": ["object", "null"], "nullable": True, **{f"x-{i}": i for i in range(10_000)}}
+    nullable = read(big, {})
+    assert isinstance(nullable, Union) and isinstance(nullable.members[0], Narrowed)
+    assert nullable.members[0].schema is big
+    typed = read(nullable.members[0], {})
+    assert isinstance(typed, Union) and all(m.schema is big for m in typed.members)
+    # A type list holds at most the seven JSON types: anything else makes it anything.
+    assert read({"type": ["string", *map(str, range(10_000))]}, {}) is ANYTHING

@@ -117,7 +117,7 @@ class _Shapes:
             return self._ref(shape, depth, refs)
         if isinstance(shape, Literals):
             if not literal_values(shape.values):
-                return self.render(shape.kind, depth, refs)
+                return py_union(_SIMPLE[kind] for kind in shape.kinds)
             spelled = _first(list(dict.fromkeys(repr(v) for v in shape.values if v is not None)))
             literal = [f"Literal[{', '.join(spelled)}]"] if spelled else []
             return py_union([*literal, *(["None"] if None in shape.values else [])])

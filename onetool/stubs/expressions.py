@@ -51,6 +51,13 @@ def vocab(name: str) -> str:
 
 
 ANY = vocab("Any")
+_LITERAL_KINDS = {
+    **{kind: vocab(name) for kind, name in _JSON_KINDS.items()},
+    "null": "None",
+    "array": f"{vocab('list')}[{ANY}]",
+    "object": f"{vocab('dict')}[{vocab('str')}, {ANY}]",
+}
+"""The type of enum values that cannot be a ``Literal``, by their JSON type."""
 
 
 def placeholders(text: str) -> Iterable[re.Match[str]]:
@@ -121,7 +128,7 @@ class TypeBuilder:
             return self._ref(shape, root, depth)
         if isinstance(shape, Literals):
             lit = self.literal(shape.values)
-            return lit if lit else self.json(shape.kind, root, hint, depth + 1)
+            return lit if lit else self.union(_LITERAL_KINDS[kind] for kind in shape.kinds)
         if isinstance(shape, Union):
             return self.union(self.json(s, root, hint, depth + 1) for s in shape.members)
         if isinstance(shape, AllOf):
