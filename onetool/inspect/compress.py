@@ -11,12 +11,14 @@ a fraction of the characters. Conventions, applied everywhere:
   ``max_description_len`` characters with ``...``; 0 drops descriptions.
 - ``integer`` stays ``integer`` (not ``number``): validation rejects ``1.5`` and the model should know.
 - Enums and ``const`` are unions of JSON literals (``"a" | "b"``), at most 20 members then ``| ...N more``.
-- ``T[]`` arrays, ``(A | B)[]`` arrays of unions, ``[A, B]`` tuples, ``Record<string, T>`` maps,
-  ``{a: string, [key: string]: T}`` objects with extra properties, ``A & B`` for ``allOf``, ``T | null`` for
-  nullable types, ``{}`` for an object with no properties, ``object`` for any object, ``any`` for anything.
+- ``T[]`` arrays, ``(A | B)[]`` arrays of unions, ``[A, B]`` tuples (``[A, ...T[]]`` with more items after),
+  ``Record<string, T>`` maps, ``{a: string, [key: string]: T}`` objects with extra properties, ``A & B`` for
+  ``allOf``, ``T | null`` for nullable types (``null`` always last), ``{}`` for an object with no properties,
+  ``object`` for any object, ``any`` for anything, ``never`` for nothing.
 - ``$ref`` to ``#/...`` (``$defs``, ``definitions`` or any pointer) is expanded in place; a reference to a
   definition already being expanded (a cycle), or to one that does not exist or is not local, is shown by
-  its name.
+  its name. What each keyword means is :mod:`onetool.schema_walk`'s reading, the one signatures and the typed
+  stubs share.
 - ``...`` stands for what the caps cut: nesting deeper than ``max_depth``, more than ``max_nodes`` schema
   nodes visited, output past ``max_chars``. The caps bound time and output whatever the upstream sends.
 """
@@ -27,8 +29,21 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import unquote
 
+from onetool.schema_walk import (
+    CUT,
+    NOTHING,
+    AllOf,
+    Array,
+    Literals,
+    Object,
+    Ref,
+    Scalar,
+    Union,
+    Walk,
+    description,
+    union,
+)
 from onetool.text import one_line
 
 __all__ = ["DEFAULT_MAX_DESCRIPTION_LEN", "compress"]
@@ -43,7 +58,6 @@ _MAX_LITERAL_CHARS = 40
 _MAX_MEMBERS = 20
 _ELIDED = "..."
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_PRIMITIVES = frozenset({"string", "integer", "number", "boolean", "null"})
 
 
 def compress(
@@ -61,35 +75,39 @@ def compress(
 
 class _Compressor:
     def __init__(self, root: Any, max_description_len: int, max_depth: int, max_nodes: int) -> None:
-        self._root = root
+        self._walk = Walk(root, max_nodes)
         self._max_description_len = max_description_len
         self._max_depth = max_depth
-        self._nodes_left = max_nodes
-        self._compound: set[str] = set()
-        """Types rendered as a top-level union or intersection: they need parentheses inside ``[]`` or ``&``."""
-        self._expanding: list[str] = []
-        """The references being expanded, innermost last: meeting one of them again is a cycle."""
+        self._compound: dict[str, tuple[str, list[str]]] = {}
+        """Types rendered as a top-level union or intersection, with their operator and members: they need
+        parentheses inside ``[]`` or ``&``, and a union inside a union joins it."""
 
     def type_of(self, schema: Any, depth: int) -> str:
-        if depth > self._max_depth or self._nodes_left <= 0:
+        if depth > self._max_depth:
             return _ELIDED
-        self._nodes_left -= 1
-        if schema is True or (isinstance(schema, Mapping) and not schema):
-            return "any"
-        if schema is False:
-            return "never"
-        if not isinstance(schema, Mapping):
-            return "any"
-        if isinstance(schema.get("$ref"), str):
-            return self._ref(schema["$ref"], depth)
-        text = self._base(schema, depth)
-        if schema.get("nullable") is True and text not in ("any", "null"):
-            text = self._union([text, "null"])
-        return text
+        shape = self._walk.read(schema)
+        if isinstance(shape, Ref):
+            return self._ref(shape, depth)
+        if isinstance(shape, Literals):
+            return self._union(_literals(shape.values))
+        if isinstance(shape, Union):
+            return self._union([self.type_of(s, depth + 1) for s in shape.members[:_MAX_MEMBERS]])
+        if isinstance(shape, AllOf):
+            return self._intersection([self.type_of(s, depth + 1) for s in shape.parts[:_MAX_MEMBERS]])
+        if isinstance(shape, Scalar):
+            return shape.kind
+        if isinstance(shape, Array):
+            return self._array(shape, depth)
+        if isinstance(shape, Object):
+            return self._object(shape, depth)
+        return _ELIDED if shape is CUT else "never" if shape is NOTHING else "any"
 
     def _union(self, parts: list[str]) -> str:
-        flat = list(dict.fromkeys(parts))
-        return "any" if "any" in flat else self._joined(flat, " | ")
+        flat: list[str] = []
+        for part in parts:
+            operator, members = self._compound.get(part, ("", [part]))
+            flat += members if operator == " | " else [part]
+        return self._joined(union(flat, anything="any", nothing="never", null="null"), " | ")
 
     def _intersection(self, parts: list[str]) -> str:
         return self._joined([self._grouped(p) for p in dict.fromkeys(parts)], " & ")
@@ -98,115 +116,56 @@ class _Compressor:
         if len(parts) == 1:
             return parts[0]
         text = operator.join(parts)
-        self._compound.add(text)
+        self._compound[text] = (operator, parts)
         return text
 
     def _grouped(self, text: str) -> str:
         """Parenthesise a union or intersection before ``[]`` or ``&`` binds to its last member."""
         return f"({text})" if text in self._compound else text
 
-    def _base(self, schema: Mapping[str, Any], depth: int) -> str:
-        if isinstance(schema.get("enum"), list):
-            return self._union(_literals(schema["enum"]))
-        if "const" in schema:
-            return _literal(schema["const"])
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list) and schema[key]:
-                return self._union([self.type_of(s, depth + 1) for s in schema[key][:_MAX_MEMBERS]])
-        if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-            return self._intersection([self.type_of(s, depth + 1) for s in schema["allOf"][:_MAX_MEMBERS]])
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            return self._union([self._typed(str(k), schema, depth) for k in kind[:_MAX_MEMBERS]])
-        if isinstance(kind, str):
-            return self._typed(kind, schema, depth)
-        # No type: infer it from the keywords present, as validators effectively do.
-        if "properties" in schema or "additionalProperties" in schema:
-            return self._object(schema, depth)
-        if "items" in schema or "prefixItems" in schema:
-            return self._array(schema, depth)
-        return "any"
-
-    def _typed(self, kind: str, schema: Mapping[str, Any], depth: int) -> str:
-        if kind == "object":
-            return self._object(schema, depth)
-        if kind == "array":
-            return self._array(schema, depth)
-        return kind if kind in _PRIMITIVES else "any"
-
-    def _array(self, schema: Mapping[str, Any], depth: int) -> str:
-        items = schema.get("prefixItems", schema.get("items"))
-        if isinstance(items, list):
-            return "[" + ", ".join(self.type_of(s, depth + 1) for s in items[:_MAX_MEMBERS]) + "]"
-        if items is None:
+    def _array(self, shape: Array, depth: int) -> str:
+        if shape.prefix:
+            members = [self.type_of(s, depth + 1) for s in shape.prefix[:_MAX_MEMBERS]]
+            if shape.rest is not None and shape.rest is not False:
+                members.append(f"...{self._grouped(self.type_of(shape.rest, depth + 1))}[]")
+            return "[" + ", ".join(members) + "]"
+        if shape.rest is None:
             return "any[]"
-        return self._grouped(self.type_of(items, depth + 1)) + "[]"
+        return self._grouped(self.type_of(shape.rest, depth + 1)) + "[]"
 
-    def _object(self, schema: Mapping[str, Any], depth: int) -> str:
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        if not isinstance(props, Mapping):
-            if isinstance(extra, Mapping) or extra is True:
+    def _object(self, shape: Object, depth: int) -> str:
+        extra = shape.rest
+        if shape.properties is None:
+            if isinstance(extra, Mapping):
                 return f"Record<string, {self.type_of(extra, depth + 1)}>"
             return "{}" if extra is False else "object"
-        listed = schema.get("required")
-        required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+        required = set(shape.required)
         fields: list[str] = []
-        for name, prop in props.items():
-            if self._nodes_left <= 0:
+        for name, prop in shape.properties.items():
+            if self._walk.spent:
                 fields.append(_ELIDED)
                 break
-            fields.append(self._property(str(name), prop, name in required, depth))
-        if isinstance(extra, Mapping) and extra:
+            fields.append(self._property(name, prop, name in required, depth))
+        if extra is not None and extra is not False:
             fields.append(f"[key: string]: {self.type_of(extra, depth + 1)}")
         return "{" + ", ".join(fields) + "}"
 
     def _property(self, name: str, prop: Any, required: bool, depth: int) -> str:
         key = name if _IDENT.match(name) else json.dumps(name, ensure_ascii=False)
         text = f"{key}{'' if required else '?'}: {self.type_of(prop, depth + 1)}"
-        if not isinstance(prop, Mapping):
-            return text
-        if prop.get("default") is not None:
+        if isinstance(prop, Mapping) and prop.get("default") is not None:
             text += f" = {_literal(prop['default'])}"
-        description = prop.get("description")
-        if not isinstance(description, str) and isinstance(prop.get("$ref"), str):
-            target = self._resolve(prop["$ref"])
-            description = target.get("description") if isinstance(target, Mapping) else None
-        if isinstance(description, str) and self._max_description_len > 0:
-            text += f" /* {_comment(description, self._max_description_len)} */"
+        note = description(prop, self._walk.root)
+        if note is not None and self._max_description_len > 0:
+            text += f" /* {_comment(note, self._max_description_len)} */"
         return text
 
-    def _ref(self, ref: str, depth: int) -> str:
-        name = _ref_name(ref)
-        target = self._resolve(ref)
-        if target is None or ref in self._expanding:
-            return name
-        self._expanding.append(ref)
-        try:
-            # A reference is no level of nesting: the cycle check and the node cap bound chains of them.
+    def _ref(self, ref: Ref, depth: int) -> str:
+        if ref.target is None or self._walk.cycle(ref):
+            return ref.name
+        # A reference is no level of nesting: the cycle check and the node cap bound chains of them.
+        with self._walk.expanding(ref) as target:
             return self.type_of(target, depth)
-        finally:
-            self._expanding.pop()
-
-    def _resolve(self, ref: str) -> Any:
-        """The schema a local ``#/...`` pointer names, or None."""
-        if not ref.startswith("#"):
-            return None
-        node = self._root
-        for raw in ref[1:].split("/")[1:]:
-            part = unquote(raw).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
-
-
-def _ref_name(ref: str) -> str:
-    tail = ref.rstrip("/").rsplit("/", 1)[-1]
-    return one_line(unquote(tail), 64).replace(" ", "") or "any"
 
 
 def _literals(values: list[Any]) -> list[str]:

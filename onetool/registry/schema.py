@@ -10,7 +10,7 @@ into the arguments object, checking it before the call leaves the gateway.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from jsonschema import exceptions as js_exceptions
@@ -18,6 +18,23 @@ from jsonschema import validators
 
 from onetool.errors import ArgumentError
 from onetool.results import is_envelope_schema
+from onetool.schema_walk import (
+    CUT,
+    NOTHING,
+    AllOf,
+    Array,
+    Literals,
+    Object,
+    Ref,
+    Scalar,
+    Shape,
+    Union,
+    Walk,
+    merge_all_of,
+    object_view,
+    read,
+    union,
+)
 
 _SIMPLE = {
     "string": "str",
@@ -39,6 +56,8 @@ _MAX_ENUM = 8
 """Values of an enum, and members of a union, shown; more are ``...``."""
 _MAX_NODES = 400
 """Subschemas one rendering visits: bounds the work a hostile schema (wide unions of wide objects) can cause."""
+MAX_LITERALS = 100
+"""Enum values spelled as a ``Literal``; a longer enum is typed by its JSON type."""
 _MAX_DEFAULT_CHARS = 40
 """A longer default is shown as ``= ...``: it says the argument may be left out without spending the budget."""
 
@@ -53,10 +72,9 @@ def py_type(schema: Any, root: Mapping[str, Any] | None = None) -> str:
     for depth in range(_MAX_DEPTH, -1, -1):
         shapes = _Shapes(base)
         text = shapes.render(schema, depth, ())
-        if len(text) <= MAX_TYPE_CHARS and shapes.nodes >= 0:
+        if len(text) <= MAX_TYPE_CHARS and not shapes.cut:
             return text
-    kind = schema.get("type") if isinstance(schema, Mapping) else None
-    return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
+    return _bare(read(schema, base))
 
 
 def return_type(output_schema: Mapping[str, Any] | None) -> str | None:
@@ -71,109 +89,78 @@ def return_type(output_schema: Mapping[str, Any] | None) -> str | None:
     return py_type(output_schema)
 
 
+def literal_values(values: list[Any]) -> bool:
+    """Whether ``Literal[...]`` can hold these enum values (strings, integers, booleans, None) and is short enough to
+    be worth it; others are typed by their JSON type. The stubs module and signatures spell enums alike."""
+    return len(values) <= MAX_LITERALS and all(v is None or isinstance(v, str | int) for v in values)
+
+
+def py_union(members: Iterable[str]) -> str:
+    """Python type texts joined as one union (:func:`~onetool.schema_walk.union`'s rules)."""
+    flat = [m for text in members for m in union_members(text)]
+    return " | ".join(union(flat, anything="Any", nothing="Never", null="None"))
+
+
 class _Shapes:
     """One rendering of a schema to a given depth; remembers which ``$ref`` turned out recursive."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
+        self.walk = Walk(root, _MAX_NODES)
         self.recursive: set[str] = set()
-        self.nodes = _MAX_NODES
+        self.cut = False
 
     def render(self, schema: Any, depth: int, refs: tuple[str, ...]) -> str:
-        self.nodes -= 1
-        if not isinstance(schema, Mapping) or self.nodes < 0:
-            return "Any"
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            return self._ref(ref, depth, refs)
-        if isinstance(schema.get("enum"), list):
-            return "Literal[" + ", ".join(_first([repr(v) for v in schema["enum"]])) + "]"
-        if "const" in schema:
-            return f"Literal[{schema['const']!r}]"
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list) and schema[key]:
-                return " | ".join(_first(list(dict.fromkeys(self.render(s, depth, refs) for s in schema[key]))))
-        if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-            return self.render(merge_all_of(schema, self.root), depth, refs)
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            return " | ".join(dict.fromkeys(self._kind(schema, k, depth, refs) for k in kind))
-        if kind is None:
-            kind = "object" if "properties" in schema else "array" if "items" in schema else None
-        return self._kind(schema, kind, depth, refs)
-
-    def _kind(self, schema: Mapping[str, Any], kind: Any, depth: int, refs: tuple[str, ...]) -> str:
-        if kind == "array":
-            items = schema.get("items")
-            if depth <= 0 or not isinstance(items, Mapping) or not items:
-                return "list"
-            return f"list[{self.render(items, depth - 1, refs)}]"
-        if kind == "object" and depth > 0:
-            props = schema.get("properties")
-            if isinstance(props, Mapping) and props:
-                required = schema.get("required")
-                needed = set(required) if isinstance(required, list) else set()
+        shape = self.walk.read(schema)
+        if shape is CUT:
+            self.cut = True
+        if isinstance(shape, Ref):
+            return self._ref(shape, depth, refs)
+        if isinstance(shape, Literals):
+            if not literal_values(shape.values):
+                return py_union(_SIMPLE[kind] for kind in shape.kinds)
+            spelled = _first(list(dict.fromkeys(repr(v) for v in shape.values if v is not None)))
+            literal = [f"Literal[{', '.join(spelled)}]"] if spelled else []
+            return py_union([*literal, *(["None"] if None in shape.values else [])])
+        if isinstance(shape, Union):
+            joined = py_union(self.render(s, depth, refs) for s in shape.members)
+            return " | ".join(_first(union_members(joined)))
+        if isinstance(shape, AllOf):
+            return self.render(merge_all_of(shape.schema, self.walk.root), depth, refs)
+        if isinstance(shape, Array) and depth > 0:
+            members = shape.members
+            item = py_union(self.render(s, depth - 1, refs) for s in members) if members else "Any"
+            return "list" if item == "Any" else f"list[{item}]"
+        if isinstance(shape, Object) and depth > 0:
+            if shape.properties:
+                needed = set(shape.required)
                 fields = [
                     f"{_field_name(name)}{'' if name in needed else '?'}: {self.render(sub, depth - 1, refs)}"
-                    for name, sub in list(props.items())[:_MAX_FIELDS]
+                    for name, sub in list(shape.properties.items())[:_MAX_FIELDS]
                 ]
-                return "{" + ", ".join(fields + (["..."] if len(props) > _MAX_FIELDS else [])) + "}"
-            extra = schema.get("additionalProperties")
-            if isinstance(extra, Mapping) and extra:
-                return f"dict[str, {self.render(extra, depth - 1, refs)}]"
-        return _SIMPLE.get(kind, "Any") if isinstance(kind, str) else "Any"
+                return "{" + ", ".join(fields + (["..."] if len(shape.properties) > _MAX_FIELDS else [])) + "}"
+            if isinstance(shape.rest, Mapping) and shape.rest:
+                return f"dict[str, {self.render(shape.rest, depth - 1, refs)}]"
+        return _bare(shape)
 
-    def _ref(self, ref: str, depth: int, refs: tuple[str, ...]) -> str:
-        name = ref.rsplit("/", 1)[-1].lstrip("#") or "Root"
-        if ref in refs:
-            self.recursive.add(ref)
-            return name
-        target = resolve_ref(self.root, ref)
-        if target is None:
-            return name
-        text = self.render(target, depth, (*refs, ref))
-        return f"{name}{text}" if ref in self.recursive and text.startswith("{") else text
+    def _ref(self, ref: Ref, depth: int, refs: tuple[str, ...]) -> str:
+        if ref.pointer in refs:
+            self.recursive.add(ref.pointer)
+            return ref.name
+        if ref.target is None:
+            return ref.name
+        text = self.render(ref.target, depth, (*refs, ref.pointer))
+        return f"{ref.name}{text}" if ref.pointer in self.recursive and text.startswith("{") else text
 
 
-def resolve_ref(root: Mapping[str, Any], ref: str) -> Any:
-    """The subschema a local JSON pointer (``#/$defs/Item``) names in ``root``; None when it names nothing.
-
-    Remote references are not followed.
-    """
-    if not ref.startswith("#"):
-        return None
-    node: Any = root
-    for part in ref[1:].split("/")[1:]:
-        key = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-    return node
-
-
-def merge_all_of(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
-    """``allOf`` as one schema: the parts' properties and required names together (what pydantic emits)."""
-    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-    props: dict[str, Any] = dict(merged.get("properties") or {})
-    required: list[Any] = list(merged.get("required") or [])
-    for part in schema["allOf"]:
-        if isinstance(part, Mapping) and isinstance(part.get("$ref"), str):
-            part = resolve_ref(root, part["$ref"])
-        if not isinstance(part, Mapping):
-            continue
-        if isinstance(part.get("properties"), Mapping):
-            props.update(part["properties"])
-        if isinstance(part.get("required"), list):
-            required += part["required"]
-        for key, value in part.items():
-            if key not in ("allOf", "$ref"):
-                merged.setdefault(key, value)
-    if props:
-        merged.update(properties=props, required=required, type=merged.get("type", "object"))
-    return merged
+def _bare(shape: Shape) -> str:
+    """The shape's kind alone: what a type says once its parts no longer fit."""
+    if isinstance(shape, Scalar):
+        return _SIMPLE[shape.kind]
+    if isinstance(shape, Array):
+        return "list"
+    if isinstance(shape, Object):
+        return "dict"
+    return "Never" if shape is NOTHING else "Any"
 
 
 def _first(items: list[str]) -> list[str]:
@@ -182,6 +169,30 @@ def _first(items: list[str]) -> list[str]:
 
 def _field_name(name: str) -> str:
     return name if name.isidentifier() else repr(name)
+
+
+def union_members(text: str) -> list[str]:
+    """The members of a union of Python type texts; a ``|`` inside brackets or a string literal belongs to its
+    member."""
+    out, depth, start, quote, escaped = [], 0, 0, "", False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()]
 
 
 MAX_CHECKED_VALUES = 500
@@ -240,13 +251,14 @@ class ToolSchema:
     def __init__(self, schema: Mapping[str, Any] | None) -> None:
         # A dict: jsonschema calls any other mapping a broken schema, and a broken schema skips validation.
         self.schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
-        props = self.schema.get("properties")
-        self.properties: dict[str, Any] = dict(props) if isinstance(props, Mapping) else {}
-        req = self.schema.get("required")
-        self.required: list[str] = [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
-        extra = self.schema.get("additionalProperties")
+        # The arguments object as the stubs and inspect read it too: through a root $ref, allOf merged.
+        view = object_view(self.schema)
+        self.properties: dict[str, Any] = dict(view.properties or {}) if view else {}
+        self.required: list[str] = list(view.required) if view else []
+        self.rest: Any = view.rest if view else None
+        """The schema of arguments past the properties (``{}``: any); None when unsaid, False when refused."""
         # A declared property list is the contract: extra names are typos unless explicitly allowed.
-        self.open_ended = bool(extra) if self.properties else extra is not False
+        self.open_ended = self.rest not in (None, False) if self.properties else self.rest is not False
         self._validator: Any = None
 
     def signature(self, name: str, returns: Mapping[str, Any] | None = None) -> str:
@@ -319,8 +331,21 @@ class ToolSchema:
             try:
                 cls = validators.validator_for(self.schema, default=validators.Draft202012Validator)
                 cls.check_schema(self.schema)
-                self._validator = cls(self.schema)
+                nullable = {keyword: _nullable(check) for keyword, check in cls.VALIDATORS.items()}
+                self._validator = validators.extend(cls, nullable)(self.schema)
             except (js_exceptions.SchemaError, TypeError, ValueError):
                 # An upstream's broken schema is its problem: let the upstream judge the call.
                 self._validator = False
         return self._validator
+
+
+def _nullable(check: Callable[..., Any]) -> Callable[..., Any]:
+    """A keyword's check that lets null through a schema marked ``nullable: true`` (OpenAPI 3.0), as the
+    signatures, the stubs and ``inspect`` all describe it (see :mod:`onetool.schema_walk`)."""
+
+    def checked(validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+        if instance is None and schema.get("nullable") is True:
+            return iter(())
+        return iter(check(validator, value, instance, schema) or ())
+
+    return checked

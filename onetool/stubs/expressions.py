@@ -20,14 +20,13 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic.json_schema import JsonSchemaMode as JsonMode
 
-from onetool.registry.schema import merge_all_of, resolve_ref
+from onetool.registry.schema import literal_values, union_members
+from onetool.schema_walk import NOTHING, AllOf, Array, Literals, Object, Ref, Scalar, Union, merge_all_of, read, union
 
 MAX_NODES = 2_000
 """Subschemas one tool's types visit: bounds the work (and the module) a hostile schema can cause."""
 _MAX_DEPTH = 24
 """Nesting followed; deeper is ``Any`` (and Python's recursion limit is never near)."""
-_MAX_LITERALS = 100
-"""Enum values spelled as a ``Literal``; a longer enum is typed by its JSON type."""
 
 _JSON_KINDS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 _PLAIN_CLASSES = (str, int, float, bool, bytes, object)
@@ -52,6 +51,13 @@ def vocab(name: str) -> str:
 
 
 ANY = vocab("Any")
+_LITERAL_KINDS = {
+    **{kind: vocab(name) for kind, name in _JSON_KINDS.items()},
+    "null": "None",
+    "array": f"{vocab('list')}[{ANY}]",
+    "object": f"{vocab('dict')}[{vocab('str')}, {ANY}]",
+}
+"""The type of enum values that cannot be a ``Literal``, by their JSON type."""
 
 
 def placeholders(text: str) -> Iterable[re.Match[str]]:
@@ -115,60 +121,44 @@ class TypeBuilder:
     def json(self, schema: Any, root: Mapping[str, Any], hint: str, depth: int = 0) -> str:
         """The type of values ``schema`` describes; ``hint`` names a TypedDict it needs (unless the schema does)."""
         self._budget -= 1
-        if not isinstance(schema, Mapping) or self._budget < 0 or depth > _MAX_DEPTH:
+        if self._budget < 0 or depth > _MAX_DEPTH:
             return ANY
-        if isinstance(schema.get("$ref"), str):
-            return self._ref(schema["$ref"], root, depth)
-        if isinstance(schema.get("enum"), list) and (lit := self.literal(schema["enum"])):
-            return lit
-        if "const" in schema and (lit := self.literal([schema["const"]])):
-            return lit
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list) and schema[key]:
-                return self.union(self.json(s, root, hint, depth + 1) for s in schema[key])
-        if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-            return self.json(merge_all_of(schema, root), root, hint, depth + 1)
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            return self.union(self._kind(schema, k, root, hint, depth) for k in kind)
-        if kind is None:
-            kind = "object" if "properties" in schema else "array" if "items" in schema else None
-        return self._kind(schema, kind, root, hint, depth)
-
-    def _kind(self, schema: Mapping[str, Any], kind: Any, root: Mapping[str, Any], hint: str, depth: int) -> str:
-        if kind == "null":
-            return "None"
-        if kind in _JSON_KINDS:
-            return vocab(_JSON_KINDS[kind])
-        if kind == "array":
-            items = schema.get("items")
-            item = self.json(items, root, hint + "Item", depth + 1) if isinstance(items, Mapping) and items else ANY
+        shape = read(schema, root)
+        if isinstance(shape, Ref):
+            return self._ref(shape, root, depth)
+        if isinstance(shape, Literals):
+            lit = self.literal(shape.values)
+            return lit if lit else self.union(_LITERAL_KINDS[kind] for kind in shape.kinds)
+        if isinstance(shape, Union):
+            return self.union(self.json(s, root, hint, depth + 1) for s in shape.members)
+        if isinstance(shape, AllOf):
+            return self.json(merge_all_of(shape.schema, root), root, hint, depth + 1)
+        if isinstance(shape, Scalar):
+            return "None" if shape.kind == "null" else vocab(_JSON_KINDS[shape.kind])
+        if isinstance(shape, Array):
+            members = shape.members
+            item = self.union(self.json(s, root, hint + "Item", depth + 1) for s in members) if members else ANY
             return f"{vocab('list')}[{item}]"
-        if kind == "object":
-            props = schema.get("properties")
-            if isinstance(props, Mapping) and props:
-                return self.typed_dict(schema, root, hint, depth)
-            extra = schema.get("additionalProperties")
+        if isinstance(shape, Object):
+            if shape.properties:
+                return self.typed_dict(shape, root, hint, depth)
+            extra = shape.rest
             value = self.json(extra, root, hint + "Value", depth + 1) if isinstance(extra, Mapping) and extra else ANY
             return f"{vocab('dict')}[{vocab('str')}, {value}]"
-        return ANY
+        return vocab("Never") if shape is NOTHING else ANY
 
-    def typed_dict(
-        self, schema: Mapping[str, Any], root: Mapping[str, Any], hint: str, depth: int, cid: int | None = None
-    ) -> str:
+    def typed_dict(self, shape: Object, root: Mapping[str, Any], hint: str, depth: int, cid: int | None = None) -> str:
         """A TypedDict for an object schema with properties; ``cid`` is the id a recursive ``$ref`` reserved."""
-        required = schema.get("required")
-        needed = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        needed = set(shape.required)
         fields = [
             (key, self.json(sub, root, hint + pascal(key), depth + 1), key in needed)
-            for key, sub in schema["properties"].items()
-            if isinstance(key, str)
+            for key, sub in (shape.properties or {}).items()
         ]
         if self._budget < 0:
             return f"{vocab('dict')}[{vocab('str')}, {ANY}]"
-        description = schema.get("description")
+        description = shape.schema.get("description")
         doc = description if isinstance(description, str) else ""
-        return self._register(TypedDictSpec(pascal(schema.get("title")) or hint, fields, doc), cid)
+        return self._register(TypedDictSpec(pascal(shape.schema.get("title")) or hint, fields, doc), cid)
 
     def _register(self, spec: TypedDictSpec, cid: int | None = None) -> str:
         """The placeholder of ``spec``, or of an identical TypedDict made before."""
@@ -188,25 +178,25 @@ class TypeBuilder:
             self.field_names.update(key for key, _, _ in fields)
         return f"\x02{cid}\x02"
 
-    def _ref(self, ref: str, root: Mapping[str, Any], depth: int) -> str:
-        key = (id(root), ref)
+    def _ref(self, ref: Ref, root: Mapping[str, Any], depth: int) -> str:
+        key = (id(root), ref.pointer)
         if key in self._done:
             return self._done[key]
         if key in self._open:
             cid = self._open[key]
             # A recursive object is named; a recursive anything-else would need a type alias: Any.
             return ANY if cid is None else f"\x02{cid}\x02"
-        target = resolve_ref(root, ref)
-        if not isinstance(target, Mapping):
+        if ref.target is None:
             return ANY
-        hint = pascal(ref.rsplit("/", 1)[-1]) or "Ref"
-        if _plain_object(target):
+        hint = pascal(ref.name) or "Ref"
+        target = read(ref.target, root)
+        if isinstance(target, Object) and target.properties:
             cid = self._open[key] = len(self.dicts)
             self.dicts.append(None)
             text = self.typed_dict(target, root, hint, depth + 1, cid)
         else:
             self._open[key] = None
-            text = self.json(target, root, hint, depth + 1)
+            text = self.json(ref.target, root, hint, depth + 1)
         del self._open[key]
         self._done[key] = text
         return text
@@ -259,52 +249,15 @@ class TypeBuilder:
 
     def literal(self, values: list[Any]) -> str | None:
         """``Literal[...]`` of JSON scalar values (None joins as ``| None``); None when they cannot be spelled so."""
-        if not values or len(values) > _MAX_LITERALS:
+        if not values or not literal_values(values):
             return None
-        if not all(v is None or isinstance(v, str | int) for v in values):
-            return None  # floats and structures cannot be Literal members
         spelled = list(dict.fromkeys(repr(v) for v in values if v is not None))
         parts = [f"{vocab('Literal')}[{', '.join(spelled)}]"] if spelled else []
         return self.union([*parts, *(["None"] if None in values else [])])
 
     @staticmethod
     def union(parts: Iterable[str]) -> str:
-        members = list(dict.fromkeys(p for part in parts for p in _members(part)))
-        if not members or ANY in members:
+        members = [m for part in parts for m in union_members(part)]
+        if not members:
             return ANY
-        return " | ".join([m for m in members if m != "None"] + (["None"] if "None" in members else []))
-
-
-def _members(text: str) -> list[str]:
-    """The members of a union this module built; a ``|`` inside brackets or a string literal belongs to its member."""
-    out, depth, start, quote, escaped = [], 0, 0, "", False
-    for i, ch in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    return [*out, text[start:].strip()]
-
-
-def _plain_object(schema: Mapping[str, Any]) -> bool:
-    """An object schema with properties and nothing that makes it a union or a reference."""
-    props = schema.get("properties")
-    others = ("$ref", "enum", "const", "anyOf", "oneOf", "allOf")
-    return (
-        isinstance(props, Mapping)
-        and bool(props)
-        and schema.get("type", "object") == "object"
-        and not any(k in schema for k in others)
-    )
+        return " | ".join(union(members, anything=ANY, nothing=vocab("Never"), null="None"))

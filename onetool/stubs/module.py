@@ -17,12 +17,13 @@ from typing import Any
 
 from onetool.registry import LocalTool, Pack, Registry, Tool, UpstreamTool
 from onetool.results import is_envelope_schema
+from onetool.schema_walk import Literals, Object, Scalar, Shape, Union, read
 from onetool.stubs.expressions import ANY, TypeBuilder, TypedDictSpec, pascal, placeholders, plain_name, substitute
 from onetool.stubs.expressions import vocab as v
 from onetool.stubs.select import select
 
 _BUILTINS = ("str", "int", "float", "bool", "bytes", "object", "list", "dict", "NotImplementedError")
-_TYPING = ("Any", "Literal", "NotRequired", "TypedDict", "Unpack")
+_TYPING = ("Any", "Literal", "Never", "NotRequired", "TypedDict", "Unpack")
 _MAX_DOC_CHARS = 4_000
 _MAX_DEFAULT_CHARS = 40
 _STUB_BODY = f'raise {v("NotImplementedError")}("a typed description only: run the call through OneTool\'s run tool")'
@@ -90,15 +91,15 @@ def _upstream_method(tool: UpstreamTool, builder: TypeBuilder, hint: str) -> _Me
                 params.append(f"{name}: {kind}")
             else:
                 optional_seen = True
-                default = _schema_default(sub)
+                default = _schema_default(sub, root)
                 kind = kind if default else builder.union([kind, "None"])
                 params.append(f"{name}: {kind} = {default or 'None'}")
-        extra = root.get("additionalProperties")
-        if props and extra:
-            params.append(f"**{_unique('kwargs', set(props))}: {builder.json(extra, root, hint + 'Value', 1)}")
+        if props and tool.schema.open_ended:
+            extra = builder.json(tool.schema.rest, root, hint + "Value", 1)
+            params.append(f"**{_unique('kwargs', set(props))}: {extra}")
     else:
         # Some argument name is not a Python name (``from``, ``my-key``): the arguments as one TypedDict.
-        arguments = {"properties": props, "required": sorted(required)}
+        arguments = Object(props, tuple(sorted(required)), None, {})
         holder = builder.typed_dict(arguments, root, hint + "Arguments", 1)
         params.append(f"**{_unique('kwargs', set(props))}: {v('Unpack')}[{holder}]")
     out = tool.output_schema
@@ -112,20 +113,25 @@ def _upstream_method(tool: UpstreamTool, builder: TypeBuilder, hint: str) -> _Me
     return _Method(tool.name, params, returns, doc, set(props))
 
 
-def _schema_default(sub: Any) -> str | None:
+def _schema_default(sub: Any, root: Mapping[str, Any]) -> str | None:
     """The schema's default as a Python literal, when it is a plain value the parameter's type admits."""
     if not isinstance(sub, Mapping) or "default" not in sub or not _literal_value(sub["default"]):
         return None
-    value = sub["default"]
-    if isinstance(sub.get("enum"), list):
-        fits = any(type(e) is type(value) and e == value for e in sub["enum"])
-    elif "const" in sub or any(k in sub for k in ("$ref", "anyOf", "oneOf", "allOf")):
-        fits = False
-    else:
-        kinds = sub.get("type")
-        kinds = kinds if isinstance(kinds, list) else [kinds]
-        fits = any(isinstance(k, str) and k in _JSON_CHECKS and _JSON_CHECKS[k](value) for k in kinds)
-    return repr(value) if fits else None
+    return repr(sub["default"]) if _admits(read(sub, root), sub["default"], root) else None
+
+
+def _admits(shape: Shape, value: Any, root: Mapping[str, Any]) -> bool:
+    """Whether the type written for ``shape`` visibly admits ``value``: a literal among the enum's values, a
+    scalar of the right JSON type, or a union with such a member."""
+    if isinstance(shape, Literals):
+        return any(type(e) is type(value) and e == value for e in shape.values)
+    if isinstance(shape, Scalar):
+        return _JSON_CHECKS[shape.kind](value)
+    if isinstance(shape, Union):
+        # One level only: a member's own members would make this recurse as deep as a hostile schema nests.
+        members = [read(m, root) for m in shape.members]
+        return any(_admits(m, value, root) for m in members if isinstance(m, Scalar | Literals))
+    return False
 
 
 def _literal_value(value: Any) -> bool:
