@@ -7,16 +7,20 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from loguru import logger
 
 from onetool.logs import setup_logging
 from tests.processes import stop
+
+if TYPE_CHECKING:
+    from tests.gateways import ServedGateway
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -149,3 +153,17 @@ def logging_as_configured(**options: Any) -> Iterator[None]:
     with restoring_logging():
         setup_logging("INFO", **options)
         yield
+
+
+@pytest.fixture(scope="package")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    """One `onetool serve --http --port 0` (tests.gateways.gateway_config) for the package's tests."""
+    from tests.gateways import gateway_config, start_http_gateway
+    from tests.gateways import stop as stop_gateway
+
+    marker = f"gw-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path_factory.mktemp("gateway"), gateway_config(marker), marker)
+    try:
+        yield served
+    finally:
+        stop_gateway(served.proc)

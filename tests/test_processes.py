@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateway.conftest import processes_with
+from tests.gateways import processes_with
 from tests.processes import start_and_read_line, stop
 
 SILENT = "import sys, time; print('about to sleep', file=sys.stderr, flush=True); time.sleep(60)"

@@ -15,10 +15,10 @@ import anyio
 import pytest
 from mcp import types
 
+from tests.admin_api import admin, cli, origin
 from tests.bridge.conftest import TOKEN, BridgeProcess, wait_until
 from tests.conftest import TIME_SERVER, free_port
-from tests.gateway.admin import admin, cli, origin
-from tests.gateway.conftest import ServedGateway, processes_with, start_http_gateway, stop, text_of
+from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop, text_of
 from tests.upstream.conftest import _stat
 
 NOW = "time.get_current_time(timezone='UTC')['timezone']"

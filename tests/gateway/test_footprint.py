@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import FIXTURES, PYTHON, free_port
-from tests.gateway.conftest import write_config
+from tests.gateways import write_config
 
 OPTIONAL = ("alembic", "jwt", "mcp.client.auth.extensions.client_credentials", "onetool.auth.provider")
 

@@ -10,7 +10,7 @@ import pytest
 from onetool.config import Config
 from onetool.gateway import Gateway
 from tests.conftest import FIXTURES, PYTHON, spans
-from tests.gateway.conftest import gateway_config, text_of
+from tests.gateways import gateway_config, text_of
 
 pytestmark = pytest.mark.anyio
 

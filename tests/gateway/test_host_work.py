@@ -10,8 +10,8 @@ import pytest
 
 from onetool.gateway import Gateway
 from onetool.registry.tools import MAX_LOCAL_VALUES
-from tests.gateway.conftest import text_of
 from tests.gateway.test_gateway import make_config
+from tests.gateways import text_of
 
 pytestmark = pytest.mark.anyio
 

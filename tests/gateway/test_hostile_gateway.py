@@ -23,9 +23,9 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
-from tests.gateway.admin import admin
-from tests.gateway.conftest import ONETOOL, ServedGateway, start_http_gateway, stop, text_of, write_config
+from tests.gateways import ONETOOL, ServedGateway, start_http_gateway, stop, text_of, write_config
 
 pytestmark = pytest.mark.anyio
 

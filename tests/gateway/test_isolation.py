@@ -17,7 +17,7 @@ from onetool.gateway import Gateway
 from onetool.upstream import UpstreamPool
 from onetool.upstream.connection import REVIVE_GAP
 from tests.conftest import FIXTURES, PYTHON
-from tests.gateway.conftest import text_of
+from tests.gateways import text_of
 from tests.upstream.conftest import FaultHttpServer
 
 STUCK = 8

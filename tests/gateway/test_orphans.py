@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from onetool.upstream.groups import stat_fields
 from tests.conftest import FIXTURES, PYTHON
-from tests.gateway.conftest import ServedGateway, processes_with, start_http_gateway, stop
+from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop
 
 T = TypeVar("T")
 GONE_WITHIN = 5.0  # seconds: the target, after a `kill -9` of the gateway

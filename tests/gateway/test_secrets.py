@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVERYTHING_JS, free_port
-from tests.gateway.conftest import start_http_gateway, stop, text_of
+from tests.gateways import start_http_gateway, stop, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import pytest
 from mcp import Client
 
 from onetool.describe import BUDGET_CHARS
-from tests.gateway.conftest import ServedGateway, text_of
+from tests.gateways import ServedGateway, text_of
 
 pytestmark = pytest.mark.anyio
 

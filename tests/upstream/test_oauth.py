@@ -39,10 +39,10 @@ from onetool.errors import UpstreamUnavailable
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.http import oauth_problem
+from tests.config.test_config import error_of, write
 from tests.conftest import FIXTURES, free_port, wait_for_port
 from tests.processes import stop
 from tests.state.conftest import RecordingStore
-from tests.test_config import error_of, write
 
 OAUTH_SERVER = str(FIXTURES / "oauth_server.py")
 TTL = 2  # seconds an access token lives on the fixture server

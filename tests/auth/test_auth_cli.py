@@ -1,0 +1,83 @@
+"""`onetool auth`, `auth --status`, `auth --logout`, `servers` and a snippet, through the real CLI, against the
+OAuth fixture server; the "browser" follows the printed URL with urllib."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.gateways import ONETOOL, auth_command, write_config
+from tests.state.conftest import sqlite_execute
+from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
+
+
+def onetool(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ONETOOL_STATE_DIR": str(home / "state"), "LOG_LEVEL": "WARNING"}
+    env.pop("DISPLAY", None)
+    return subprocess.run([ONETOOL, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def oauth_records(home: Path) -> list[str]:
+    rows = sqlite_execute(home / "state" / "onetool.db", "SELECT server FROM oauth_tokens ORDER BY server")
+    return [str(row[0]) for row in rows]
+
+
+def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServer], tmp_path: Path) -> None:  # noqa: F811
+    server = start_server()
+    m2m = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": server.base}
+    config = str(
+        write_config(
+            tmp_path,
+            {"servers": {"fx": {"url": server.url, "oauth": {}}, "m2m": {"url": server.url, "oauth": m2m}}},
+        )
+    )
+
+    status = onetool(tmp_path, "auth", "--status", "--config", config)
+    assert status.returncode == 0
+    assert re.search(r"^fx\s+pending_authorization\s+authorization required: no stored tokens", status.stdout, re.M)
+    assert re.search(r"^m2m\s+authenticated", status.stdout, re.M)
+
+    env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
+    with auth_command(Path(config), "fx", env) as (url, proc):
+        assert url.startswith(f"{server.base}/authorize?")
+        page = fetch(url)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert page.status_code == 200 and "<b>fx</b>" in page.text
+    assert "server 'fx': authorized; 2 tools" in out
+    assert oauth_records(tmp_path) == ["fx", "m2m"]  # in the state store (m2m: client credentials), no file
+    assert not (tmp_path / "state" / "oauth").exists()
+
+    status = onetool(tmp_path, "auth", "--status", "--config", config)
+    assert re.search(r"^fx\s+authenticated", status.stdout, re.M), status.stdout
+
+    snippet = (
+        "[sorted((s['name'], s['oauth_status']) for s in proxy.list_servers()), fx.add(a=1, b=2), m2m.add(a=2, b=2)]"
+    )
+    ran = onetool(tmp_path, "run", "-c", snippet, "--config", config)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == [[["fx", "authenticated"], ["m2m", "authenticated"]], 3, 4]
+
+    logout = onetool(tmp_path, "auth", "--logout", "fx", "--config", config)
+    assert (logout.returncode, logout.stdout) == (0, "server 'fx': tokens and client registration forgotten\n")
+    assert oauth_records(tmp_path) == ["m2m"]
+
+    catch = "try:\n    fx.add(a=1, b=2)\nexcept ToolUnavailable as e:\n    caught = str(e)\ncaught"
+    ran = onetool(tmp_path, "run", "-c", catch, "--config", config)
+    assert ran.returncode == 0, ran.stderr
+    assert "authorization required: no stored tokens; run `onetool auth fx`" in ran.stdout
+
+    servers = onetool(tmp_path, "servers", "--config", config)
+    assert re.search(r"^fx .*failed .*pending_authorization .*run `onetool auth fx`", servers.stdout, re.M)
+    assert re.search(r"^m2m .*connected .*authenticated", servers.stdout, re.M)
+
+
+def test_auth_names_the_oauth_servers_when_given_another(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, {"servers": {"a": {"url": "http://127.0.0.1:9/mcp", "oauth": {}}}}))
+    wrong = onetool(tmp_path, "auth", "nope", "--config", config)
+    assert wrong.returncode == 2
+    assert wrong.stderr == "onetool auth: 'nope' is not a server with an oauth block; OAuth servers: a\n"

@@ -1,0 +1,206 @@
+"""The `onetool` command: outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.gateways import ONETOOL, gateway_config, write_config
+
+
+def onetool(
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}, **(env or {})}
+    return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin, env=env)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("cli"), gateway_config(f"cli-{uuid.uuid4().hex}"))
+
+
+def test_help_and_version() -> None:
+    assert onetool("--help").returncode == 0
+    assert "run(code)" in onetool("--help").stdout
+    version = onetool("--version")
+    assert version.returncode == 0 and version.stdout.startswith("onetool ")
+
+
+def test_run_prints_the_value(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", "x = [1, 2]\nx + [3]", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[1,2,3]\n"
+
+
+def test_run_from_file_and_stdin(tmp_path: Path) -> None:
+    (tmp_path / "snippet.py").write_text("'from a file'")
+    assert onetool("run", "snippet.py", cwd=tmp_path).stdout == "from a file\n"
+    assert onetool("run", "-", cwd=tmp_path, stdin="6 * 7").stdout == "42\n"
+
+
+def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", "1 / 0", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ZeroDivisionError" in proc.stderr and proc.stdout == ""
+
+
+TERMINAL_ATTACK = "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b) + chr(0x202e) + chr(0x7f))\nraise ValueError('\\x1b[2J')"
+"""OSC 52 (write the operator's clipboard), a C1 CSI, a bidi override, DEL; then an error that clears the screen."""
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\x7f")
+
+
+def test_run_never_writes_a_terminal_control_raw(tmp_path: Path) -> None:
+    proc = onetool("run", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert not [c for c in RAW if c in proc.stdout + proc.stderr]
+    assert "\\x1b]52;c;aGk=\\x07\\x9b\\u202e\\x7f\n" in proc.stderr and "ValueError: \\x1b[2J" in proc.stderr
+
+
+def test_run_json_gives_the_exact_data(tmp_path: Path) -> None:
+    proc = onetool("run", "--json", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.isascii() and proc.stderr == ""
+    result = json.loads(proc.stdout)
+    assert result["isError"] is True
+    assert result["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\u202e\x7f\n"
+    error = result["structuredContent"]["error"]
+    assert (error["type"], error["message"], error["origin"]) == ("ValueError", "\x1b[2J", "code")
+    assert json.loads(onetool("run", "--json", "-c", "[1, '007']", cwd=tmp_path).stdout)["structuredContent"] == {
+        "result": [1, "007"]
+    }
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert onetool("run", cwd=tmp_path).returncode == 2
+    both = onetool("run", "-c", "1", "file.py", cwd=tmp_path)
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert onetool("run", "missing.py", cwd=tmp_path).returncode == 2
+    assert onetool("frobnicate").returncode == 2
+
+
+def test_bad_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("servers:\n  a:\n    command: x\n    timeout: soon\n")
+    proc = onetool("run", "-c", "1", "--config", str(bad))
+    assert proc.returncode == 2
+    assert "bad.yaml" in proc.stderr and "servers.a.timeout" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_config_from_environment_variable(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"servers": {"x": {"command": "x", "enabled": False}}})
+    env = {**os.environ, "ONETOOL_CONFIG": str(path)}
+    proc = subprocess.run(
+        [ONETOOL, "run", "-c", "[s['name'] for s in proxy.list_servers()]"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.stdout == '["x"]\n'
+
+
+def test_run_with_servers(config: Path) -> None:
+    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')['timezone']")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "UTC\n"
+
+
+def test_servers_table(config: Path) -> None:
+    proc = onetool("servers", "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert "connected" in lines["time"] and "2025-11-25" in lines["brave"] and "2026-07-28" in lines["time"]
+    assert "failed" in lines["broken-server"] and "disabled" in lines["off"]
+
+
+def test_tools_of_one_server(config: Path) -> None:
+    proc = onetool("tools", "time", "--config", str(config))
+    assert proc.returncode == 0
+    assert "time.get_current_time(timezone: str)" in proc.stdout
+    assert "brave" not in proc.stdout
+    assert onetool("tools", "nope", "--config", str(config)).returncode == 2
+
+
+def test_check_reports_each_server(config: Path) -> None:
+    proc = onetool("check", "--config", str(config))
+    assert proc.returncode == 1  # broken-server fails
+    assert "ok      time" in proc.stdout and "FAILED  broken-server" in proc.stdout
+
+
+def test_check_config_error(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"servers": {"a": {"url": "http://127.0.0.1/${ONETOOL_TEST_UNSET_VAR}"}}})
+    proc = onetool("check", "--config", str(path))
+    assert proc.returncode == 2
+    assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
+
+
+def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    quiet = subprocess.run([ONETOOL, "run", "-c", "1"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert quiet.stderr == ""
+    loud = subprocess.run(
+        [ONETOOL, "run", "-c", "1"], capture_output=True, text=True, cwd=tmp_path, env={**env, "LOG_LEVEL": "DEBUG"}
+    )
+    assert loud.stdout == "1\n"
+    assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
+
+
+@pytest.mark.parametrize("level", ["warn", "WARNING", "Fatal", "critical", "error", "info", "silent", "OFF"])
+def test_log_level_names_in_any_case(tmp_path: Path, level: str) -> None:
+    proc = onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    served = onetool("serve", cwd=tmp_path, stdin="", env={"LOG_LEVEL": level})  # stdio, at once at its end
+    assert served.returncode == 0
+    assert ("serving MCP over stdio" in served.stderr) is (level.lower() == "info"), served.stderr
+
+
+REFUSED = "is not a log level: use debug, info, warning (warn), error, critical (fatal) or silent (off)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "-c", "1"], ["servers"], ["tools"], ["check"], ["stubs"], ["import", "x.json"], ["serve"], ["bridge"]],
+    ids=lambda command: command[0],
+)
+def test_a_bad_log_level_is_refused_in_one_line_by_every_command(tmp_path: Path, command: list[str]) -> None:
+    proc = onetool(*command, cwd=tmp_path, env={"LOG_LEVEL": "verbose"})
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "onetool: LOG_LEVEL=verbose " + REFUSED)
+    if command[0] != "import":  # the one command without the option
+        flag = onetool(*command, "--log-level", "loud please", cwd=tmp_path)
+        assert (flag.returncode, flag.stderr) == (2, 'onetool: --log-level="loud please" ' + REFUSED)
+
+
+def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "oops.py").write_text("def f(:\n")
+    path = write_config(tmp_path, {"packs": {"dirs": ["mine"]}})
+    proc = onetool("run", "-c", "1", "--config", str(path))
+    assert proc.returncode == 2
+    assert "oops.py: local pack failed to import: SyntaxError" in proc.stderr
+    missing = write_config(tmp_path, {"packs": {"dirs": ["nope"]}})
+    proc = onetool("serve", "--config", str(missing))
+    assert proc.returncode == 2 and "is not a folder" in proc.stderr
+
+
+def test_shipped_config_works_from_any_folder(tmp_path: Path) -> None:
+    """Its relative server arguments resolve in the config file's folder, not the current one."""
+    shipped = Path(__file__).resolve().parents[2] / "onetool.yaml"
+    proc = onetool("run", "--config", str(shipped), "-c", "everything.echo(message='hi')", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Echo: hi\n"
+
+
+def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"servers": {"time": {"command": "no-such-mcp-server-onetool"}}})
+    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(
+        "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
+    )

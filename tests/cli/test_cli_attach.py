@@ -1,0 +1,170 @@
+"""The CLI on a running gateway: found through the discovery file (or --url), the same output as standalone,
+no heavy imports on that path; with no gateway, changes wait in the state store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.admin_api import cli, discovered
+from tests.conftest import PYTHON, TIME_SERVER
+from tests.gateways import ONETOOL, start_http_gateway, stop, write_config
+from tests.processes import start_and_read_line
+
+CONFIG = {"servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}}
+SNIPPETS = [
+    "1 + 1",
+    "print('hello'); {'a': [1, '007']}",
+    "1 / 0",
+    "time.get_current_time(timezone='UTC')['timezone']",
+    "undefined_pack.tool()",
+    "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b))\nraise ValueError('\\x1b[2J' + chr(0x202e))",
+]
+
+
+def runtime() -> Path:
+    return Path(os.environ["ONETOOL_RUNTIME_DIR"])
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_discovery_file_is_private_and_removed_on_exit(tmp_path: Path, signum: signal.Signals) -> None:
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    path = runtime() / "gateway.json"
+    try:
+        record = discovered()
+        assert record["url"] == served.url and record["pid"] == served.proc.pid and len(record["admin_token"]) >= 40
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(runtime().stat().st_mode) == 0o700
+    finally:
+        served.proc.send_signal(signum)
+        assert served.proc.wait(15) == 0
+        assert served.proc.stdout is not None
+        served.proc.stdout.close()
+    assert not path.exists()
+
+
+def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    config = str(tmp_path / "onetool.yaml")
+    try:
+        for code in SNIPPETS:
+            attached = cli("run", "-c", code)  # no --config: only the gateway knows `time`
+            standalone = cli("run", "--config", config, "-c", code, env={"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")})
+            assert (attached.returncode, attached.stdout, attached.stderr) == (
+                standalone.returncode,
+                standalone.stdout,
+                standalone.stderr,
+            ), code
+            assert not [c for c in "\x1b\x07\x9b\u202e" if c in attached.stdout + attached.stderr], code
+        assert served.log.read_text().count("span=run ") == len(SNIPPETS)
+        exact = cli("run", "--json", "-c", SNIPPETS[-1])
+        assert exact.returncode == 1 and exact.stdout.isascii()
+        assert json.loads(exact.stdout)["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\n"
+        # Given by URL and token, from anywhere.
+        elsewhere = {"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")}
+        by_url = cli("run", "--url", served.url, "--token", discovered()["admin_token"], "-c", "6 * 7", env=elsewhere)
+        assert (by_url.returncode, by_url.stdout) == (0, "42\n")
+        no_token = cli("run", "--url", served.url, "-c", "1", env=elsewhere)
+        assert no_token.returncode == 2 and "no admin token" in no_token.stderr
+        # Or by $ONETOOL_URL (after --url, before the discovery file), with $ONETOOL_ADMIN_TOKEN.
+        by_env = {**elsewhere, "ONETOOL_URL": served.url, "ONETOOL_ADMIN_TOKEN": discovered()["admin_token"]}
+        assert cli("run", "-c", "6 * 7", env=by_env).stdout == "42\n"
+        listed = cli("servers", env=by_env)
+        assert listed.returncode == 0 and "time" in listed.stdout, listed.stderr
+        dead_env = {**by_env, "ONETOOL_URL": "http://127.0.0.1:9"}
+        assert cli("run", "--url", served.url, "-c", "6 * 7", env=dead_env).stdout == "42\n", "--url comes first"
+    finally:
+        assert stop(served.proc) == 0
+
+
+def test_the_attached_path_imports_nothing_heavy(tmp_path: Path) -> None:
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    probe = (
+        "import sys; from onetool.cli import main; status = main(['run', '-c', '1 + 1']); "
+        "print(status, sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'pydantic', 'anyio', 'sandbox'}))"
+    )
+    try:
+        proc = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=30)
+        assert proc.stdout == "2\n0 []\n", proc.stderr
+    finally:
+        assert stop(served.proc) == 0
+
+
+def test_a_stale_or_dead_gateway_means_standalone(tmp_path: Path) -> None:
+    write_config(tmp_path, CONFIG)
+    config = str(tmp_path / "onetool.yaml")
+    runtime().mkdir(parents=True, mode=0o700)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for pid in (dead.pid, os.getpid()):  # a dead pid; a live one whose URL refuses connections
+        record = {
+            "url": f"http://127.0.0.1:{closed}/mcp",
+            "pid": pid,
+            "admin_token": "t",
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "version": "0",
+        }
+        (runtime() / "gateway.json").write_text(json.dumps(record))
+        proc = cli("run", "--config", config, "-c", "time.get_current_time(timezone='UTC')['timezone']")
+        assert (proc.returncode, proc.stdout) == (0, "UTC\n"), proc.stderr
+
+
+def test_changes_without_a_gateway_wait_for_it(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, CONFIG))
+    disabled = cli("servers", "disable", "time", "--config", config)
+    assert (disabled.returncode, disabled.stdout) == (0, "disabled server 'time'; applies when the gateway starts\n")
+    added = cli("servers", "add", "extra", "--command", TIME_SERVER, "--config", config)
+    assert added.returncode == 0 and "applies when the gateway starts" in added.stdout
+    approve = cli("servers", "approve", "time", "--config", config)
+    assert approve.returncode == 1 and "no gateway is running" in approve.stderr
+    unknown = cli("servers", "enable", "nope", "--config", config)
+    assert unknown.returncode == 2 and "unknown server 'nope'; servers: extra, time" in unknown.stderr
+
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    try:
+        table = cli("servers")
+        assert table.returncode == 0, table.stderr
+        rows = {line.split()[0]: line.split() for line in table.stdout.splitlines()[1:]}
+        assert rows["time"][3] == "disabled" and rows["extra"][3] == "connected" and rows["extra"][7] == "cli"
+        shown = json.loads(cli("servers", "show", "extra", "--json").stdout)
+        assert shown["added_by"] == "cli" and {t["name"] for t in shown["tools"]} == {
+            "get_current_time",
+            "convert_time",
+        }
+        enabled = cli("servers", "enable", "time")
+        assert enabled.returncode == 0 and "connected" in enabled.stdout
+        assert cli("servers", "remove", "extra").stdout == "removed server 'extra'\n"
+        assert [s["name"] for s in json.loads(cli("servers", "--json").stdout)] == ["time"]
+    finally:
+        assert stop(served.proc) == 0
+
+
+def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None:
+    state = Path(os.environ["ONETOOL_STATE_DIR"])
+    state.mkdir(parents=True)
+    (state / "onetool.db").write_text("not a database")
+    proc = cli("serve", "--http", "--config", str(write_config(tmp_path, CONFIG)))
+    assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
+    assert (state / "onetool.db").read_text() == "not a database"
+
+
+def test_serve_prints_the_url_once(tmp_path: Path) -> None:
+    """On stdout, for scripts; the log (here on stderr, as under `make run`) does not repeat it."""
+    errors = tmp_path / "serve.stderr"
+    command = [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))]
+    proc, url = start_and_read_line(command, stderr=errors)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=15)
+    err = errors.read_text()
+    assert proc.returncode == 0 and url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    assert (url + "\n" + out + err).count(url) == 1, err
