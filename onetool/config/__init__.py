@@ -14,6 +14,7 @@ from onetool.config.loading import (
 )
 from onetool.config.models import (
     DEFAULT_FILENAME,
+    DEFAULT_MAX_DESCRIPTION_LEN,
     ENV_BRIDGE_TOKEN,
     ENV_BRIDGE_URL,
     ENV_CONFIG,
@@ -34,6 +35,7 @@ from onetool.config.models import (
 
 __all__ = [
     "DEFAULT_FILENAME",
+    "DEFAULT_MAX_DESCRIPTION_LEN",
     "ENV_BRIDGE_TOKEN",
     "ENV_BRIDGE_URL",
     "ENV_CONFIG",

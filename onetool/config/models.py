@@ -12,13 +12,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
-from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
 ENV_BRIDGE_URL = "ONETOOL_BRIDGE_URL"
 ENV_BRIDGE_TOKEN = "ONETOOL_BRIDGE_TOKEN"
+DEFAULT_MAX_DESCRIPTION_LEN = 80
+"""Property descriptions the inspect face keeps by default: the first sentence or two of a typical upstream
+description."""
 
 _VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
