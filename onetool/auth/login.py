@@ -33,8 +33,7 @@ from onetool.auth.store import ServerStorage, TokenStore
 from onetool.config import ServerConfig
 from onetool.errors import OneToolError
 from onetool.hosts import is_loopback
-from onetool.serve.http import UvicornServer
-from onetool.serve.limits import DEFAULT_LIMITS
+from onetool.httpd import DEFAULT_LIMITS, UvicornServer
 from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,

@@ -7,12 +7,12 @@ stdio.py   MCP over stdin/stdout               http.py    the HTTP front: socket
 ops.py     /health /ready /status             admin.py   /admin: the control plane's JSON API
 """
 
+from onetool.httpd import HttpLimits
 from onetool.serve.admin import admin_routes
 from onetool.serve.direct import build_direct_server
 from onetool.serve.fanout import ChangeSubscription, ListChangedFanout, face_server
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
 from onetool.serve.inspect import build_inspect_server
-from onetool.serve.limits import HttpLimits
 from onetool.serve.ops import MCP_ENDPOINTS, ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, GatewayLike, build_run_server
 from onetool.serve.stdio import serve_stdio
