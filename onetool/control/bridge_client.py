@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import httpx2
 
-from onetool.bridge.errors import BridgeError, BridgeUnavailable
 from onetool.config import BridgeConfig, ServerConfig
+from onetool.errors import BridgeError, BridgeUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.http import public_url
 
