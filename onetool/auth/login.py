@@ -30,6 +30,7 @@ from starlette.routing import Route
 from onetool.auth.choice import browser_available
 from onetool.auth.flows import PendingFlow, PendingFlows
 from onetool.auth.store import ServerStorage, TokenStore
+from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
 from onetool.errors import OneToolError
 from onetool.hosts import is_loopback
@@ -38,7 +39,6 @@ from onetool.upstream.http import (
     HttpStatuses,
     http_client_factory,
     http_reason,
-    oauth_problem,
     secure_url,
     sse_transport,
 )

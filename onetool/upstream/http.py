@@ -11,6 +11,7 @@ import httpx2
 from loguru import logger
 from mcp.client.sse import sse_client
 
+from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 
@@ -18,15 +19,12 @@ __all__ = [
     "HttpStatuses",
     "http_client_factory",
     "http_reason",
-    "oauth_problem",
     "public_url",
     "secure_url",
     "sse_transport",
     "upgraded_url",
 ]
 
-OAUTH_REQUEST = "onetool.oauth_request"
-"""Marks (in ``Request.extensions``) a request the OAuth flow made: discovery, registration, token."""
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
 
 
@@ -76,12 +74,6 @@ class HttpStatuses:
     def failed(self) -> int | None:
         """The last error status (400 and up), if any."""
         return next((code for code in reversed(self.codes) if code >= 400), None)
-
-
-def oauth_problem(problem: BaseException) -> str:
-    """What an OAuth failure says, safe to show and log: its first line, capped. The SDK's errors about a token
-    response the server sent go on with pydantic's echo of that response, tokens included."""
-    return str(problem).split("\n", 1)[0][:300]
 
 
 def http_reason(code: int) -> str:
