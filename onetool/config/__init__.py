@@ -30,6 +30,7 @@ from onetool.config.models import (
     SandboxConfig,
     ServerConfig,
     StateConfig,
+    TransportName,
     to_identifier,
 )
 
@@ -51,6 +52,7 @@ __all__ = [
     "SandboxConfig",
     "ServerConfig",
     "StateConfig",
+    "TransportName",
     "expand_vars",
     "find_config",
     "from_client_config",

@@ -22,6 +22,9 @@ DEFAULT_MAX_DESCRIPTION_LEN = 80
 """Property descriptions the inspect face keeps by default: the first sentence or two of a typical upstream
 description."""
 
+TransportName = Literal["stdio", "http", "sse"]
+"""How the gateway reaches a server: a child process, streamable HTTP, or SSE."""
+
 _VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
 
@@ -114,7 +117,7 @@ class ServerConfig(_Strict):
         return self
 
     @property
-    def transport(self) -> Literal["stdio", "http", "sse"]:
+    def transport(self) -> TransportName:
         if self.command is not None:
             return "stdio"
         return self.type or "http"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
@@ -18,7 +18,6 @@ import anyio.abc
 import mcp.types as types
 from loguru import logger
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
@@ -30,15 +29,6 @@ from onetool.errors import UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.backoff import ShortSession, backoff_wait
 from onetool.upstream.children import Children
-from onetool.upstream.http import (
-    HttpStatuses,
-    http_client_factory,
-    http_reason,
-    public_url,
-    secure_url,
-    sse_transport,
-    upgraded_url,
-)
 from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.requests import Requests
 from onetool.upstream.session import (
@@ -49,10 +39,11 @@ from onetool.upstream.session import (
     exit_failure,
     list_all_tools,
     lost_failure,
+    stream_end,
 )
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stderr import StderrTail
-from onetool.upstream.stdio import open_stdio
+from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
 from onetool.upstream.watching import Watching
 
 __all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
@@ -229,7 +220,7 @@ class Connection(Requests, Watching):
 
     async def _connect_and_serve(self) -> float:
         """One connect attempt and, if it succeeds, the session's life; how long the session was up."""
-        session = Session()
+        session = Session(self._link(), self._auth)
         self._attempting = True
         self._hurry = anyio.Event()
         try:
@@ -279,38 +270,44 @@ class Connection(Requests, Watching):
             return session.uptime()
         finally:
             self._attempt_over()
-        if session.lost and session.child is not None:
+        if session.lost and session.link.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
             self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
         return session.uptime()
 
-    async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
-        """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
-        if self.config.transport == "stdio":
-            return await stack.enter_async_context(self._client(self._stdio(session), session))
-        url = upgraded_url(self.name, self.config)
-        statuses = session.statuses = HttpStatuses()
-        session.url = url
-        oauth = None
+    def _link(self) -> Link:
+        """A connect attempt's opening of the transport: the https rule applied (and logged when it upgrades), the
+        OAuth provider made to read the store again (another process may have authorized meanwhile)."""
         if self._auth is not None:
             self._auth.begin_attempt()
-            session.auth, oauth = self._auth, self._auth.auth
-        if self.config.transport == "http":
-            factory = http_client_factory(self.config, statuses, oauth)
-            http = await stack.enter_async_context(factory())
-            try:
-                transport = self._watch(streamable_http_client(url, http_client=http), session)
-                return await stack.enter_async_context(self._client(transport, session))
-            except Exception:
-                if not statuses.refused():
-                    raise
-            logger.bind(server=self.name, url=public_url(url)).info(
-                "server '{}' refused streamable HTTP ({}); trying SSE", self.name, http_reason(statuses.failed() or 0)
-            )
-            statuses.codes.clear()
-        return await stack.enter_async_context(
-            self._client(self._watch(sse_transport(url, self.config, statuses, oauth), session), session)
+        return Link(
+            self.name,
+            self.config,
+            url=upgraded_url(self.name, self.config),
+            auth=self._auth.auth if self._auth is not None else None,
+            stderr=self._stderr,
+            children=self._children,
         )
+
+    async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
+        """Enter a connected Client on ``stack`` through the server's transport, or its fallback if it was refused
+        (streamable HTTP -> SSE)."""
+        link = session.link
+        transport = TRANSPORTS[self.config.transport]
+        while True:
+            try:
+                return await stack.enter_async_context(
+                    self._client(self._watch(transport.open(link), session), session)
+                )
+            except Exception:
+                refusal = link.refusal()
+                if transport.fallback is None or refusal is None:
+                    raise
+            fallback = TRANSPORTS[transport.fallback]
+            logger.bind(server=self.name, url=public_url(link.url or "")).info(
+                "server '{}' refused {} ({}); trying {}", self.name, transport.label, refusal, fallback.label
+            )
+            transport = fallback
 
     def _client(self, transport: Any, session: Session) -> Client:
         async def on_message(message: Any) -> None:
@@ -337,18 +334,9 @@ class Connection(Requests, Watching):
         )
 
     @asynccontextmanager
-    async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_stdio(self.name, self.config, self._stderr, self._children) as (read, write, child):
-            session.child = child
-            yield (
-                Watched(read, lambda: self._lose(session, exit_failure(session))),
-                write,
-            )
-
-    @asynccontextmanager
-    async def _watch(self, transport: Any, session: Session) -> AsyncIterator[tuple[Any, Any]]:
+    async def _watch(self, transport: AbstractAsyncContextManager[Streams], session: Session) -> AsyncIterator[Streams]:
         async with transport as (read, write):
-            yield Watched(read, lambda: self._lose(session, Failure("the stream closed"))), write
+            yield Watched(read, lambda: self._lose(session, stream_end(session))), write
 
     async def _serve(self, session: Session, client: Client, tools: list[types.Tool]) -> None:
         session.client = client
@@ -382,7 +370,7 @@ class Connection(Requests, Watching):
         if session.lost or self._stopping:
             return
         if session.auth is not None:
-            failure = session.auth.failure(session.statuses) or failure
+            failure = session.auth.failure(session.link.statuses) or failure
         session.lost = failure
         for scope in session.calls:
             scope.cancel()

@@ -1,27 +1,25 @@
-"""HTTP upstreams: the https rule, the HTTP client, streamable HTTP and SSE transports."""
+"""What the HTTP transports share: the https rule, loggable URLs, the HTTP client, the statuses it saw."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from loguru import logger
-from mcp.client.sse import sse_client
 
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 
 __all__ = [
+    "SSE_READ_TIMEOUT",
     "HttpStatuses",
     "http_client_factory",
     "http_reason",
     "public_url",
     "secure_url",
-    "sse_transport",
     "upgraded_url",
 ]
 
@@ -46,9 +44,10 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def upgraded_url(name: str, config: ServerConfig) -> str:
-    """The URL to connect to, logging (the URL only) when http was upgraded."""
-    assert config.url is not None
+def upgraded_url(name: str, config: ServerConfig) -> str | None:
+    """The URL to connect to (None for a stdio server), logging (the URL only) when http was upgraded."""
+    if config.url is None:
+        return None
     url = secure_url(config.url)
     if url != config.url:
         logger.bind(server=name, url=public_url(url)).warning(
@@ -98,14 +97,3 @@ def http_client_factory(
         )
 
     return factory
-
-
-def sse_transport(
-    url: str, config: ServerConfig, statuses: HttpStatuses, auth: httpx2.Auth | None = None
-) -> AbstractAsyncContextManager[Any]:
-    return sse_client(
-        url,
-        timeout=config.connect_timeout,
-        sse_read_timeout=SSE_READ_TIMEOUT,
-        httpx_client_factory=http_client_factory(config, statuses, auth),
-    )
