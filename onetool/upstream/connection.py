@@ -1,9 +1,20 @@
-"""One upstream server: an owner task that connects, serves, notices loss and reconnects.
+"""One upstream server: an owner task that connects, serves, notices loss and reconnects; and its request path.
 
 The SDK's transports and sessions hold anyio cancel scopes that must be exited by the
 task that entered them, so each server's ``Client`` lives entirely inside one long-lived
 owner task (:meth:`Connection.run`). Callers only await ``call_tool`` on the open client,
 in their own task.
+
+Beside a live session the owner runs watchers: handshake-era servers push `tools/list_changed`, 2026-era ones
+answer a `subscriptions/listen` stream; a server that has answered nothing for a while is probed (ping), and one
+that does not answer is dropped and reconnected; a session whose breaker opened is probed at growing intervals
+until it answers (breaker.py).
+
+A request is sent in the caller's task, within the server's cap on calls in flight
+(``servers.NAME.max_concurrent_calls``). A server found disconnected gets one immediate reconnect attempt, shared
+by every caller meanwhile (:meth:`Connection.revive`). A lost session fails the request at once, and it is sent
+again on the next session only when it has no side effects (a read, or a tool annotated read-only or idempotent).
+An unresponsive server (its breaker is open) fails requests at once.
 """
 
 from __future__ import annotations
@@ -15,23 +26,26 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp.types as types
 from loguru import logger
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from onetool import __version__
 from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
-from onetool.errors import UpstreamUnavailable
+from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.backoff import ShortSession, backoff_wait
 from onetool.upstream.children import Children
 from onetool.upstream.oauth import UpstreamAuth
-from onetool.upstream.requests import Requests
 from onetool.upstream.session import (
+    Lost,
     Session,
     Watched,
     closed_with,
@@ -44,7 +58,6 @@ from onetool.upstream.session import (
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stderr import StderrTail
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
-from onetool.upstream.watching import Watching
 
 __all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
@@ -60,9 +73,14 @@ ProgressCallback = ProgressFnT
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 REVIVE_GAP: Final = 1.0
 """Seconds after a failed connect attempt during which a call fails with its reason instead of asking for another."""
+QUEUE_WAIT: Final = 1.0
+"""Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
+short enough that a run learns soon that the server is saturated."""
 
 
-class Connection(Requests, Watching):
+class Connection:
+    """One server: its owner task (run, stop, revive), the watchers beside its live session, its request path."""
+
     def __init__(
         self,
         name: str,
@@ -393,4 +411,213 @@ class Connection(Requests, Watching):
         if changed:
             self._on_change(self.name)
 
-    # ----- calls (in the caller's task) -----------------------------------------------------
+    # ----- beside a live session (in the owner task) ---------------------------------------------
+
+    async def _refresh_on_change(self, session: Session, client: Client) -> None:
+        while True:
+            await session.refresh.wait()
+            session.refresh = anyio.Event()
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    self.tools = await list_all_tools(client)
+            except Exception as e:
+                logger.bind(server=self.name).warning(
+                    "server '{}': refreshing the tool list failed: {}",
+                    self.name,
+                    describe_failure(e, session, self.name, self.config).for_operators(),
+                )
+                continue
+            logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
+            self._on_change(self.name)
+
+    async def _probe(self, session: Session, client: Client) -> None:
+        """Probe the server whenever it has answered nothing for ``probe_interval`` seconds; drop the session if
+        the probe gets no answer within ``connect_timeout``.
+
+        A stdio child's death closes its stdout, which the transport notices at once, but a hung or stopped one
+        says nothing, and neither does an idle HTTP session whose server died. Dropping the session restarts a
+        stdio child and reconnects either kind.
+        """
+        while True:
+            quiet = anyio.current_time() - session.answered_at
+            if quiet < self._probe_interval:
+                await anyio.sleep(self._probe_interval - quiet)
+                continue
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    await self._ping(session, client)
+            except TimeoutError:
+                reason = f"no answer to a ping within {self.config.connect_timeout} s"
+                self._lose(session, Failure(f"health check failed: {reason}"))
+                return
+            except Exception as e:
+                failure = describe_failure(e, session, self.name, self.config)
+                self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
+                return
+
+    async def _mind_breaker(self, session: Session, client: Client) -> None:
+        """Each time the session's breaker opens: probe at growing intervals (the reconnect backoff, capped at
+        ``max_backoff``) until the server answers, then close it."""
+        breaker = session.breaker
+        while True:
+            await breaker.tripped.wait()
+            logger.bind(server=self.name, timeouts=breaker.timeouts).warning(
+                "server '{}' is unresponsive: {} calls in a row timed out; calls to it fail at once until it answers "
+                "a ping",
+                self.name,
+                breaker.timeouts,
+            )
+            self._on_change(self.name)
+
+            async def wait(delay: float) -> None:
+                breaker.probe_at = anyio.current_time() + delay
+                await anyio.sleep(delay)
+
+            await wait(self._backoff_base)
+            async for attempt in AsyncRetrying(
+                wait=backoff_wait(self._backoff_base, self.config.max_backoff),
+                retry=retry_if_exception_type(Exception),
+                sleep=wait,
+            ):
+                with attempt, anyio.fail_after(self.config.connect_timeout):
+                    await self._ping(session, client)
+            breaker.close()
+            logger.bind(server=self.name).info("server '{}' answers again: calls to it resume", self.name)
+            self._on_change(self.name)
+
+    async def _ping(self, session: Session, client: Client) -> None:
+        """MCP ping on a handshake-era session. 2026-07-28 removed ping: there the probe is ``tools/list``, which
+        every server serves, and whose answer also catches a catalogue change the server never announced."""
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await client.session.send_ping()
+        else:
+            tools = await list_all_tools(client)
+            if tools != self.tools:
+                self.tools = tools
+                self._on_change(self.name)
+        session.answered()
+
+    async def _listen(
+        self,
+        session: Session,
+        client: Client,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
+                async with client.listen(tools_list_changed=True) as events:
+                    deadline.deadline = math.inf
+                    task_status.started()
+                    started = True
+                    async for _ in events:
+                        session.refresh.set()
+        except Exception as e:
+            # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
+            logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
+        if not started:
+            task_status.started()
+
+    # ----- requests (in the caller's task) ------------------------------------------------------
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], timeout: float, on_progress: ProgressCallback | None = None
+    ) -> types.CallToolResult:
+        """``on_progress``, when given, asks the upstream for progress reports and gets them."""
+        # Decided before the call: a lost session empties the catalogue.
+        retry = self._may_retry(tool)
+        display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
+        return await self.request(
+            display,
+            lambda client: client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+            ),
+            timeout,
+            retry,
+        )
+
+    async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
+        """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
+
+        After a lost session it is sent again on the next one only if ``retry`` (it has no side effects).
+        """
+        if (self._session is None or self._session.lost) and not await self.revive():
+            raise self.snapshot().unavailable(display)
+        await self._take_call_slot(display)
+        try:
+            try:
+                return await self._once(display, send, timeout)
+            except Lost as lost:
+                if not retry:
+                    raise _lost(self.name, display, lost) from None
+            logger.bind(server=self.name, request=display).info(
+                "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
+            )
+            if not await self.revive():
+                raise self.snapshot().unavailable(display)
+            try:
+                return await self._once(display, send, timeout)
+            except Lost as again:
+                raise _lost(self.name, display, again) from None
+        finally:
+            self._call_slots.release()
+
+    async def _take_call_slot(self, display: str) -> None:
+        with anyio.move_on_after(QUEUE_WAIT):
+            await self._call_slots.acquire()
+            return
+        limit = self.config.max_concurrent_calls
+        raise UpstreamUnavailable(
+            self.name,
+            f"busy: {limit} calls to it are in flight (servers.{self.name}.max_concurrent_calls) and none ended "
+            f"within {QUEUE_WAIT} s",
+            tool=display,
+            fix="retry shortly, or make fewer calls to it at once",
+        )
+
+    def _may_retry(self, tool: str) -> bool:
+        """Only a tool that promises no side effects may run twice."""
+        for t in self.tools:
+            if t.name == tool and t.annotations is not None:
+                return bool(t.annotations.read_only_hint or t.annotations.idempotent_hint)
+        return False
+
+    async def _once(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float) -> T:
+        session = self._session
+        if session is None or session.client is None or session.lost:
+            raise self.snapshot().unavailable(display)
+        if session.breaker.open:
+            raise UpstreamUnavailable(self.name, session.breaker.describe(), tool=display, retrying=False)
+        scope = anyio.CancelScope()
+        session.calls.add(scope)
+        try:
+            with scope:
+                result = await send(session.client)
+                session.answered()
+                return result
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                session.breaker.timed_out()
+                raise UpstreamTimeout(self.name, display, timeout) from None
+            if e.code == CONNECTION_CLOSED:
+                self._lose(session, Failure(e.message))
+                raise Lost(session.lost) from None
+            session.answered()
+            raise UpstreamError(f"{display} failed: {e.message}", server=self.name, tool=display) from None
+        except httpx2.TransportError as e:
+            self._lose(session, Failure(type(e).__name__, str(e) or None))
+            raise Lost(session.lost) from None
+        except ValidationError as e:
+            session.answered()
+            message = f"{display}: server '{self.name}' sent an invalid result: {e}"
+            raise UpstreamError(message, server=self.name, tool=display) from None
+        finally:
+            session.calls.discard(scope)
+        # Only reached when _lose cancelled the scope.
+        raise Lost(session.lost)
+
+
+def _lost(server: str, display: str, lost: Lost) -> UpstreamUnavailable:
+    failure = lost_failure(lost.failure)
+    return UpstreamUnavailable(server, failure.reason, tool=display, fix=failure.fix)
