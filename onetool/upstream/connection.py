@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
@@ -59,7 +60,7 @@ from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stderr import StderrTail
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
 
-__all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
+__all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
 Mode = Literal["auto", "legacy"]
 Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -78,32 +79,29 @@ QUEUE_WAIT: Final = 1.0
 short enough that a run learns soon that the server is saturated."""
 
 
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """What every connection of one pool shares; the pool's constructor documents each (and holds the defaults)."""
+
+    mode: Mode
+    backoff_base: float
+    stable_after: float
+    probe_interval: float
+    token_store: TokenStore | None = None
+    on_notification: Notify | None = None
+    children: Children | None = None
+
+
 class Connection:
     """One server: its owner task (run, stop, revive), the watchers beside its live session, its request path."""
 
     def __init__(
-        self,
-        name: str,
-        config: ServerConfig,
-        *,
-        mode: Mode,
-        backoff_base: float,
-        stable_after: float,
-        probe_interval: float,
-        on_change: Callable[[str], None],
-        token_store: TokenStore | None = None,
-        on_notification: Notify | None = None,
-        children: Children | None = None,
+        self, name: str, config: ServerConfig, options: ConnectionOptions, on_change: Callable[[str], None]
     ) -> None:
         self.name = name
         self.config = config
-        self._mode = mode
-        self._backoff_base = backoff_base
-        self._stable_after = stable_after
-        self._probe_interval = probe_interval
+        self._options = options
         self._on_change = on_change
-        self._on_notification = on_notification
-        self._children = children
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
@@ -123,7 +121,7 @@ class Connection:
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
         self._auth = (
-            UpstreamAuth(name, secure_url(config.url or ""), config, token_store)
+            UpstreamAuth(name, secure_url(config.url or ""), config, options.token_store)
             if config.oauth is not None and config.enabled
             else None
         )
@@ -162,7 +160,7 @@ class Connection:
             try:
                 while not self._stopping:
                     retrying = AsyncRetrying(
-                        wait=backoff_wait(self._backoff_base, self.config.max_backoff),
+                        wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
                         sleep=self._pause,
                         before_sleep=self._log_retry,
@@ -170,11 +168,11 @@ class Connection:
                     async for attempt in retrying:
                         with attempt:
                             uptime = await self._connect_and_serve()
-                            if uptime < self._stable_after and not self._stopping:
+                            if uptime < self._options.stable_after and not self._stopping:
                                 raise ShortSession(uptime)
                     if not self._stopping:
                         # A stable session broke; a short pause keeps a crash loop from spinning.
-                        await self._pause(self._backoff_base)
+                        await self._pause(self._options.backoff_base)
             finally:
                 self.first_attempt.set()
                 self._attempt_done.set()  # no attempt follows
@@ -304,7 +302,7 @@ class Connection:
             url=upgraded_url(self.name, self.config),
             auth=self._auth.auth if self._auth is not None else None,
             stderr=self._stderr,
-            children=self._children,
+            children=self._options.children,
         )
 
     async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
@@ -332,8 +330,9 @@ class Connection:
             # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 session.refresh.set()
-            if self._on_notification is not None and not isinstance(message, Exception):
-                await self._on_notification(self.name, message)
+            notify = self._options.on_notification
+            if notify is not None and not isinstance(message, Exception):
+                await notify(self.name, message)
 
         async def on_log(params: types.LoggingMessageNotificationParams) -> None:
             for listener in list(self.log_listeners):
@@ -341,7 +340,7 @@ class Connection:
 
         return Client(
             transport,
-            mode=self._mode,
+            mode=self._options.mode,
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
             logging_callback=on_log,
@@ -440,8 +439,8 @@ class Connection:
         """
         while True:
             quiet = anyio.current_time() - session.answered_at
-            if quiet < self._probe_interval:
-                await anyio.sleep(self._probe_interval - quiet)
+            if quiet < self._options.probe_interval:
+                await anyio.sleep(self._options.probe_interval - quiet)
                 continue
             try:
                 with anyio.fail_after(self.config.connect_timeout):
@@ -473,9 +472,9 @@ class Connection:
                 breaker.probe_at = anyio.current_time() + delay
                 await anyio.sleep(delay)
 
-            await wait(self._backoff_base)
+            await wait(self._options.backoff_base)
             async for attempt in AsyncRetrying(
-                wait=backoff_wait(self._backoff_base, self.config.max_backoff),
+                wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                 retry=retry_if_exception_type(Exception),
                 sleep=wait,
             ):
