@@ -9,7 +9,9 @@
     ├── ConfigError         the configuration cannot be used (the CLI exits with status 2)
     ├── StateError          the state store cannot be used: corrupt, locked, unreachable, too new (exit status 2)
     │   └── ServerExists    a server of that name was already added at run time
-    └── ServeError          the gateway cannot serve (port in use, unsafe bind)
+    ├── ServeError          the gateway cannot serve (port in use, unsafe bind)
+    └── BridgeError         ``onetool bridge`` refused a request; ``status`` is its HTTP status (400 ... 500)
+        └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
 
 Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
 subclass), so snippet code can catch a timeout or an unavailable server by type.
@@ -109,3 +111,21 @@ class UpstreamTimeout(UpstreamError):
             tool=call,
         )
         self.seconds = seconds
+
+
+class BridgeError(OneToolError):
+    """On both sides of the bridge: the service answers with ``status``; the gateway's client raises it."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        """For a 400: the request field that was missing or wrong."""
+
+
+class BridgeUnavailable(BridgeError):
+    """Nothing changed: the bridge is unreachable, refused the token, or failed to start the server."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(503, f"bridge unavailable: {message}")

@@ -24,8 +24,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from onetool.auth.choice import Flow
 from onetool.auth.store import ServerStorage
+from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import OAuthConfig
-from onetool.upstream.http import OAUTH_REQUEST
 
 __all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "build_provider"]
 

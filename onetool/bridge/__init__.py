@@ -4,14 +4,6 @@ The bridge (its own process):
     service.py   the /convert API and the bridge's lifetime     servers.py   each bridged server: port, child, endpoint
     proxy.py     the MCP server that forwards to one child      upstream.py  one child's pool: restarts, idle stops
     request.py   POST /convert's body
-The gateway's side:
-    client.py    BridgeClient, the API's client                 conversions.py  convert/revert/re-register + state
-Both:
-    errors.py    BridgeError, BridgeUnavailable
+The gateway's side lives below, in the control plane: ``onetool.control.bridge_client`` (the API's client) and
+``onetool.control.conversions`` (convert/revert/re-register + state). Both sides raise ``onetool.errors.BridgeError``.
 """
-
-from onetool.bridge.client import BridgeClient, Conversion
-from onetool.bridge.conversions import Conversions, http_entry
-from onetool.bridge.errors import BridgeError, BridgeUnavailable
-
-__all__ = ["BridgeClient", "BridgeError", "BridgeUnavailable", "Conversion", "Conversions", "http_entry"]

@@ -10,9 +10,8 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from onetool.bridge.errors import BridgeError
 from onetool.config import ServerConfig, expand_vars
-from onetool.errors import ConfigError
+from onetool.errors import BridgeError, ConfigError
 
 __all__ = ["NAME_PATTERN", "parse_convert"]
 

@@ -13,11 +13,10 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from onetool.bridge.errors import BridgeError
 from onetool.bridge.proxy import handshake, proxy_server
 from onetool.bridge.upstream import BridgedUpstream
 from onetool.config import ServerConfig
-from onetool.errors import ServeError, UpstreamError
+from onetool.errors import BridgeError, ServeError, UpstreamError
 from onetool.logs import logger
 from onetool.serve import Listener, Routes, listen, mcp_routes, serve_http
 

@@ -28,10 +28,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from onetool.bridge.errors import BridgeError
 from onetool.bridge.request import parse_convert
 from onetool.bridge.servers import BridgedServers, BridgeLimits
-from onetool.errors import ServeError
+from onetool.errors import BridgeError, ServeError
 from onetool.hosts import is_loopback
 from onetool.logs import LogSpan, logger
 from onetool.serve import Listener, Routes, listen, serve_http

@@ -123,8 +123,9 @@ async def _forget_tokens(config: Config, name: str) -> bool:
 
 async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
     from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
-    from onetool.auth.login import AuthError, authorize, loopback_listener
+    from onetool.auth.login import AuthError, loopback_listener
     from onetool.state import StateStore
+    from onetool.upstream.authorize import authorize
 
     if resolve_flow(name, server.oauth) == "client_credentials":
         print(

@@ -14,6 +14,7 @@ from onetool.config.loading import (
 )
 from onetool.config.models import (
     DEFAULT_FILENAME,
+    DEFAULT_MAX_DESCRIPTION_LEN,
     ENV_BRIDGE_TOKEN,
     ENV_BRIDGE_URL,
     ENV_CONFIG,
@@ -29,11 +30,13 @@ from onetool.config.models import (
     SandboxConfig,
     ServerConfig,
     StateConfig,
+    TransportName,
     to_identifier,
 )
 
 __all__ = [
     "DEFAULT_FILENAME",
+    "DEFAULT_MAX_DESCRIPTION_LEN",
     "ENV_BRIDGE_TOKEN",
     "ENV_BRIDGE_URL",
     "ENV_CONFIG",
@@ -49,6 +52,7 @@ __all__ = [
     "SandboxConfig",
     "ServerConfig",
     "StateConfig",
+    "TransportName",
     "expand_vars",
     "find_config",
     "from_client_config",

@@ -12,13 +12,18 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
-from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
 ENV_BRIDGE_URL = "ONETOOL_BRIDGE_URL"
 ENV_BRIDGE_TOKEN = "ONETOOL_BRIDGE_TOKEN"
+DEFAULT_MAX_DESCRIPTION_LEN = 80
+"""Property descriptions the inspect face keeps by default: the first sentence or two of a typical upstream
+description."""
+
+TransportName = Literal["stdio", "http", "sse"]
+"""How the gateway reaches a server: a child process, streamable HTTP, or SSE."""
 
 _VAR = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]")
@@ -112,7 +117,7 @@ class ServerConfig(_Strict):
         return self
 
     @property
-    def transport(self) -> Literal["stdio", "http", "sse"]:
+    def transport(self) -> TransportName:
         if self.command is not None:
             return "stdio"
         return self.type or "http"

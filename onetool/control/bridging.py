@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from onetool.bridge import BridgeClient, BridgeError, Conversions, http_entry
 from onetool.config import BridgeConfig, ServerConfig
+from onetool.control.bridge_client import BridgeClient
+from onetool.control.conversions import Conversions, http_entry
 from onetool.control.views import ControlError
+from onetool.errors import BridgeError
 from onetool.logs import logger
 from onetool.state import Actor, ConvertedServer, StateStore
 

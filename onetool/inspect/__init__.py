@@ -1,6 +1,6 @@
 """The inspect/exec face's pure parts: compressed schemas, TOON results, the ``inspect`` description."""
 
-from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
+from onetool.inspect.compress import compress
 from onetool.inspect.describe import (
     HIDDEN_STATES,
     INSTRUCTIONS_MAX_CHARS,
@@ -17,7 +17,6 @@ from onetool.inspect.toon import DEFAULT_MAX_CHARS, data_result, exec_result
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
-    "DEFAULT_MAX_DESCRIPTION_LEN",
     "HIDDEN_STATES",
     "INSTRUCTIONS_MAX_CHARS",
     "InspectServer",

@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from onetool.config import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.schema_walk import (
     CUT,
     NOTHING,
@@ -46,10 +47,7 @@ from onetool.schema_walk import (
 )
 from onetool.text import one_line
 
-__all__ = ["DEFAULT_MAX_DESCRIPTION_LEN", "compress"]
-
-DEFAULT_MAX_DESCRIPTION_LEN = 80
-"""Property descriptions kept by default: the first sentence or two of a typical upstream description."""
+__all__ = ["compress"]
 
 _MAX_DEPTH = 12
 _MAX_NODES = 2_000

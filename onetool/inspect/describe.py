@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from onetool.config import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
-from onetool.inspect.compress import DEFAULT_MAX_DESCRIPTION_LEN, compress
+from onetool.inspect.compress import compress
 from onetool.text import closest, one_line, shown_name
 
 __all__ = [

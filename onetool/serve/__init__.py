@@ -10,8 +10,8 @@ ops.py      /health /ready /status    tools_module.py  /runtime/tools.py
 The package exports the transports and the run face; ``onetool.serve.app`` brings every face.
 """
 
+from onetool.httpd import HttpLimits
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
-from onetool.serve.limits import HttpLimits
 from onetool.serve.ops import ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, build_run_server
 from onetool.serve.stdio import serve_stdio

@@ -123,7 +123,7 @@ def connection_of(session: ServerSession) -> Connection:
 
     A lowlevel ``ServerRequestContext`` carries a per-request ``ServerSession`` and no public handle on
     its ``Connection``, yet the connection's (public) ``exit_stack`` is the one way to learn that a
-    handshake-era client has gone (EOF, DELETE, idle timeout). tests/server/test_fanout.py fails when
+    handshake-era client has gone (EOF, DELETE, idle timeout). tests/serve/test_fanout.py fails when
     the SDK stops carrying the connection here.
     """
     connection = getattr(session, "_connection", None)

@@ -12,14 +12,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import hmac
-import logging
 import socket
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import uvicorn
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -31,15 +29,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
+from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
-from onetool.serve.limits import ACCEPT_BATCH, DEFAULT_LIMITS, HttpLimits, limited_protocol
 
 __all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
-
-# Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
-GRACEFUL_SHUTDOWN_SECONDS = 3
-# Connections the kernel queues for us before refusing more.
-LISTEN_QUEUE = 1024
 
 
 _AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
@@ -178,56 +171,6 @@ def mcp_routes(path: str, server: Server[Any], listener: Listener) -> Routes:
     if listener.token:
         app = BearerGuard(app, listener.token)
     return Routes([Route(path, endpoint=app)], [manager])
-
-
-class _ToLoguru(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        logger.opt(exception=record.exc_info).bind(source=record.name).log(record.levelname, record.getMessage())
-
-
-def _route_uvicorn_logs() -> None:
-    """uvicorn logs through stdlib logging; send them to our sink (stderr or file), never stdout."""
-    uv_logger = logging.getLogger("uvicorn")
-    if not any(isinstance(h, _ToLoguru) for h in uv_logger.handlers):
-        uv_logger.addHandler(_ToLoguru())
-        uv_logger.propagate = False
-
-
-class UvicornServer(uvicorn.Server):
-    """uvicorn that reports readiness and leaves signals to the caller.
-
-    The CLI stops us by cancelling ``serve_http``; uvicorn's own signal capture
-    would swallow Ctrl-C and re-raise it after shutdown.
-    """
-
-    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
-        _route_uvicorn_logs()
-        super().__init__(
-            uvicorn.Config(
-                app,
-                http=limited_protocol(limits),
-                # asyncio accepts up to `backlog` connections per loop tick, before any of them can be closed
-                # to make room: a small batch keeps a flood of connections within the spare descriptors.
-                backlog=ACCEPT_BATCH,
-                lifespan="off",
-                log_level="warning",
-                log_config=None,
-                access_log=False,
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-            )
-        )
-        self.ready = anyio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        # asyncio re-listened with the accept batch as the queue length; restore the kernel queue.
-        for sock in sockets or []:
-            sock.listen(LISTEN_QUEUE)
-        self.ready.set()
 
 
 async def serve_http(

@@ -1,47 +1,52 @@
-"""One upstream server: an owner task that connects, serves, notices loss and reconnects.
+"""One upstream server: an owner task that connects, serves, notices loss and reconnects; and its request path.
 
 The SDK's transports and sessions hold anyio cancel scopes that must be exited by the
 task that entered them, so each server's ``Client`` lives entirely inside one long-lived
 owner task (:meth:`Connection.run`). Callers only await ``call_tool`` on the open client,
 in their own task.
+
+Beside a live session the owner runs watchers: handshake-era servers push `tools/list_changed`, 2026-era ones
+answer a `subscriptions/listen` stream; a server that has answered nothing for a while is probed (ping), and one
+that does not answer is dropped and reconnected; a session whose breaker opened is probed at growing intervals
+until it answers (breaker.py).
+
+A request is sent in the caller's task, within the server's cap on calls in flight
+(``servers.NAME.max_concurrent_calls``). A server found disconnected gets one immediate reconnect attempt, shared
+by every caller meanwhile (:meth:`Connection.revive`). A lost session fails the request at once, and it is sent
+again on the next session only when it has no side effects (a read, or a tool annotated read-only or idempotent).
+An unresponsive server (its breaker is open) fails requests at once.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp.types as types
 from loguru import logger
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from onetool import __version__
 from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
-from onetool.errors import UpstreamUnavailable
+from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
 from onetool.upstream.backoff import ShortSession, backoff_wait
 from onetool.upstream.children import Children
-from onetool.upstream.http import (
-    HttpStatuses,
-    http_client_factory,
-    http_reason,
-    public_url,
-    secure_url,
-    sse_transport,
-    upgraded_url,
-)
 from onetool.upstream.oauth import UpstreamAuth
-from onetool.upstream.requests import Requests
 from onetool.upstream.session import (
+    Lost,
     Session,
     Watched,
     closed_with,
@@ -49,13 +54,13 @@ from onetool.upstream.session import (
     exit_failure,
     list_all_tools,
     lost_failure,
+    stream_end,
 )
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.stderr import StderrTail
-from onetool.upstream.stdio import open_stdio
-from onetool.upstream.watching import Watching
+from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
 
-__all__ = ["Connection", "LogListener", "Mode", "Notify", "ProgressCallback"]
+__all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
 Mode = Literal["auto", "legacy"]
 Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -69,32 +74,34 @@ ProgressCallback = ProgressFnT
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 REVIVE_GAP: Final = 1.0
 """Seconds after a failed connect attempt during which a call fails with its reason instead of asking for another."""
+QUEUE_WAIT: Final = 1.0
+"""Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
+short enough that a run learns soon that the server is saturated."""
 
 
-class Connection(Requests, Watching):
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """What every connection of one pool shares; the pool's constructor documents each (and holds the defaults)."""
+
+    mode: Mode
+    backoff_base: float
+    stable_after: float
+    probe_interval: float
+    token_store: TokenStore | None = None
+    on_notification: Notify | None = None
+    children: Children | None = None
+
+
+class Connection:
+    """One server: its owner task (run, stop, revive), the watchers beside its live session, its request path."""
+
     def __init__(
-        self,
-        name: str,
-        config: ServerConfig,
-        *,
-        mode: Mode,
-        backoff_base: float,
-        stable_after: float,
-        probe_interval: float,
-        on_change: Callable[[str], None],
-        token_store: TokenStore | None = None,
-        on_notification: Notify | None = None,
-        children: Children | None = None,
+        self, name: str, config: ServerConfig, options: ConnectionOptions, on_change: Callable[[str], None]
     ) -> None:
         self.name = name
         self.config = config
-        self._mode = mode
-        self._backoff_base = backoff_base
-        self._stable_after = stable_after
-        self._probe_interval = probe_interval
+        self._options = options
         self._on_change = on_change
-        self._on_notification = on_notification
-        self._children = children
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
@@ -114,7 +121,7 @@ class Connection(Requests, Watching):
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
         self._auth = (
-            UpstreamAuth(name, secure_url(config.url or ""), config, token_store)
+            UpstreamAuth(name, secure_url(config.url or ""), config, options.token_store)
             if config.oauth is not None and config.enabled
             else None
         )
@@ -153,7 +160,7 @@ class Connection(Requests, Watching):
             try:
                 while not self._stopping:
                     retrying = AsyncRetrying(
-                        wait=backoff_wait(self._backoff_base, self.config.max_backoff),
+                        wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
                         sleep=self._pause,
                         before_sleep=self._log_retry,
@@ -161,11 +168,11 @@ class Connection(Requests, Watching):
                     async for attempt in retrying:
                         with attempt:
                             uptime = await self._connect_and_serve()
-                            if uptime < self._stable_after and not self._stopping:
+                            if uptime < self._options.stable_after and not self._stopping:
                                 raise ShortSession(uptime)
                     if not self._stopping:
                         # A stable session broke; a short pause keeps a crash loop from spinning.
-                        await self._pause(self._backoff_base)
+                        await self._pause(self._options.backoff_base)
             finally:
                 self.first_attempt.set()
                 self._attempt_done.set()  # no attempt follows
@@ -229,7 +236,7 @@ class Connection(Requests, Watching):
 
     async def _connect_and_serve(self) -> float:
         """One connect attempt and, if it succeeds, the session's life; how long the session was up."""
-        session = Session()
+        session = Session(self._link(), self._auth)
         self._attempting = True
         self._hurry = anyio.Event()
         try:
@@ -279,46 +286,53 @@ class Connection(Requests, Watching):
             return session.uptime()
         finally:
             self._attempt_over()
-        if session.lost and session.child is not None:
+        if session.lost and session.link.child is not None:
             # The process is reaped now, so its exit status and last stderr line are known.
             self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
         return session.uptime()
 
-    async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
-        """Enter a connected Client on ``stack``: stdio, streamable HTTP, or SSE (also as fallback)."""
-        if self.config.transport == "stdio":
-            return await stack.enter_async_context(self._client(self._stdio(session), session))
-        url = upgraded_url(self.name, self.config)
-        statuses = session.statuses = HttpStatuses()
-        session.url = url
-        oauth = None
+    def _link(self) -> Link:
+        """A connect attempt's opening of the transport: the https rule applied (and logged when it upgrades), the
+        OAuth provider made to read the store again (another process may have authorized meanwhile)."""
         if self._auth is not None:
             self._auth.begin_attempt()
-            session.auth, oauth = self._auth, self._auth.auth
-        if self.config.transport == "http":
-            factory = http_client_factory(self.config, statuses, oauth)
-            http = await stack.enter_async_context(factory())
-            try:
-                transport = self._watch(streamable_http_client(url, http_client=http), session)
-                return await stack.enter_async_context(self._client(transport, session))
-            except Exception:
-                if not statuses.refused():
-                    raise
-            logger.bind(server=self.name, url=public_url(url)).info(
-                "server '{}' refused streamable HTTP ({}); trying SSE", self.name, http_reason(statuses.failed() or 0)
-            )
-            statuses.codes.clear()
-        return await stack.enter_async_context(
-            self._client(self._watch(sse_transport(url, self.config, statuses, oauth), session), session)
+        return Link(
+            self.name,
+            self.config,
+            url=upgraded_url(self.name, self.config),
+            auth=self._auth.auth if self._auth is not None else None,
+            stderr=self._stderr,
+            children=self._options.children,
         )
+
+    async def _open(self, stack: AsyncExitStack, session: Session) -> Client:
+        """Enter a connected Client on ``stack`` through the server's transport, or its fallback if it was refused
+        (streamable HTTP -> SSE)."""
+        link = session.link
+        transport = TRANSPORTS[self.config.transport]
+        while True:
+            try:
+                return await stack.enter_async_context(
+                    self._client(self._watch(transport.open(link), session), session)
+                )
+            except Exception:
+                refusal = link.refusal()
+                if transport.fallback is None or refusal is None:
+                    raise
+            fallback = TRANSPORTS[transport.fallback]
+            logger.bind(server=self.name, url=public_url(link.url or "")).info(
+                "server '{}' refused {} ({}); trying {}", self.name, transport.label, refusal, fallback.label
+            )
+            transport = fallback
 
     def _client(self, transport: Any, session: Session) -> Client:
         async def on_message(message: Any) -> None:
             # Handshake-era servers push this; 2026-era ones answer a listen stream (see _listen).
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 session.refresh.set()
-            if self._on_notification is not None and not isinstance(message, Exception):
-                await self._on_notification(self.name, message)
+            notify = self._options.on_notification
+            if notify is not None and not isinstance(message, Exception):
+                await notify(self.name, message)
 
         async def on_log(params: types.LoggingMessageNotificationParams) -> None:
             for listener in list(self.log_listeners):
@@ -326,7 +340,7 @@ class Connection(Requests, Watching):
 
         return Client(
             transport,
-            mode=self._mode,
+            mode=self._options.mode,
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
             logging_callback=on_log,
@@ -337,18 +351,9 @@ class Connection(Requests, Watching):
         )
 
     @asynccontextmanager
-    async def _stdio(self, session: Session) -> AsyncIterator[tuple[Any, Any]]:
-        async with open_stdio(self.name, self.config, self._stderr, self._children) as (read, write, child):
-            session.child = child
-            yield (
-                Watched(read, lambda: self._lose(session, exit_failure(session))),
-                write,
-            )
-
-    @asynccontextmanager
-    async def _watch(self, transport: Any, session: Session) -> AsyncIterator[tuple[Any, Any]]:
+    async def _watch(self, transport: AbstractAsyncContextManager[Streams], session: Session) -> AsyncIterator[Streams]:
         async with transport as (read, write):
-            yield Watched(read, lambda: self._lose(session, Failure("the stream closed"))), write
+            yield Watched(read, lambda: self._lose(session, stream_end(session))), write
 
     async def _serve(self, session: Session, client: Client, tools: list[types.Tool]) -> None:
         session.client = client
@@ -382,7 +387,7 @@ class Connection(Requests, Watching):
         if session.lost or self._stopping:
             return
         if session.auth is not None:
-            failure = session.auth.failure(session.statuses) or failure
+            failure = session.auth.failure(session.link.statuses) or failure
         session.lost = failure
         for scope in session.calls:
             scope.cancel()
@@ -405,4 +410,213 @@ class Connection(Requests, Watching):
         if changed:
             self._on_change(self.name)
 
-    # ----- calls (in the caller's task) -----------------------------------------------------
+    # ----- beside a live session (in the owner task) ---------------------------------------------
+
+    async def _refresh_on_change(self, session: Session, client: Client) -> None:
+        while True:
+            await session.refresh.wait()
+            session.refresh = anyio.Event()
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    self.tools = await list_all_tools(client)
+            except Exception as e:
+                logger.bind(server=self.name).warning(
+                    "server '{}': refreshing the tool list failed: {}",
+                    self.name,
+                    describe_failure(e, session, self.name, self.config).for_operators(),
+                )
+                continue
+            logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
+            self._on_change(self.name)
+
+    async def _probe(self, session: Session, client: Client) -> None:
+        """Probe the server whenever it has answered nothing for ``probe_interval`` seconds; drop the session if
+        the probe gets no answer within ``connect_timeout``.
+
+        A stdio child's death closes its stdout, which the transport notices at once, but a hung or stopped one
+        says nothing, and neither does an idle HTTP session whose server died. Dropping the session restarts a
+        stdio child and reconnects either kind.
+        """
+        while True:
+            quiet = anyio.current_time() - session.answered_at
+            if quiet < self._options.probe_interval:
+                await anyio.sleep(self._options.probe_interval - quiet)
+                continue
+            try:
+                with anyio.fail_after(self.config.connect_timeout):
+                    await self._ping(session, client)
+            except TimeoutError:
+                reason = f"no answer to a ping within {self.config.connect_timeout} s"
+                self._lose(session, Failure(f"health check failed: {reason}"))
+                return
+            except Exception as e:
+                failure = describe_failure(e, session, self.name, self.config)
+                self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
+                return
+
+    async def _mind_breaker(self, session: Session, client: Client) -> None:
+        """Each time the session's breaker opens: probe at growing intervals (the reconnect backoff, capped at
+        ``max_backoff``) until the server answers, then close it."""
+        breaker = session.breaker
+        while True:
+            await breaker.tripped.wait()
+            logger.bind(server=self.name, timeouts=breaker.timeouts).warning(
+                "server '{}' is unresponsive: {} calls in a row timed out; calls to it fail at once until it answers "
+                "a ping",
+                self.name,
+                breaker.timeouts,
+            )
+            self._on_change(self.name)
+
+            async def wait(delay: float) -> None:
+                breaker.probe_at = anyio.current_time() + delay
+                await anyio.sleep(delay)
+
+            await wait(self._options.backoff_base)
+            async for attempt in AsyncRetrying(
+                wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
+                retry=retry_if_exception_type(Exception),
+                sleep=wait,
+            ):
+                with attempt, anyio.fail_after(self.config.connect_timeout):
+                    await self._ping(session, client)
+            breaker.close()
+            logger.bind(server=self.name).info("server '{}' answers again: calls to it resume", self.name)
+            self._on_change(self.name)
+
+    async def _ping(self, session: Session, client: Client) -> None:
+        """MCP ping on a handshake-era session. 2026-07-28 removed ping: there the probe is ``tools/list``, which
+        every server serves, and whose answer also catches a catalogue change the server never announced."""
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await client.session.send_ping()
+        else:
+            tools = await list_all_tools(client)
+            if tools != self.tools:
+                self.tools = tools
+                self._on_change(self.name)
+        session.answered()
+
+    async def _listen(
+        self,
+        session: Session,
+        client: Client,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
+                async with client.listen(tools_list_changed=True) as events:
+                    deadline.deadline = math.inf
+                    task_status.started()
+                    started = True
+                    async for _ in events:
+                        session.refresh.set()
+        except Exception as e:
+            # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
+            logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
+        if not started:
+            task_status.started()
+
+    # ----- requests (in the caller's task) ------------------------------------------------------
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], timeout: float, on_progress: ProgressCallback | None = None
+    ) -> types.CallToolResult:
+        """``on_progress``, when given, asks the upstream for progress reports and gets them."""
+        # Decided before the call: a lost session empties the catalogue.
+        retry = self._may_retry(tool)
+        display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
+        return await self.request(
+            display,
+            lambda client: client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+            ),
+            timeout,
+            retry,
+        )
+
+    async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
+        """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
+
+        After a lost session it is sent again on the next one only if ``retry`` (it has no side effects).
+        """
+        if (self._session is None or self._session.lost) and not await self.revive():
+            raise self.snapshot().unavailable(display)
+        await self._take_call_slot(display)
+        try:
+            try:
+                return await self._once(display, send, timeout)
+            except Lost as lost:
+                if not retry:
+                    raise _lost(self.name, display, lost) from None
+            logger.bind(server=self.name, request=display).info(
+                "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
+            )
+            if not await self.revive():
+                raise self.snapshot().unavailable(display)
+            try:
+                return await self._once(display, send, timeout)
+            except Lost as again:
+                raise _lost(self.name, display, again) from None
+        finally:
+            self._call_slots.release()
+
+    async def _take_call_slot(self, display: str) -> None:
+        with anyio.move_on_after(QUEUE_WAIT):
+            await self._call_slots.acquire()
+            return
+        limit = self.config.max_concurrent_calls
+        raise UpstreamUnavailable(
+            self.name,
+            f"busy: {limit} calls to it are in flight (servers.{self.name}.max_concurrent_calls) and none ended "
+            f"within {QUEUE_WAIT} s",
+            tool=display,
+            fix="retry shortly, or make fewer calls to it at once",
+        )
+
+    def _may_retry(self, tool: str) -> bool:
+        """Only a tool that promises no side effects may run twice."""
+        for t in self.tools:
+            if t.name == tool and t.annotations is not None:
+                return bool(t.annotations.read_only_hint or t.annotations.idempotent_hint)
+        return False
+
+    async def _once(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float) -> T:
+        session = self._session
+        if session is None or session.client is None or session.lost:
+            raise self.snapshot().unavailable(display)
+        if session.breaker.open:
+            raise UpstreamUnavailable(self.name, session.breaker.describe(), tool=display, retrying=False)
+        scope = anyio.CancelScope()
+        session.calls.add(scope)
+        try:
+            with scope:
+                result = await send(session.client)
+                session.answered()
+                return result
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                session.breaker.timed_out()
+                raise UpstreamTimeout(self.name, display, timeout) from None
+            if e.code == CONNECTION_CLOSED:
+                self._lose(session, Failure(e.message))
+                raise Lost(session.lost) from None
+            session.answered()
+            raise UpstreamError(f"{display} failed: {e.message}", server=self.name, tool=display) from None
+        except httpx2.TransportError as e:
+            self._lose(session, Failure(type(e).__name__, str(e) or None))
+            raise Lost(session.lost) from None
+        except ValidationError as e:
+            session.answered()
+            message = f"{display}: server '{self.name}' sent an invalid result: {e}"
+            raise UpstreamError(message, server=self.name, tool=display) from None
+        finally:
+            session.calls.discard(scope)
+        # Only reached when _lose cancelled the scope.
+        raise Lost(session.lost)
+
+
+def _lost(server: str, display: str, lost: Lost) -> UpstreamUnavailable:
+    failure = lost_failure(lost.failure)
+    return UpstreamUnavailable(server, failure.reason, tool=display, fix=failure.fix)

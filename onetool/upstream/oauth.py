@@ -9,9 +9,10 @@ from loguru import logger
 
 from onetool.auth.choice import resolve_flow
 from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
+from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
-from onetool.upstream.http import HttpStatuses, http_reason, oauth_problem
 from onetool.upstream.status import Failure, ServerState
+from onetool.upstream.transports import HttpStatuses, http_reason
 
 __all__ = ["OAuthStatus", "UpstreamAuth", "auth_command"]
 

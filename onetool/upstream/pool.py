@@ -19,7 +19,7 @@ from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
 from onetool.upstream.children import Children
-from onetool.upstream.connection import Connection, LogListener, Mode, Notify, ProgressCallback
+from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
@@ -60,15 +60,15 @@ class UpstreamPool:
         self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
         self._changes: Broadcast[str] = Broadcast()
-        self._options: dict[str, Any] = {
-            "mode": mode,
-            "backoff_base": backoff_base,
-            "stable_after": stable_after,
-            "probe_interval": probe_interval,
-            "token_store": token_store,
-            "on_notification": on_notification,
-            "children": children,
-        }
+        self._options = ConnectionOptions(
+            mode=mode,
+            backoff_base=backoff_base,
+            stable_after=stable_after,
+            probe_interval=probe_interval,
+            token_store=token_store,
+            on_notification=on_notification,
+            children=children,
+        )
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended
         self._tg: anyio.abc.TaskGroup | None = None
@@ -139,7 +139,7 @@ class UpstreamPool:
         return name in self._connections
 
     def _connection_for(self, name: str, config: ServerConfig) -> Connection:
-        return Connection(name, config, on_change=self._changes.publish, **self._options)
+        return Connection(name, config, self._options, self._changes.publish)
 
     def _start(self, conn: Connection) -> None:
         if self._tg is None:

@@ -14,15 +14,15 @@ import anyio.abc
 import httpx2
 import mcp.types as types
 from mcp import Client, MCPError
+from mcp.client._transport import ReadStream  # the SDK's transport protocol; no public name yet (mcp 2.3)
 from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED
 
 from onetool.config import ServerConfig
 from onetool.upstream.breaker import Breaker
-from onetool.upstream.http import HttpStatuses, http_reason, public_url
 from onetool.upstream.oauth import UpstreamAuth
 from onetool.upstream.status import Failure
-from onetool.upstream.stdio import StdioChild
+from onetool.upstream.transports import Link, http_reason, public_url
 
 PageT = TypeVar("PageT")
 ItemT = TypeVar("ItemT")
@@ -40,16 +40,15 @@ class Lost(Exception):
 class Session:
     """One live MCP session. A new one is made for every (re)connect."""
 
-    def __init__(self) -> None:
+    def __init__(self, link: Link, auth: UpstreamAuth | None) -> None:
+        self.link = link
+        """Its transport's opening: the child process or HTTP statuses a failure report reads."""
+        self.auth = auth  # of an OAuth upstream
         self.client: Client | None = None
-        self.child: StdioChild | None = None
         self.lost: Failure | None = None
         self.wake = anyio.Event()  # lost, or the pool is stopping
         self.refresh = anyio.Event()  # tools/list_changed arrived
         self.calls: set[anyio.CancelScope] = set()
-        self.statuses: HttpStatuses | None = None
-        self.url: str | None = None  # of an HTTP upstream, as connected to
-        self.auth: UpstreamAuth | None = None  # of an OAuth upstream
         self.breaker = Breaker()
         self.connected_at = math.inf  # when it became usable (anyio clock)
         self.answered_at = -math.inf  # when the server last answered anything on it
@@ -66,9 +65,7 @@ class Session:
 class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """A transport's read stream that reports its end: the upstream process or stream is gone."""
 
-    def __init__(
-        self, inner: anyio.abc.ObjectReceiveStream[SessionMessage | Exception], on_end: Callable[[], None]
-    ) -> None:
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]) -> None:
         self._inner = inner
         self._on_end = on_end
 
@@ -111,9 +108,10 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
     """Why connecting (or a session) failed: a short reason for the model, the details for the log."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
-    if session.auth is not None and (failure := session.auth.failure(session.statuses)) is not None:
+    link = session.link
+    if session.auth is not None and (failure := session.auth.failure(link.statuses)) is not None:
         return failure
-    child = session.child
+    child = link.child
     if child is not None and (
         child.process.returncode is not None or (isinstance(error, MCPError) and error.code == CONNECTION_CLOSED)
     ):
@@ -121,7 +119,7 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
         if child.process.returncode is not None and session.client is None:
             fix = f"its process exits at start: see its stderr in OneTool's log; check servers.{name}.command/args/env"
         return Failure(child.exit_reason(), child.stderr_hint(), fix)
-    if session.statuses is not None and (code := session.statuses.failed()) is not None:
+    if link.statuses is not None and (code := link.statuses.failed()) is not None:
         return Failure(http_reason(code), fix=_HTTP_FIX.get(code, "").format(name=name) or None)
     if isinstance(error, FileNotFoundError) and config.command is not None:
         program = os.path.basename(config.command)
@@ -134,7 +132,7 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
         program = os.path.basename(config.command)
         return Failure(f"permission denied starting {program}", str(error), f"check servers.{name}.command")
     if isinstance(error, httpx2.TransportError):
-        return Failure(f"cannot reach {public_url(session.url or '')} ({type(error).__name__})", str(error) or None)
+        return Failure(f"cannot reach {public_url(link.url or '')} ({type(error).__name__})", str(error) or None)
     if isinstance(error, MCPError):
         return Failure(f"the server answered: {error.message[:200]}")
     return Failure(type(error).__name__, str(error) or None)
@@ -164,5 +162,11 @@ async def closed_with(stack: AsyncExitStack) -> Exception | None:
 
 
 def exit_failure(session: Session) -> Failure:
-    assert session.child is not None
-    return Failure(session.child.exit_reason(), session.child.stderr_hint())
+    child = session.link.child
+    assert child is not None
+    return Failure(child.exit_reason(), child.stderr_hint())
+
+
+def stream_end(session: Session) -> Failure:
+    """Why the transport's read stream ended: its child process exited, or the HTTP stream closed."""
+    return exit_failure(session) if session.link.child is not None else Failure("the stream closed")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from onetool.bridge.client import BridgeClient
-from onetool.bridge.errors import BridgeError, BridgeUnavailable
 from onetool.config import BridgeConfig, ServerConfig
+from onetool.control.bridge_client import BridgeClient
+from onetool.errors import BridgeError, BridgeUnavailable
 from onetool.state import StateStore
 from tests.bridge.conftest import TOKEN, BridgeProcess, mcp_client
 from tests.conftest import TIME_SERVER, free_port

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from onetool.bridge.client import BridgeClient
-from onetool.bridge.conversions import Conversions
 from onetool.config import ServerConfig
+from onetool.control.bridge_client import BridgeClient
+from onetool.control.conversions import Conversions
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from tests.bridge.conftest import TOKEN, BridgeProcess

@@ -11,7 +11,7 @@ from anyio.abc import SocketStream
 
 from onetool.errors import UpstreamUnavailable
 from onetool.hosts import is_loopback
-from onetool.upstream.http import public_url, secure_url
+from onetool.upstream.transports import public_url, secure_url
 from tests.conftest import free_port
 from tests.upstream.conftest import FaultHttpServer, open_pool, wait_for_status
 

@@ -33,12 +33,13 @@ from onetool.auth import (
     StoredAuth,
     TokenStore,
 )
-from onetool.auth.login import Authorized, authorize, loopback_listener
+from onetool.auth.login import loopback_listener
+from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
-from onetool.upstream.http import oauth_problem
+from onetool.upstream.authorize import Authorized, authorize
 from tests.config.test_config import error_of, write
 from tests.conftest import FIXTURES, free_port, wait_for_port
 from tests.processes import stop

@@ -3,7 +3,7 @@
     POST /admin/servers/{name}/authorize         start the authorization-code flow here -> its authorization URL
     GET  /admin/servers/{name}/authorize?wait=S  the flow's outcome, waiting up to S seconds (at most 60) for it
 
-The gateway runs the flow (:func:`onetool.auth.login.authorize`) with its own :class:`PendingFlows`, the browser
+The gateway runs the flow (:func:`onetool.upstream.authorize.authorize`) with its own :class:`PendingFlows`, the browser
 comes back to this gateway's ``/oauth/callback``, the tokens go to the gateway's token store, and the server is
 reconnected, so it works without a restart. The callback is open (a browser has no token): ``state`` is what
 protects it. The HTTP front writes no access log, so the code and the state in its query reach no log.
@@ -23,12 +23,13 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from onetool.auth import PendingFlows, resolve_flow
-from onetool.auth.login import CALLBACK_PATH, authorize, callback_endpoint
+from onetool.auth.login import CALLBACK_PATH, callback_endpoint
 from onetool.control import ControlError
 from onetool.errors import OneToolError
 from onetool.serve.admin.routes import json_endpoint, request_actor
 from onetool.serve.http import Routes
 from onetool.state.records import Actor
+from onetool.upstream.authorize import authorize
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Final, NoReturn
+from typing import NoReturn
 
 import anyio
 import anyio.abc
@@ -28,51 +26,11 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
-from onetool.upstream.children import Children
-from onetool.upstream.groups import stat_fields
-from onetool.upstream.stderr import StderrTail, bounded_lines
+from onetool.upstream.stderr import bounded_lines
+from onetool.upstream.transports._base import Link, Streams
+from onetool.upstream.transports._process import StdioChild, stop_process_group
 
-__all__ = ["StdioChild", "open_stdio"]
-
-STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
-TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
-_POLL: Final = 0.01
-_ERROR_LINE: Final = re.compile(
-    r"error|exception|cannot|can't|not found|no such|denied|refused|failed|fatal|invalid|missing", re.IGNORECASE
-)
-
-
-class StdioChild:
-    """What the connection may know about a running child: its process and the stderr lines it wrote."""
-
-    def __init__(self, process: anyio.abc.Process, stderr: StderrTail) -> None:
-        self.process = process
-        self._stderr = stderr
-        self._first = stderr.count  # the server's tail spans its restarts: this process's lines come after
-
-    def exit_reason(self) -> str:
-        """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
-        code = self.process.returncode
-        return "closed its stdout" if code is None else _describe_exit(code)
-
-    def stderr_hint(self) -> str | None:
-        """The stderr line that most likely says what went wrong, for operators only.
-
-        A crashing server's last lines are usually a stack trace or a runtime banner ("Node.js v20");
-        the first line that reads like an error ("Error: Cannot find module ...") says more.
-        """
-        lines = self._stderr.lines(since=self._first)
-        for line in lines:
-            if _ERROR_LINE.search(line):
-                return line
-        return lines[-1] if lines else None
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        with suppress(ValueError):
-            return f"process killed by {signal.Signals(-code).name}"
-    return f"process exited with status {code}"
+__all__ = ["open_stdio"]
 
 
 def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
@@ -95,21 +53,14 @@ def _not_found(command: str) -> NoReturn:
 
 
 @asynccontextmanager
-async def open_stdio(
-    name: str, config: ServerConfig, stderr: StderrTail, children: Children | None = None
-) -> AsyncIterator[
-    tuple[
-        anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-        anyio.abc.ObjectSendStream[SessionMessage],
-        StdioChild,
-    ]
-]:
-    """Start the server and yield (read stream, write stream, child).
+async def open_stdio(link: Link) -> AsyncIterator[Streams]:
+    """Start the server and yield its (read stream, write stream); ``link.child`` is the process meanwhile.
 
     The read stream ends when the child closes its stdout (it died), which the SDK turns
-    into "Connection closed" for every request in flight. Its stderr lines go to ``stderr``; ``children``
-    records its process group until the group has ended.
+    into "Connection closed" for every request in flight. Its stderr lines go to ``link.stderr``;
+    ``link.children`` records its process group until the group has ended.
     """
+    name, config, stderr, children = link.name, link.config, link.stderr, link.children
     env = get_default_environment() | config.env
     command = resolve_command(config, env)
     process = await anyio.open_process(
@@ -123,7 +74,7 @@ async def open_stdio(
     )
     if children is not None:
         children.add(name, process.pid)
-    child = StdioChild(process, stderr)
+    link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -170,7 +121,7 @@ async def open_stdio(
         tg.start_soon(read_stderr)
         tg.start_soon(write_stdin)
         try:
-            yield read_recv, write_send, child
+            yield read_recv, write_send
         finally:
             # Shielded and bounded: a cancelled owner must still leave no process behind.
             with anyio.CancelScope(shield=True):
@@ -185,61 +136,3 @@ async def _receive_all(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[byt
     with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         while True:
             yield await stream.receive()
-
-
-async def stop_process_group(process: anyio.abc.Process) -> bool:
-    """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group; reap. Bounded (~2.5 s), idempotent.
-
-    The group is signalled even when the leader exited on its own: anything it started is
-    still in the group and would otherwise outlive us. Whether the group has ended (a member
-    we may not signal can stay).
-    """
-    if process.stdin is not None:
-        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.aclose()
-    await _wait_until(lambda: process.returncode is not None, STDIN_GRACE)
-    pgid = process.pid  # start_new_session: the leader's pid is the group id
-    ended = not _signal_group(pgid, signal.SIGTERM) or await _wait_until(lambda: not _group_alive(pgid), TERM_GRACE)
-    if not ended:
-        ended = not _signal_group(pgid, signal.SIGKILL) or await _wait_until(lambda: not _group_alive(pgid), 0.5)
-    await _wait_until(lambda: process.returncode is not None, 0.5)
-    with anyio.move_on_after(0.5), suppress(OSError, anyio.BrokenResourceError, ProcessLookupError):
-        await process.aclose()  # reaps the leader and closes the pipes (no ResourceWarning)
-    return ended
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Signal the whole group; False when no member is left."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc"):
-        return True
-    # A zombie leader (exited, not yet reaped) still counts as a member; only live ones matter here.
-    return any(_is_live_member(int(pid), pgid) for pid in os.listdir("/proc") if pid.isdigit())
-
-
-def _is_live_member(pid: int, pgid: int) -> bool:
-    fields = stat_fields(pid)
-    return fields is not None and int(fields[2]) == pgid and fields[0] != b"Z"
-
-
-async def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    with anyio.move_on_after(timeout):
-        while not condition():
-            await anyio.sleep(_POLL)
-        return True
-    return False

@@ -19,9 +19,9 @@ from typing import Final
 import anyio
 import anyio.abc
 
-from onetool.bridge.client import BridgeClient
-from onetool.bridge.errors import BridgeError
 from onetool.config import ServerConfig
+from onetool.control.bridge_client import BridgeClient
+from onetool.errors import BridgeError
 from onetool.logs import logger
 from onetool.state import Actor, ConvertedServer, StateStore
 

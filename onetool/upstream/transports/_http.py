@@ -1,32 +1,28 @@
-"""HTTP upstreams: the https rule, the HTTP client, streamable HTTP and SSE transports."""
+"""What the HTTP transports share: the https rule, loggable URLs, the HTTP client, the statuses it saw."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from loguru import logger
-from mcp.client.sse import sse_client
 
+from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 
 __all__ = [
+    "SSE_READ_TIMEOUT",
     "HttpStatuses",
     "http_client_factory",
     "http_reason",
-    "oauth_problem",
     "public_url",
     "secure_url",
-    "sse_transport",
     "upgraded_url",
 ]
 
-OAUTH_REQUEST = "onetool.oauth_request"
-"""Marks (in ``Request.extensions``) a request the OAuth flow made: discovery, registration, token."""
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
 
 
@@ -48,9 +44,10 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def upgraded_url(name: str, config: ServerConfig) -> str:
-    """The URL to connect to, logging (the URL only) when http was upgraded."""
-    assert config.url is not None
+def upgraded_url(name: str, config: ServerConfig) -> str | None:
+    """The URL to connect to (None for a stdio server), logging (the URL only) when http was upgraded."""
+    if config.url is None:
+        return None
     url = secure_url(config.url)
     if url != config.url:
         logger.bind(server=name, url=public_url(url)).warning(
@@ -78,12 +75,6 @@ class HttpStatuses:
         return next((code for code in reversed(self.codes) if code >= 400), None)
 
 
-def oauth_problem(problem: BaseException) -> str:
-    """What an OAuth failure says, safe to show and log: its first line, capped. The SDK's errors about a token
-    response the server sent go on with pydantic's echo of that response, tokens included."""
-    return str(problem).split("\n", 1)[0][:300]
-
-
 def http_reason(code: int) -> str:
     return f"HTTP {code} {httpx2.codes.get_reason_phrase(code)}".rstrip()
 
@@ -106,14 +97,3 @@ def http_client_factory(
         )
 
     return factory
-
-
-def sse_transport(
-    url: str, config: ServerConfig, statuses: HttpStatuses, auth: httpx2.Auth | None = None
-) -> AbstractAsyncContextManager[Any]:
-    return sse_client(
-        url,
-        timeout=config.connect_timeout,
-        sse_read_timeout=SSE_READ_TIMEOUT,
-        httpx_client_factory=http_client_factory(config, statuses, auth),
-    )

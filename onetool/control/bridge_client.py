@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 import httpx2
 
-from onetool.bridge.errors import BridgeError, BridgeUnavailable
 from onetool.config import BridgeConfig, ServerConfig
+from onetool.errors import BridgeError, BridgeUnavailable
 from onetool.logs import LogSpan
-from onetool.upstream.http import public_url
+from onetool.upstream.transports import public_url
 
 __all__ = ["BridgeClient", "Conversion"]
 

@@ -1,0 +1,9 @@
+"""The gateway's own HTTP server: uvicorn with deadlines for slow requests and a cap on connections.
+
+Below ``serve`` and ``auth``, which both run it: the HTTP front, and the loopback listener of ``onetool auth``.
+"""
+
+from onetool.httpd.limits import DEFAULT_LIMITS, HttpLimits
+from onetool.httpd.server import LISTEN_QUEUE, UvicornServer
+
+__all__ = ["DEFAULT_LIMITS", "LISTEN_QUEUE", "HttpLimits", "UvicornServer"]
