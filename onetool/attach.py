@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from onetool import discovery
+from onetool.errors import AttachError, NotRunning
 
 ENV_ADMIN_TOKEN = "ONETOOL_ADMIN_TOKEN"
 ENV_URL = "ONETOOL_URL"
@@ -22,18 +23,6 @@ ENV_URL = "ONETOOL_URL"
 ACTOR_HEADER = "X-OneTool-Actor"  # onetool.serve.admin.ACTOR_HEADER, not imported: that module imports mcp
 TIMEOUT = 600.0
 """Seconds to wait for an answer: a snippet may run long, an added server may take its connect timeout."""
-
-
-class NotRunning(Exception):
-    """No gateway answers at the URL (connection refused): the caller falls back to working without one."""
-
-
-class AttachError(Exception):
-    """The gateway answered with an error; the message is its own."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

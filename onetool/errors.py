@@ -21,6 +21,34 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from sandbox.protocol import errors as snippet
+from sandbox.protocol.api import RunError
+from sandbox.protocol.verdicts import Verdict
+
+__all__ = [
+    "ArgumentError",
+    "AttachError",
+    "AuthError",
+    "BridgeError",
+    "BridgeUnavailable",
+    "ConfigError",
+    "ControlError",
+    "ModelError",
+    "NotRunning",
+    "OneToolError",
+    "RunError",
+    "ServeError",
+    "ServerExists",
+    "StateError",
+    "ToolFailed",
+    "UnknownPack",
+    "UnknownTool",
+    "UpstreamError",
+    "UpstreamTimeout",
+    "UpstreamUnavailable",
+    "Verdict",
+]
+
 
 class OneToolError(Exception):
     """Every error OneTool raises on purpose."""
@@ -42,25 +70,50 @@ class ServeError(OneToolError):
     """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
 
 
+class ControlError(OneToolError):
+    """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AuthError(OneToolError):
+    """An OAuth authorization (``onetool auth``, or the gateway's own) could not be made; the message says why and
+    what to do."""
+
+
+class AttachError(OneToolError):
+    """The running gateway answered the CLI with an error; the message is its own."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotRunning(OneToolError):
+    """No gateway answers at the URL (connection refused): the caller falls back to working without one."""
+
+
 class ModelError(OneToolError):
     """A pack call that cannot be made or failed; the message is meant for the model."""
 
-    snippet_type: ClassVar[str] = "ToolError"
-    """The sandbox exception (sandbox.TOOL_ERRORS) the snippet sees."""
+    snippet_type: ClassVar[type[snippet.ToolError]] = snippet.ToolError
+    """The sandbox exception the snippet sees."""
 
 
 class UnknownPack(ModelError):
-    snippet_type = "UnknownTool"
+    snippet_type = snippet.UnknownTool
 
 
 class UnknownTool(ModelError):
-    snippet_type = "UnknownTool"
+    snippet_type = snippet.UnknownTool
 
 
 class ArgumentError(ModelError):
     """Arguments that do not fit a tool's schema or signature; the message shows the signature."""
 
-    snippet_type = "ArgumentError"
+    snippet_type = snippet.ArgumentError
 
 
 class ToolFailed(ModelError):
@@ -83,7 +136,7 @@ class UpstreamUnavailable(UpstreamError):
     the caller (a model, usually) learns that trying again later is worth it.
     """
 
-    snippet_type = "ToolUnavailable"
+    snippet_type = snippet.ToolUnavailable
 
     def __init__(
         self, server: str, reason: str, *, tool: str | None = None, fix: str | None = None, retrying: bool = True
@@ -101,7 +154,7 @@ class UpstreamUnavailable(UpstreamError):
 class UpstreamTimeout(UpstreamError):
     """A tool call took longer than its timeout; the upstream was sent notifications/cancelled."""
 
-    snippet_type = "ToolTimeout"
+    snippet_type = snippet.ToolTimeout
 
     def __init__(self, server: str, call: str, seconds: float) -> None:
         """``call`` names the request as the caller wrote it (``everything.trigger_long_running_operation``)."""

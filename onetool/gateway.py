@@ -23,8 +23,9 @@ from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
 from onetool.calls import Calls
 from onetool.config import Config, SandboxConfig
-from onetool.control import ControlError, ServerControl
+from onetool.control import ServerControl
 from onetool.describe import describe_run
+from onetool.errors import ControlError
 from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
 from onetool.runs import Runs

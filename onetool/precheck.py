@@ -9,7 +9,7 @@ run, where they raise a catchable ToolUnavailable. All of it is bounded by the s
 
 from __future__ import annotations
 
-from onetool.errors import ModelError
+from onetool.errors import ModelError, Verdict
 from onetool.registry import Registry
 from sandbox import RunError, Site
 
@@ -21,9 +21,7 @@ MAX_CODE_CHARS = 100_000
 def too_long(code: str) -> RunError | None:
     """The one check made before the run has its slot: it costs nothing."""
     if len(code) > MAX_CODE_CHARS:
-        return RunError(
-            "LimitError", f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}", origin="host"
-        )
+        return Verdict.LIMIT.error(f"code is {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
     return None
 
 

@@ -16,13 +16,13 @@ from anyio.abc import TaskGroup
 from mcp import types
 
 from onetool.calls import OFF_LOOP_FROM, Calls
-from onetool.errors import ModelError
+from onetool.errors import ModelError, Verdict
 from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
 from onetool.registry import Registry, Tool, UpstreamTool
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
-from sandbox import TOOL_ERRORS, Limits, RunError, RunResult, Sandbox
+from sandbox import Limits, RunResult, Sandbox
 
 __all__ = ["Runs"]
 
@@ -79,8 +79,7 @@ class Runs:
             )
         except Exception as e:  # the sandbox promises not to raise; if it does, the gateway must not fall over
             logger.exception("sandbox failed")
-            failed = RunError("InternalError", f"the sandbox failed: {type(e).__name__}", origin="host")
-            return RunResult(None, "", failed, 0, 0)
+            return RunResult(None, "", Verdict.INTERNAL.error(f"the sandbox failed: {type(e).__name__}"), 0, 0)
 
     async def _on_call(
         self, media: set[str], relay: Relay | None, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]
@@ -100,6 +99,6 @@ class Runs:
                 progress = relay.upstream_progress(f"{pack}.{tool}")
             value = await calls.value(target, args, kwargs, on_progress=progress)
         except ModelError as e:
-            raise TOOL_ERRORS[e.snippet_type](str(e)) from None
+            raise e.snippet_type(str(e)) from None
         media.update(returned_media(value))
         return value

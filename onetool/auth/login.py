@@ -23,17 +23,13 @@ from starlette.routing import Route
 
 from onetool.auth.choice import browser_available
 from onetool.auth.flows import PendingFlows
-from onetool.errors import OneToolError
+from onetool.errors import AuthError
 from onetool.hosts import is_loopback
 from onetool.httpd import DEFAULT_LIMITS, UvicornServer
 
-__all__ = ["CALLBACK_PATH", "AuthError", "callback_endpoint", "loopback_listener", "open_browser"]
+__all__ = ["CALLBACK_PATH", "callback_endpoint", "loopback_listener", "open_browser"]
 
 CALLBACK_PATH = "/oauth/callback"
-
-
-class AuthError(OneToolError):
-    """``onetool auth`` could not authorize the server; the message says why and what to do."""
 
 
 def callback_endpoint(pending: PendingFlows) -> Callable[[Request], Awaitable[Response]]:

@@ -21,6 +21,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
     import anyio
 
     from onetool import attach
+    from onetool.errors import AttachError, NotRunning
 
     config = setup(args, "WARNING")
     oauth = {name: s for name, s in config.servers.items() if s.oauth is not None}
@@ -35,9 +36,9 @@ def cmd_auth(args: argparse.Namespace) -> int:
             target = attach.find(args.gateway_url, args.token)
             if target is not None:
                 return _authorize_attached(target, args.server, not args.no_browser)
-        except attach.NotRunning:
+        except NotRunning:
             pass  # a stale discovery file: authorize here
-        except attach.AttachError as e:
+        except AttachError as e:
             return attach_failed("auth", e)
     if not args.server or args.server not in oauth:
         known = ", ".join(oauth) or "none (add an oauth: block to an HTTP server)"
@@ -56,7 +57,8 @@ def cmd_auth(args: argparse.Namespace) -> int:
 def _authorize_attached(target: Target, name: str, browser: bool) -> int:
     import time
 
-    from onetool.attach import AttachError, server_path
+    from onetool.attach import server_path
+    from onetool.errors import AttachError
 
     path = server_path(name, "authorize")
     try:
@@ -123,7 +125,8 @@ async def _forget_tokens(config: Config, name: str) -> bool:
 
 async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
     from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
-    from onetool.auth.login import AuthError, loopback_listener
+    from onetool.auth.login import loopback_listener
+    from onetool.errors import AuthError
     from onetool.state import StateStore
     from onetool.upstream.authorize import authorize
 

@@ -17,14 +17,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if code is None:
         return EXIT_USAGE
     from onetool import attach
+    from onetool.errors import AttachError, NotRunning
 
     try:
         target = attach.find(args.gateway_url, args.token)
         if target is not None:
             return print_result(target.request("POST", "/admin/run", {"code": code}), as_json=args.json)
-    except attach.NotRunning:
+    except NotRunning:
         pass  # a stale discovery file: run here instead
-    except attach.AttachError as e:
+    except AttachError as e:
         return attach_failed("run", e)
     import anyio
 

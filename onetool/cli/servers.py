@@ -19,15 +19,16 @@ from onetool.text import escape_unsafe, visible
 
 def cmd_servers(args: argparse.Namespace) -> int:
     from onetool import attach
+    from onetool.errors import AttachError, NotRunning
 
     action = args.action or "list"
     try:
         target = attach.find(args.gateway_url, args.token)
         if target is not None:
             return _servers_attached(target, action, args)
-    except attach.NotRunning:
+    except NotRunning:
         pass  # a stale discovery file: no gateway runs
-    except attach.AttachError as e:
+    except AttachError as e:
         return attach_failed("servers", e)
     return _servers_here(action, args)
 
@@ -55,8 +56,8 @@ def _servers_here(action: str, args: argparse.Namespace) -> int:
     """No gateway runs: connect the servers here to show them, or record a change in the state store."""
     import anyio
 
-    from onetool.control import ControlError
     from onetool.control.offline import change_offline
+    from onetool.errors import ControlError
 
     config = setup(args, "ERROR")
     if action in ("list", "show"):

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from onetool.config import BridgeConfig, ServerConfig
 from onetool.control.bridge_client import BridgeClient
 from onetool.control.conversions import Conversions, http_entry
-from onetool.control.views import ControlError
-from onetool.errors import BridgeError
+from onetool.errors import BridgeError, ControlError
 from onetool.logs import logger
 from onetool.state import Actor, ConvertedServer, StateStore
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from onetool.config import Config
 from onetool.control import rules
-from onetool.control.views import ControlError
+from onetool.errors import ControlError
 from onetool.state import StateStore
 
 LATER = "applies when the gateway starts"

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from onetool.config import ServerConfig, to_identifier, validate_server
-from onetool.control.views import ControlError
-from onetool.errors import ConfigError
+from onetool.errors import ConfigError, ControlError
 from onetool.state.records import OPERATORS, Actor
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -25,8 +25,8 @@ from onetool.config import Config, ServerConfig, to_identifier, validate_server
 from onetool.control import rules
 from onetool.control.bridging import Bridging
 from onetool.control.trust import Trust
-from onetool.control.views import PROPOSED, ControlError, HeldTool, ServerView, launch
-from onetool.errors import ConfigError, StateError
+from onetool.control.views import PROPOSED, HeldTool, ServerView, launch
+from onetool.errors import ConfigError, ControlError, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor
 from onetool.upstream.status import ServerState, ServerStatus

@@ -6,19 +6,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from onetool.config import ServerConfig
-from onetool.errors import OneToolError
 
 HeldReason = Literal["server quarantined", "changed after approval"]
 PROPOSED = "proposed"
 """The status of a server a model proposed: nothing runs it until an operator approves it."""
-
-
-class ControlError(OneToolError):
-    """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from mcp import Client
 from mcp.shared.auth import AuthorizationCodeResult
 
 from onetool.auth.flows import PendingFlow, PendingFlows
-from onetool.auth.login import AuthError
 from onetool.auth.store import ServerStorage, TokenStore
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
+from onetool.errors import AuthError
 from onetool.upstream.session import list_all_tools
 from onetool.upstream.transports import TRANSPORTS, HttpStatuses, Link, http_reason, secure_url
 

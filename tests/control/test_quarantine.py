@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config
-from onetool.control import ControlError
+from onetool.errors import ControlError
 from onetool.gateway import Gateway
 from onetool.state import StateStore
 from tests.admin_api import admin, cli

@@ -27,8 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from onetool.control import ControlError
-from onetool.errors import StateError
+from onetool.errors import ControlError, StateError
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
 
