@@ -17,6 +17,8 @@ from urllib.parse import quote, urlsplit
 from onetool import discovery
 from onetool.errors import AttachError, NotRunning
 
+__all__ = ["ACTOR_HEADER", "ENV_ADMIN_TOKEN", "ENV_URL", "TIMEOUT", "Target", "find", "server_path"]
+
 ENV_ADMIN_TOKEN = "ONETOOL_ADMIN_TOKEN"
 ENV_URL = "ONETOOL_URL"
 """The running gateway's URL, for commands given no --url."""

@@ -11,6 +11,8 @@ import anyio
 from anyio.abc import ObjectReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
+__all__ = ["Broadcast"]
+
 T = TypeVar("T")
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from onetool.errors import ConfigError
 
+__all__ = ["MCP_SERVERS", "Converted", "Loc", "convert"]
+
 MCP_SERVERS = "mcpServers"
 
 Loc = tuple[str | int, ...]

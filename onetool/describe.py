@@ -14,6 +14,8 @@ from onetool.registry import Pack, Registry
 from onetool.text import one_line
 from sandbox import ALLOWED_MODULES, Limits
 
+__all__ = ["BUDGET_CHARS", "INSTRUCTIONS_CHARS", "describe_run", "intro"]
+
 INSTRUCTIONS_CHARS = 300
 """A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
 BUDGET_CHARS = 6_000

@@ -27,6 +27,8 @@ from typing import Any
 from onetool import __version__
 from onetool.state.paths import runtime_dir, write_private
 
+__all__ = ["FILENAME", "MAX_BYTES", "Discovery", "discovery_file", "generate_token", "read", "remove", "write"]
+
 FILENAME = "gateway.json"
 MAX_BYTES = 64 * 1024  # a real file is about 200 bytes; anything far larger is not ours
 

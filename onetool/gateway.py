@@ -34,6 +34,8 @@ from onetool.upstream import UpstreamPool
 from onetool.upstream.children import watched_children
 from sandbox import Limits, Sandbox
 
+__all__ = ["Gateway", "limits_of"]
+
 
 class Gateway:
     """``background``: entering returns before the servers' first connection attempts end (``onetool serve``: the

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ipaddress
 
+__all__ = ["is_loopback"]
+
 
 def is_loopback(host: str) -> bool:
     """127.0.0.0/8, ::1 (bracketed or not) and the literal name localhost.

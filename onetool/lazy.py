@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
+__all__ = ["lazy_exports"]
+
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` that serves each name of ``exports`` (name -> submodule)."""

@@ -26,6 +26,20 @@ from pydantic_core import to_json
 from onetool.text import cut
 from sandbox import Origin, RunError
 
+__all__ = [
+    "MEDIA_TYPES",
+    "ORIGIN_PREFIXES",
+    "error_message",
+    "error_span_fields",
+    "error_text",
+    "is_envelope_schema",
+    "media_key",
+    "parse_text",
+    "returned_media",
+    "run_result",
+    "to_value",
+]
+
 MEDIA_TYPES = ("image", "audio", "resource", "resource_link")
 _MAX_MEDIA = 100
 """Media blocks one result carries; more stay data."""

@@ -10,6 +10,18 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+__all__ = [
+    "SUGGEST_MAX_NAME",
+    "closest",
+    "cut",
+    "escape_unsafe",
+    "label",
+    "one_line",
+    "shown_name",
+    "unseen",
+    "visible",
+]
+
 SUGGEST_MAX_NAME = 64
 """Names compared for a "did you mean": difflib costs time quadratic in the name, and a longer name is no typo
 of a tool or server name."""

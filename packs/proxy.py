@@ -11,6 +11,8 @@ from onetool.calls import PackContext
 from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.registry import Registry, UpstreamTool
 
+__all__ = ["call", "get_prompt", "list_prompts", "list_resources", "list_servers", "list_tools", "read_resource"]
+
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
     """Every MCP server (but quarantined ones) with its live status: name, pack, type, enabled, status, error

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
 
+__all__ = ["cmd_bridge"]
+
 
 def cmd_bridge(args: argparse.Namespace) -> int:
     import anyio

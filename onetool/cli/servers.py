@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 from onetool.cli.common import EXIT_OK, attach_failed, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
 
+__all__ = ["cmd_servers"]
+
 
 def cmd_servers(args: argparse.Namespace) -> int:
     from onetool import attach

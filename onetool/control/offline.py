@@ -13,6 +13,8 @@ from onetool.control import rules
 from onetool.errors import ControlError
 from onetool.state import StateStore
 
+__all__ = ["LATER", "change_offline"]
+
 LATER = "applies when the gateway starts"
 _NEEDS_GATEWAY = {
     "approve": "it records the tools as they are now",

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
+__all__ = ["ServerControl"]
+
 
 @dataclass
 class _Server:

@@ -26,6 +26,8 @@ from onetool.logs import logger
 from onetool.registry.registry import Pack
 from onetool.registry.tools import CTX, LocalTool
 
+__all__ = ["BUILTIN_PACKS", "load_local_packs"]
+
 BUILTIN_PACKS = "packs"
 
 

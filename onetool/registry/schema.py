@@ -36,6 +36,22 @@ from onetool.schema_walk import (
     union,
 )
 
+__all__ = [
+    "MAX_CHECKED_CHARS",
+    "MAX_CHECKED_VALUES",
+    "MAX_EXTRA_NAMES",
+    "MAX_LITERALS",
+    "MAX_TYPE_CHARS",
+    "ToolSchema",
+    "checkable",
+    "count_nodes",
+    "literal_values",
+    "py_type",
+    "py_union",
+    "return_type",
+    "union_members",
+]
+
 _SIMPLE = {
     "string": "str",
     "integer": "int",

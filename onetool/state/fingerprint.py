@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # `mcp` takes about a second to import; the CLI must not pay for it here
     from mcp.types import Tool
 
+__all__ = ["DIFF_LINES", "FINGERPRINTED", "canonical_json", "describe_change", "fingerprint_of", "tool_fingerprint"]
+
 FINGERPRINTED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 DIFF_LINES = 40
 

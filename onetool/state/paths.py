@@ -11,6 +11,17 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
+__all__ = [
+    "DATABASE_FILENAME",
+    "ENV_RUNTIME_DIR",
+    "ENV_STATE_DIR",
+    "default_database",
+    "private_dir",
+    "runtime_dir",
+    "state_dir",
+    "write_private",
+]
+
 ENV_STATE_DIR = "ONETOOL_STATE_DIR"
 ENV_RUNTIME_DIR = "ONETOOL_RUNTIME_DIR"
 DATABASE_FILENAME = "onetool.db"

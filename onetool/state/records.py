@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+__all__ = ["ACTORS", "OPERATORS", "Actor", "AddedServer", "ApprovedTool", "AuditEntry", "ConvertedServer", "Override"]
+
 Actor = Literal["cli", "api", "mcp", "gateway"]
 """Who made a change: the CLI, the admin API, an MCP management tool, or the gateway itself (e.g. a rug pull)."""
 

@@ -35,6 +35,8 @@ from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, Audi
 if TYPE_CHECKING:
     from mcp.types import Tool
 
+__all__ = ["DEFAULT_TIMEOUT", "StateStore"]
+
 DEFAULT_TIMEOUT = 5.0
 
 

@@ -22,6 +22,8 @@ from onetool.stubs.expressions import ANY, TypeBuilder, TypedDictSpec, pascal, p
 from onetool.stubs.expressions import vocab as v
 from onetool.stubs.select import select
 
+__all__ = ["MODULE_DOC", "tools_module"]
+
 _BUILTINS = ("str", "int", "float", "bool", "bytes", "object", "list", "dict", "NotImplementedError")
 _TYPING = ("Any", "Literal", "Never", "NotRequired", "TypedDict", "Unpack")
 _MAX_DOC_CHARS = 4_000

@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from onetool.errors import UpstreamUnavailable
 
+__all__ = ["Failure", "ServerState", "ServerStatus"]
+
 
 class ServerState(StrEnum):
     CONNECTING = "connecting"

@@ -23,6 +23,8 @@ import anyio
 
 from sandbox.worker.confine import landlock_abi
 
+__all__ = ["ZygoteProcess", "spawn"]
+
 _CLONE_NEWPID = 0x20000000
 _libc = ctypes.CDLL(None, use_errno=True)
 _log = logging.getLogger(__name__)

@@ -14,6 +14,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["HEADER", "JOB_CAP", "READ_CHUNK", "FrameReader", "ProtocolError", "decode", "encode"]
+
 HEADER = struct.Struct(">I")
 
 JOB_CAP = 1 << 30

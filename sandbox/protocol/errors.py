@@ -14,6 +14,18 @@ The host says which kind with the class name (`TOOL_ERRORS`); anything else it r
 `ToolError`. `LimitError` and `PolicyError` come from the sandbox itself.
 """
 
+__all__ = [
+    "SNIPPET_ERRORS",
+    "TOOL_ERRORS",
+    "ArgumentError",
+    "LimitError",
+    "PolicyError",
+    "ToolError",
+    "ToolTimeout",
+    "ToolUnavailable",
+    "UnknownTool",
+]
+
 
 class ToolError(Exception):
     """A pack call failed: the tool reported an error, or the call could not be made."""

@@ -21,6 +21,8 @@ new in a future Python stays out until someone adds it here. The rules:
 
 from __future__ import annotations
 
+__all__ = ["EXPORTS"]
+
 EXPORTS: dict[str, tuple[str, ...]] = {
     "base64": (
         "b64encode",

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import BuiltinMethodType
 from typing import Any
 
+__all__ = ["SafeFormats"]
+
 _FieldSplit = Callable[[str], tuple[Any, Iterable[tuple[bool, Any]]]]
 _field_name_split: _FieldSplit = __import__("_string").formatter_field_name_split
 

@@ -38,6 +38,29 @@ from sandbox.worker.policy import (
     private_name_message,
 )
 
+__all__ = [
+    "BLOCKED_ATTRIBUTES",
+    "SnippetClass",
+    "SnippetType",
+    "apply",
+    "augmented_attribute",
+    "augmented_item",
+    "check_attribute",
+    "guarded_delattr",
+    "guarded_dir",
+    "guarded_getattr",
+    "guarded_hasattr",
+    "guarded_setattr",
+    "guarded_write",
+    "inplace",
+    "make_builtins",
+    "make_globals",
+    "make_guards",
+    "snippet_class",
+    "snippet_made",
+    "type_of",
+]
+
 # Non-underscore names that still open frames, code or generator internals.
 BLOCKED_ATTRIBUTES = INSPECT_ATTRIBUTES | {
     "tb_lasti",

@@ -15,6 +15,8 @@ from typing import Any
 
 from sandbox.protocol.messages import MAX_DEPTH
 
+__all__ = ["TooDeep", "safe_repr", "text_of", "to_json"]
+
 _INT_BITS = 14000
 """Python refuses str() of ints past 4300 digits; json.dumps would fail on them the same way."""
 

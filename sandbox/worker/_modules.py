@@ -16,6 +16,8 @@ from sandbox.protocol.errors import PolicyError
 from sandbox.worker._exports import EXPORTS
 from sandbox.worker.policy import import_message, missing_name_message
 
+__all__ = ["NAMESPACES", "ModuleNamespace", "guarded_import"]
+
 
 class ModuleNamespace:
     """The allowed names of an allowed module, never the module itself (`json.codecs` leads to `os`)."""

@@ -15,6 +15,8 @@ from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._runtime import oversized, run_job
 from sandbox.worker.confine import Confinement, confine
 
+__all__ = ["prepare", "serve"]
+
 _PREFAULT_JOB = {
     "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\np.echo(f(1), text='x')",
     "packs": {"p": ["echo"]},

@@ -16,6 +16,8 @@ from sandbox.worker._jsonable import TooDeep, text_of, to_json
 from sandbox.worker._session import Pack, Session
 from sandbox.worker.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, parse
 
+__all__ = ["OUTPUT_FLOOD_FACTOR", "Output", "PrintCollector", "describe", "oversized", "run_job"]
+
 OUTPUT_FLOOD_FACTOR = 4
 """Printing this many times `max_output` ends the run: nobody reads that much, and it is usually a loop."""
 

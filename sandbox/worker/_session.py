@@ -22,6 +22,8 @@ from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._jsonable import TooDeep, text_of, to_json
 from sandbox.worker._record import Record
 
+__all__ = ["Pack", "Pending", "Session", "Tool"]
+
 
 class Tool:
     """A pack tool stub: calling it is a request to the host, answered before the snippet goes on."""

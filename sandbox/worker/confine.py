@@ -31,6 +31,22 @@ import signal
 import tempfile
 from typing import NamedTuple
 
+__all__ = [
+    "Confinement",
+    "SeccompFilter",
+    "close_other_fds",
+    "confine",
+    "confine_fork_server",
+    "drop_bounding_set",
+    "drop_privileges",
+    "enter_empty_root",
+    "landlock_abi",
+    "make_empty_root",
+    "restrict_with_landlock",
+    "set_limits",
+    "set_parent_death_signal",
+]
+
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_READ = 23
 _PR_CAPBSET_DROP = 24

@@ -20,6 +20,28 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTran
 
 from sandbox.worker._exports import EXPORTS
 
+__all__ = [
+    "ALLOWED_DUNDER_METHODS",
+    "ALLOWED_MODULES",
+    "FILENAME",
+    "FORBIDDEN_NAMES",
+    "GUARD_NAMES",
+    "INTERNALS_HINT",
+    "PRIVATE_HINT",
+    "RESULT_NAME",
+    "SYNC_HINT",
+    "CompileFailure",
+    "SnippetPolicy",
+    "Visited",
+    "capture_last_value",
+    "compile_restricted",
+    "import_message",
+    "internals_message",
+    "missing_name_message",
+    "parse",
+    "private_name_message",
+]
+
 FILENAME = "<snippet>"
 RESULT_NAME = "_snippet_value_"
 """Where the last expression's value lands; snippet code cannot name it (it starts with '_')."""

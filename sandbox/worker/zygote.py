@@ -32,6 +32,8 @@ import time
 from sandbox.worker._process import serve
 from sandbox.worker.confine import Confinement, confine_fork_server, set_parent_death_signal
 
+__all__ = ["WORKER_NICE", "isolate", "main", "setup"]
+
 _CLONE_NEWUTS = 0x04000000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
