@@ -1,0 +1,100 @@
+"""The public API does not change by accident: each public package's ``__all__`` is pinned here, and every name in
+it resolves. A change that means to add, rename or drop a public name changes this list in the same commit."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC: dict[str, list[str]] = {
+    "onetool": [
+        "Calls",
+        "Config",
+        "Gateway",
+        "ModelError",
+        "OneToolError",
+        "PackContext",
+        "__version__",
+        "load_config",
+    ],
+    "onetool.errors": [
+        "ArgumentError",
+        "AttachError",
+        "AuthError",
+        "BridgeError",
+        "BridgeUnavailable",
+        "ConfigError",
+        "ControlError",
+        "ModelError",
+        "NotRunning",
+        "OneToolError",
+        "RunError",
+        "ServeError",
+        "ServerExists",
+        "StateError",
+        "ToolFailed",
+        "UnknownPack",
+        "UnknownTool",
+        "UpstreamError",
+        "UpstreamTimeout",
+        "UpstreamUnavailable",
+        "Verdict",
+    ],
+    "onetool.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
+    "onetool.gateway": ["Gateway", "limits_of"],
+    "onetool.registry": ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"],
+    "onetool.serve.app": ["FACES", "Face", "MAIN_PATH", "main_face", "mounted", "serve_gateway"],
+    "onetool.upstream": ["ServerState", "ServerStatus", "UpstreamPool"],
+    "onetool.control": ["HeldTool", "ServerControl", "ServerView"],
+    # What snippets call as proxy.*: DESIGN's stable interface.
+    "packs.proxy": [
+        "call",
+        "get_prompt",
+        "list_prompts",
+        "list_resources",
+        "list_servers",
+        "list_tools",
+        "read_resource",
+    ],
+    "sandbox": [
+        "ALLOWED_MODULES",
+        "ArgumentError",
+        "LimitError",
+        "Limits",
+        "OnCall",
+        "OnProgress",
+        "OnSites",
+        "Origin",
+        "PROGRESS_RATE",
+        "PolicyError",
+        "Ration",
+        "RunError",
+        "RunResult",
+        "Sandbox",
+        "Site",
+        "TOOL_ERRORS",
+        "ToolError",
+        "ToolTimeout",
+        "ToolUnavailable",
+        "UnknownTool",
+        "Verdict",
+        "one_line",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_names_are_pinned(name: str) -> None:
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == PUBLIC[name]
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert not missing, f"{name}.__all__ names what it does not have: {missing}"
+
+
+def test_every_error_is_a_onetool_error_or_a_sandbox_type() -> None:
+    import onetool.errors as errors
+
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        assert value in (errors.RunError, errors.Verdict) or issubclass(value, errors.OneToolError), name
