@@ -2,20 +2,12 @@
 
 As a library: ``async with Gateway(load_config(path)) as gw: await gw.run(code)``; a local pack's function gets a
 ``PackContext``; every error OneTool raises on purpose is in :mod:`onetool.errors`. Names load on first use, so
-importing ``onetool`` (the CLI does, for ``__version__``) costs nothing.
+importing ``onetool`` (every layer does, for ``__version__``) costs nothing and imports no layer above.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from onetool.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from onetool.calls import Calls, PackContext
-    from onetool.config import Config, load_config
-    from onetool.errors import ModelError, OneToolError
-    from onetool.gateway import Gateway
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ import pytest
 
 from onetool.describe import BUDGET_CHARS, INSTRUCTIONS_CHARS, describe_run, intro
 from onetool.registry import LocalTool, Pack, Registry
-from onetool.registry.summary import MAX_SUMMARY_CHARS, summarize
+from onetool.registry._summary import MAX_SUMMARY_CHARS, summarize
 from onetool.upstream import ServerState, ServerStatus
 from sandbox import Limits
 from tests.catalogue import CATALOGUE, catalogue, upstream_tool

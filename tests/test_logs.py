@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from onetool.cli.common import setup
+from onetool.cli._common import setup
 from onetool.logfile import rotated_files
 from onetool.logs import LogSpan, logger
 from tests.conftest import logging_as_configured, restoring_logging, spans

@@ -13,8 +13,8 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from onetool.bridge.proxy import handshake, proxy_server
-from onetool.bridge.upstream import BridgedUpstream
+from onetool.bridge._proxy import handshake, proxy_server
+from onetool.bridge._upstream import BridgedUpstream
 from onetool.config import ServerConfig
 from onetool.errors import BridgeError, ServeError, UpstreamError
 from onetool.logs import logger

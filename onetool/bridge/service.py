@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from onetool.bridge.request import parse_convert
+from onetool.bridge._request import parse_convert
 from onetool.bridge.servers import BridgedServers, BridgeLimits
 from onetool.errors import BridgeError, ServeError
 from onetool.hosts import is_loopback

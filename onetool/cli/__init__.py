@@ -10,15 +10,15 @@ import argparse
 import sys
 from typing import Any
 
-from onetool.cli.auth import cmd_auth
-from onetool.cli.bridge import cmd_bridge
-from onetool.cli.catalogue import cmd_check, cmd_stubs, cmd_tools
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from onetool.cli.importing import cmd_import
-from onetool.cli.logs import cmd_logs
-from onetool.cli.run import cmd_run
-from onetool.cli.serve import cmd_serve
-from onetool.cli.servers import cmd_servers
+from onetool.cli._auth import cmd_auth
+from onetool.cli._bridge import cmd_bridge
+from onetool.cli._catalogue import cmd_check, cmd_stubs, cmd_tools
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from onetool.cli._importing import cmd_import
+from onetool.cli._logs import cmd_logs
+from onetool.cli._run import cmd_run
+from onetool.cli._serve import cmd_serve
+from onetool.cli._servers import cmd_servers
 
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"

@@ -3,7 +3,7 @@
 models.py holds every key with its type and default; loading.py reads, expands and validates a file.
 """
 
-from onetool.config.loading import (
+from onetool.config._loading import (
     expand_vars,
     find_config,
     from_client_config,
@@ -12,7 +12,7 @@ from onetool.config.loading import (
     validate,
     validate_server,
 )
-from onetool.config.models import (
+from onetool.config._models import (
     DEFAULT_FILENAME,
     DEFAULT_MAX_DESCRIPTION_LEN,
     ENV_BRIDGE_TOKEN,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from onetool.config import Config
-from onetool.control import rules
+from onetool.control import _rules as rules
 from onetool.errors import ControlError
 from onetool.state import StateStore
 

@@ -3,7 +3,7 @@
 Below ``serve`` and ``auth``, which both run it: the HTTP front, and the loopback listener of ``onetool auth``.
 """
 
-from onetool.httpd.limits import DEFAULT_LIMITS, HttpLimits
-from onetool.httpd.server import LISTEN_QUEUE, UvicornServer
+from onetool.httpd._limits import DEFAULT_LIMITS, HttpLimits
+from onetool.httpd._server import LISTEN_QUEUE, UvicornServer
 
 __all__ = ["DEFAULT_LIMITS", "LISTEN_QUEUE", "HttpLimits", "UvicornServer"]

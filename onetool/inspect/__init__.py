@@ -1,7 +1,6 @@
 """The inspect/exec face's pure parts: compressed schemas, TOON results, the ``inspect`` description."""
 
-from onetool.inspect.compress import compress
-from onetool.inspect.describe import (
+from onetool.inspect._describe import (
     HIDDEN_STATES,
     INSTRUCTIONS_MAX_CHARS,
     InspectServer,
@@ -13,7 +12,8 @@ from onetool.inspect.describe import (
     find_tool,
     inspect_schemas,
 )
-from onetool.inspect.toon import DEFAULT_MAX_CHARS, data_result, exec_result
+from onetool.inspect._toon import DEFAULT_MAX_CHARS, data_result, exec_result
+from onetool.inspect.compress import compress
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from onetool.inspect.describe import InspectServer
+from onetool.inspect._describe import InspectServer
 from onetool.logs import logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 

@@ -11,10 +11,10 @@ The package exports the transports and the run face; ``onetool.serve.app`` bring
 """
 
 from onetool.httpd import HttpLimits
+from onetool.serve._ops import ops_routes
+from onetool.serve._stdio import serve_stdio
 from onetool.serve.http import Listener, Routes, listen, mcp_routes, serve_http
-from onetool.serve.ops import ops_routes
 from onetool.serve.run import RUN_INPUT_SCHEMA, build_run_server
-from onetool.serve.stdio import serve_stdio
 
 __all__ = [
     "RUN_INPUT_SCHEMA",

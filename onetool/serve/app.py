@@ -3,7 +3,7 @@
 A face is a folder under ``serve/`` whose builder makes its MCP server from the gateway; adding one is that folder
 and a row here. ``/mcp`` (and stdio) carry the face ``serve --mode`` names, ``run`` by default; every other face
 the config enables is mounted at its own path. Beside the faces, every HTTP gateway serves /health, /ready and
-/status (:mod:`onetool.serve.ops`), ``/runtime/tools.py`` (:mod:`onetool.serve.tools_module`), /admin and the OAuth
+/status (:mod:`onetool.serve._ops`), ``/runtime/tools.py`` (:mod:`onetool.serve._tools_module`), /admin and the OAuth
 callback (:mod:`onetool.serve.admin`).
 """
 
@@ -17,13 +17,13 @@ from mcp.server import Server
 
 from onetool.config import Config
 from onetool.logs import logger
+from onetool.serve._ops import ops_routes
+from onetool.serve._tools_module import tools_module_routes
 from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
 from onetool.serve.direct import build_direct_server
 from onetool.serve.http import Listener, Routes, mcp_routes, serve_http
 from onetool.serve.inspect import build_inspect_server
-from onetool.serve.ops import ops_routes
 from onetool.serve.run import build_run_server
-from onetool.serve.tools_module import tools_module_routes
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway

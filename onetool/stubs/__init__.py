@@ -9,7 +9,7 @@ module.py       the module's text
 select.py       ``?filter=``: which packs and tools
 """
 
-from onetool.stubs.module import tools_module
-from onetool.stubs.select import parse_filter, select
+from onetool.stubs._module import tools_module
+from onetool.stubs._select import parse_filter, select
 
 __all__ = ["parse_filter", "select", "tools_module"]

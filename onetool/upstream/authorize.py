@@ -26,7 +26,7 @@ from onetool.auth.store import ServerStorage, TokenStore
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
 from onetool.errors import AuthError
-from onetool.upstream.session import list_all_tools
+from onetool.upstream._session import list_all_tools
 from onetool.upstream.transports import TRANSPORTS, HttpStatuses, Link, http_reason, secure_url
 
 __all__ = ["Authorized", "authorize"]

@@ -42,10 +42,9 @@ from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan
-from onetool.upstream.backoff import ShortSession, backoff_wait
-from onetool.upstream.children import Children
-from onetool.upstream.oauth import UpstreamAuth
-from onetool.upstream.session import (
+from onetool.upstream._backoff import ShortSession, backoff_wait
+from onetool.upstream._oauth import UpstreamAuth
+from onetool.upstream._session import (
     Lost,
     Session,
     Watched,
@@ -56,8 +55,9 @@ from onetool.upstream.session import (
     lost_failure,
     stream_end,
 )
+from onetool.upstream._stderr import StderrTail
+from onetool.upstream.children import Children
 from onetool.upstream.status import Failure, ServerState, ServerStatus
-from onetool.upstream.stderr import StderrTail
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]

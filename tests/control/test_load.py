@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from onetool.config import Config
-from onetool.control.server import ServerControl
+from onetool.control._server import ServerControl
 from onetool.upstream import UpstreamPool
 from tests.conftest import TIME_SERVER
 from tests.state.conftest import RecordingStore

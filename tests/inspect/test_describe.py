@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
-from onetool.inspect.describe import INTRO, InspectServer, InspectTool, describe_inspect, inspect_schemas
+from onetool.inspect._describe import INTRO, InspectServer, InspectTool, describe_inspect, inspect_schemas
 from tests.inspect.conftest import REFERENCE_TOOLS
 
 

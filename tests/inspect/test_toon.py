@@ -8,7 +8,7 @@ from typing import Any
 import toon_format
 from mcp import Client, types
 
-from onetool.inspect.toon import data_result, exec_result
+from onetool.inspect._toon import data_result, exec_result
 from tests.fixtures.dump_reference_tools import SERVERS
 
 

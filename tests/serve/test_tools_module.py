@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from onetool.registry import Registry
-from onetool.serve import tools_module as tools_module_serving
+from onetool.serve import _tools_module as tools_module_serving
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateways import (
     ONETOOL,

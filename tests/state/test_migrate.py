@@ -11,8 +11,8 @@ from collections.abc import Callable
 from sqlalchemy import Connection, inspect
 
 from onetool.state import StateStore
-from onetool.state.migrate import HEAD, _alembic, current_revisions, shipped_head
-from onetool.state.models import metadata
+from onetool.state._migrate import HEAD, _alembic, current_revisions, shipped_head
+from onetool.state._models import metadata
 from tests.state.conftest import engine_for
 
 OLD = "0002"  # a revision before the OAuth tokens table

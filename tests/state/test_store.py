@@ -18,8 +18,8 @@ from sqlalchemy import inspect
 from onetool.config import ServerConfig, load_config
 from onetool.errors import ConfigError, ServerExists
 from onetool.state import StateStore, canonical_json
+from onetool.state._migrate import HEAD
 from onetool.state.fingerprint import fingerprint_of
-from onetool.state.migrate import HEAD
 from tests.state.conftest import engine_for, sqlite_execute
 
 TABLES = {"servers", "overrides", "approved_tools", "audit_log", "conversions", "oauth_tokens"}

@@ -18,7 +18,7 @@ import pytest
 from mcp import types
 
 from onetool.registry import Pack, Registry, Tool, load_local_packs
-from onetool.registry.registry import upstream_tools
+from onetool.registry._registry import upstream_tools
 from onetool.stubs import parse_filter, select, tools_module
 from tests.catalogue import catalogue, upstream_tool
 from tests.conftest import FIXTURES, TESTS

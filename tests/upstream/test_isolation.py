@@ -13,7 +13,7 @@ import pytest
 
 from onetool.errors import UpstreamTimeout, UpstreamUnavailable
 from onetool.upstream import UpstreamPool
-from onetool.upstream.breaker import TRIP_AFTER
+from onetool.upstream._breaker import TRIP_AFTER
 from tests.upstream.conftest import fault, open_pool, wait_for_status
 
 

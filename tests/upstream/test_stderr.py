@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from onetool.upstream.stderr import MAX_CHARS, MAX_LINES, StderrTail, bounded_lines
+from onetool.upstream._stderr import MAX_CHARS, MAX_LINES, StderrTail, bounded_lines
 
 pytestmark = pytest.mark.anyio
 

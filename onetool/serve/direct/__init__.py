@@ -1,6 +1,6 @@
 """The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, beside management tools."""
 
-from onetool.serve.direct.face import (
+from onetool.serve.direct._face import (
     MAX_NAME,
     DirectCatalogue,
     DirectFace,

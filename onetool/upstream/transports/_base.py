@@ -16,8 +16,8 @@ import httpx2
 from mcp.client._transport import TransportStreams
 
 from onetool.config import ServerConfig, TransportName
+from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
-from onetool.upstream.stderr import StderrTail
 from onetool.upstream.transports._http import HttpStatuses, http_reason
 from onetool.upstream.transports._process import StdioChild
 

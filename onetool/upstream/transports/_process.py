@@ -16,8 +16,8 @@ from typing import Final
 import anyio
 import anyio.abc
 
+from onetool.upstream._stderr import StderrTail
 from onetool.upstream.groups import stat_fields
-from onetool.upstream.stderr import StderrTail
 
 __all__ = ["StdioChild", "stop_process_group"]
 

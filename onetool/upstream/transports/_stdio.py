@@ -26,7 +26,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
-from onetool.upstream.stderr import bounded_lines
+from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 

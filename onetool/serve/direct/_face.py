@@ -23,9 +23,9 @@ from mcp.types import SERVER_INFO_META_KEY
 from onetool.config import Management, to_identifier
 from onetool.errors import ModelError, UnknownTool
 from onetool.registry import Registry, ToolSchema, UpstreamTool
-from onetool.serve.direct.manage import MANAGEMENT_NAMES, ManagementTools
+from onetool.serve._requests import LogLevels, RequestClient, error_result
+from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools
 from onetool.serve.fanout import face_server
-from onetool.serve.requests import LogLevels, RequestClient, error_result
 from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
 from onetool.text import closest, shown_name
 from onetool.upstream import ServerState

@@ -2,7 +2,7 @@
 through the gateway (:mod:`onetool.runs`). This module only speaks MCP; serve.fanout tells clients of both eras
 about catalogue changes; serve.stdio and serve.http carry the server.
 
-While a run runs, its client gets its progress and its upstreams' log messages (:mod:`onetool.serve.requests`).
+While a run runs, its client gets its progress and its upstreams' log messages (:mod:`onetool.serve._requests`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 
 from onetool.logs import logger
 from onetool.relay import RunClient
+from onetool.serve._requests import LogLevels, error_result
 from onetool.serve.fanout import face_server
-from onetool.serve.requests import LogLevels, error_result
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway

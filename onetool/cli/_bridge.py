@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from onetool.bridge.service import BridgeOptions
 
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
 
 __all__ = ["cmd_bridge"]
 

@@ -30,7 +30,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp.shared.dispatcher import ProgressFnT
 
-from onetool.bridge.upstream import BridgedUpstream
+from onetool.bridge._upstream import BridgedUpstream
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.serve.fanout import ListChanged, ListChangedFanout, ListChangedServer
 

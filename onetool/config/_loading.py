@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from onetool.clients import MCP_SERVERS, Converted, Loc, convert
-from onetool.config.models import _VAR, DEFAULT_FILENAME, ENV_CONFIG, Config, ServerConfig
+from onetool.config._models import _VAR, DEFAULT_FILENAME, ENV_CONFIG, Config, ServerConfig
 from onetool.errors import ConfigError
 from onetool.logs import logger
 

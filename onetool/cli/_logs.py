@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["cmd_logs"]
 

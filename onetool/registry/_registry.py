@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from onetool.config import to_identifier
 from onetool.errors import UnknownPack, UnknownTool
 from onetool.logs import logger
+from onetool.registry._tools import Tool, UpstreamTool
 from onetool.registry.schema import ToolSchema
-from onetool.registry.tools import Tool, UpstreamTool
 from onetool.text import closest, shown_name
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from onetool.config import Config
 
-from onetool.cli.common import EXIT_USAGE, attach_failed, print_result, setup
+from onetool.cli._common import EXIT_USAGE, attach_failed, print_result, setup
 
 __all__ = ["cmd_run"]
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from onetool.attach import Target
     from onetool.config import Config
 
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, print_table, setup
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, print_table, setup
 
 __all__ = ["AUTH_POLL", "AUTH_WAIT", "cmd_auth"]
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from onetool.gateway import Gateway
     from onetool.serve import Listener
 
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, cancel_on_signal, setup
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, cancel_on_signal, setup
 
 __all__ = ["cmd_serve"]
 

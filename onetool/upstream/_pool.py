@@ -18,9 +18,9 @@ from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
+from onetool.upstream._session import collect_pages
 from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
-from onetool.upstream.session import collect_pages
 from onetool.upstream.status import ServerState, ServerStatus
 
 __all__ = ["UpstreamPool", "result_text"]

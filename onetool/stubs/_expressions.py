@@ -2,7 +2,7 @@
 
 Expressions are built as text in which every name the module defines itself is a placeholder: a typing or
 builtin name is ``\\x01str\\x01``, a TypedDict is ``\\x02<id>\\x02``. Names are chosen only once the whole module is
-known (:mod:`onetool.stubs.module`), so that none clashes with a pack, tool or field name from upstream. Neither
+known (:mod:`onetool.stubs._module`), so that none clashes with a pack, tool or field name from upstream. Neither
 placeholder byte can come from upstream text: every upstream string enters as ``repr()`` or escaped.
 """
 

@@ -14,7 +14,7 @@ import anyio
 import uvicorn
 from starlette.types import ASGIApp
 
-from onetool.httpd.limits import ACCEPT_BATCH, HttpLimits, limited_protocol
+from onetool.httpd._limits import ACCEPT_BATCH, HttpLimits, limited_protocol
 from onetool.logs import logger
 
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "LISTEN_QUEUE", "UvicornServer"]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli.common import EXIT_OK, attach_failed, print_table, setup, with_pool
+from onetool.cli._common import EXIT_OK, attach_failed, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
 
 __all__ = ["cmd_servers"]

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, setup, with_pool
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, setup, with_pool
 
 __all__ = ["cmd_check", "cmd_stubs", "cmd_tools"]
 

@@ -19,8 +19,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED
 
 from onetool.config import ServerConfig
-from onetool.upstream.breaker import Breaker
-from onetool.upstream.oauth import UpstreamAuth
+from onetool.upstream._breaker import Breaker
+from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream.status import Failure
 from onetool.upstream.transports import Link, http_reason, public_url
 

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from onetool.auth import PendingFlows, resolve_flow
 from onetool.auth.login import CALLBACK_PATH, callback_endpoint
 from onetool.errors import ControlError, OneToolError
-from onetool.serve.admin.routes import json_endpoint, request_actor
+from onetool.serve.admin._routes import json_endpoint, request_actor
 from onetool.serve.http import Routes
 from onetool.state.records import Actor
 from onetool.upstream.authorize import authorize

@@ -26,10 +26,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from onetool.errors import ServerExists, StateError
-from onetool.state.engine import Target, create_engine, read_only
+from onetool.state._engine import Target, create_engine, read_only
+from onetool.state._migrate import upgrade
+from onetool.state._models import approved_tools, audit_log, conversions, oauth_tokens, overrides, servers
 from onetool.state.fingerprint import canonical_json, fingerprint_of
-from onetool.state.migrate import upgrade
-from onetool.state.models import approved_tools, audit_log, conversions, oauth_tokens, overrides, servers
 from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
 
 if TYPE_CHECKING:

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from onetool.config import Config, ServerConfig, to_identifier, validate_server
-from onetool.control import rules
-from onetool.control.bridging import Bridging
-from onetool.control.trust import Trust
-from onetool.control.views import PROPOSED, HeldTool, ServerView, launch
+from onetool.control import _rules as rules
+from onetool.control._bridging import Bridging
+from onetool.control._trust import Trust
+from onetool.control._views import PROPOSED, HeldTool, ServerView, launch
 from onetool.errors import ConfigError, ControlError, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor

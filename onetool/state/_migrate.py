@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Column, Connection, MetaData, PrimaryKeyConstraint, String, Table, insert, inspect, text
 
 from onetool.errors import StateError
-from onetool.state.models import metadata
+from onetool.state._models import metadata
 
 if TYPE_CHECKING:
     from alembic.config import Config

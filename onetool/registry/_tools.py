@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from onetool.errors import ArgumentError, ToolFailed
+from onetool.registry._summary import summarize
 from onetool.registry.schema import ToolSchema, count_nodes
-from onetool.registry.summary import summarize
 from onetool.results import error_text, to_value
 
 if TYPE_CHECKING:

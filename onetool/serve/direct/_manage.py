@@ -22,7 +22,7 @@ from onetool.config import Management
 from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
-from onetool.serve.requests import error_result
+from onetool.serve._requests import error_result
 from onetool.state.records import Actor
 from onetool.text import cut, visible
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from onetool.cli.common import EXIT_OK, EXIT_USAGE
+from onetool.cli._common import EXIT_OK, EXIT_USAGE
 
 __all__ = ["cmd_import"]
 

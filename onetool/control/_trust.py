@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from onetool.control.views import HeldTool
+from onetool.control._views import HeldTool
 from onetool.state.fingerprint import canonical_json, describe_change, fingerprint_of
 from onetool.state.records import ApprovedTool
 

@@ -38,8 +38,8 @@ from onetool.inspect.catalogue import CatalogueTool, catalogue
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
+from onetool.serve._requests import error_result
 from onetool.serve.fanout import face_server
-from onetool.serve.requests import error_result
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
