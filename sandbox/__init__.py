@@ -10,10 +10,16 @@ Its parts say which side of the process boundary they run on:
 - `sandbox.protocol`: what both sides speak: the public data types, the snippet's exceptions, the frames and
   messages of a run, the host's verdicts.
 
-This module is the gateway's way in; the fork-server never executes it.
+This module is the gateway's way in; the fork-server never executes it. `Sandbox` (anyio, the host side) and
+`ALLOWED_MODULES` (the language layer) load on first use, so what only needs the protocol's types (the
+gateway's error tree, the CLI talking to a running gateway) imports nothing else.
 """
 
-from sandbox.host.pool import Sandbox
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
 from sandbox.protocol.errors import (
     TOOL_ERRORS,
@@ -28,7 +34,18 @@ from sandbox.protocol.errors import (
 from sandbox.protocol.messages import PROGRESS_RATE, Ration, one_line
 from sandbox.protocol.sites import Site
 from sandbox.protocol.verdicts import Verdict
-from sandbox.worker.policy import ALLOWED_MODULES
+
+if TYPE_CHECKING:
+    from sandbox.host.pool import Sandbox
+    from sandbox.worker.policy import ALLOWED_MODULES
+
+_LAZY = {"Sandbox": "sandbox.host.pool", "ALLOWED_MODULES": "sandbox.worker.policy"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
 
 __all__ = [
     "ALLOWED_MODULES",

@@ -88,7 +88,8 @@ def test_the_attached_path_imports_nothing_heavy(tmp_path: Path) -> None:
     served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
     probe = (
         "import sys; from onetool.cli import main; status = main(['run', '-c', '1 + 1']); "
-        "print(status, sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'pydantic', 'anyio', 'sandbox'}))"
+        "print(status, sorted({'.'.join(m.split('.')[:2]) for m in sys.modules}"
+        " & {'mcp', 'pydantic', 'anyio', 'sandbox.host', 'sandbox.worker'}))"
     )
     try:
         proc = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=30)
