@@ -18,9 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from loguru import logger
-
-from onetool.logs import RECORD_HEAD, quoted
+from onetool.logs import RECORD_HEAD, logger, quoted
 
 __all__ = ["POLL_SECONDS", "RecordFilter", "follow", "read_lines", "rotated_files"]
 

@@ -47,6 +47,7 @@ def __getattr__(name: str) -> Any:
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
 
+
 __all__ = [
     "ALLOWED_MODULES",
     "PROGRESS_RATE",

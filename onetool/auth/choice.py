@@ -10,9 +10,8 @@ import sys
 import webbrowser
 from typing import Literal
 
-from loguru import logger
-
 from onetool.config import OAuthConfig
+from onetool.logs import logger
 
 __all__ = ["Flow", "browser_available", "resolve_flow"]
 

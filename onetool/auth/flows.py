@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
-from loguru import logger
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult
+
+from onetool.logs import logger
 
 __all__ = ["CallbackPage", "FlowFailed", "PendingFlow", "PendingFlows"]
 

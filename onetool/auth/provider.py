@@ -16,7 +16,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import httpx2
-from loguru import logger
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
@@ -26,6 +25,7 @@ from onetool.auth.choice import Flow
 from onetool.auth.store import ServerStorage
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import OAuthConfig
+from onetool.logs import logger
 
 __all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "build_provider"]
 

@@ -15,11 +15,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from loguru import logger
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from onetool.config import to_identifier
+from onetool.logs import logger
 from onetool.state.paths import state_dir, write_private
 
 if TYPE_CHECKING:

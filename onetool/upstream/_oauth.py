@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Literal
 
 import httpx2
-from loguru import logger
 
 from onetool.auth.choice import resolve_flow
 from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
+from onetool.logs import logger
 from onetool.upstream.status import Failure, ServerState
 from onetool.upstream.transports import HttpStatuses, http_reason
 

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
-from loguru import logger
 from mcp import Client
 from mcp.shared.auth import AuthorizationCodeResult
 
@@ -26,6 +25,7 @@ from onetool.auth.store import ServerStorage, TokenStore
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
 from onetool.errors import AuthError
+from onetool.logs import logger
 from onetool.upstream._session import list_all_tools
 from onetool.upstream.transports import TRANSPORTS, HttpStatuses, Link, http_reason, secure_url
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Final
 
 import anyio
-from loguru import logger
 from pydantic import TypeAdapter, ValidationError
 
+from onetool.logs import logger
 from onetool.state.paths import private_dir, runtime_dir, write_private
 from onetool.upstream.groups import boot_id, end_group, start_time
 

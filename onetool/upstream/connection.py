@@ -29,7 +29,6 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp.types as types
-from loguru import logger
 from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -41,7 +40,7 @@ from onetool import __version__
 from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from onetool.logs import LogSpan
+from onetool.logs import LogSpan, logger
 from onetool.upstream._backoff import ShortSession, backoff_wait
 from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream._session import (

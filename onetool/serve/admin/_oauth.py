@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
-from loguru import logger
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from onetool.auth import PendingFlows, resolve_flow
 from onetool.auth.login import CALLBACK_PATH, callback_endpoint
 from onetool.errors import ControlError, OneToolError
+from onetool.logs import logger
 from onetool.serve.admin._routes import json_endpoint, request_actor
 from onetool.serve.http import Routes
 from onetool.state.records import Actor

@@ -7,11 +7,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
-from loguru import logger
 
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
+from onetool.logs import logger
 
 __all__ = [
     "SSE_READ_TIMEOUT",

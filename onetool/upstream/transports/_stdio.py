@@ -21,11 +21,11 @@ from typing import NoReturn
 import anyio
 import anyio.abc
 import mcp.types as types
-from loguru import logger
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
+from onetool.logs import logger
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
