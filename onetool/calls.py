@@ -31,7 +31,7 @@ import anyio.to_thread
 from anyio.abc import ObjectReceiveStream
 from mcp import types
 
-from onetool.errors import ModelError, ToolFailed, UnknownPack, UnknownTool, UpstreamUnavailable
+from onetool.errors import ModelError, ToolFailed, UnknownPack, UnknownTool, UpstreamError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 from onetool.registry.schema import count_nodes
@@ -138,8 +138,15 @@ class Calls:
         on_progress: ProgressCallback | None = None,
     ) -> types.CallToolResult:
         """Call the upstream tool ``target``: its result as the upstream sent it (``isError`` included)."""
-        bound = await target.schema.bind(label or target.signature, args, kwargs)
-        return await self.pool.call(target.server, target.remote_name, bound, on_progress=on_progress)
+        label = label or target.signature
+        bound = await target.schema.bind(label, args, kwargs)
+        try:
+            return await self.pool.call(target.server, target.remote_name, bound, on_progress=on_progress)
+        except ModelError:
+            raise
+        except Exception as e:  # a failure of no kind the pool knows: its traceback is on the call's log record
+            message = f"{label} failed inside the gateway ({type(e).__name__}); its log has the details"
+            raise UpstreamError(message, server=target.server, tool=target.remote_name) from None
 
     async def settled(self, server: str) -> bool:
         """Whether ``server`` was still making its first connection attempt; if so, return once the registry no

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from loguru import logger
 
-from onetool.errors import ConfigError
+from onetool.errors import ConfigError, OneToolError
 from onetool.text import escape_unsafe
 
 __all__ = [
@@ -121,7 +121,9 @@ def setup_logging(
     takes it; silent or off sends them nowhere. A ``file`` is rotated once it reaches ``rotation`` bytes (renamed
     with its creation time, e.g. ``gateway.2026-11-25_14-02-03_123456.log``), keeping the newest ``retention``
     rotated files."""
+    global _all_tracebacks
     name = log_level(level or os.environ.get("LOG_LEVEL") or "INFO")
+    _all_tracebacks = name in ("TRACE", "DEBUG")
     logger.remove()
     logger.configure(patcher=_with_kv)
     if name is None:
@@ -140,6 +142,10 @@ def setup_logging(
         logger.add(sink or sys.stderr, **options)
 
 
+_all_tracebacks = False
+"""Whether every failed span carries its exception's traceback (at DEBUG), not only the unexpected ones."""
+
+
 class LogSpan:
     """Times a block and logs one record on exit.
 
@@ -148,6 +154,9 @@ class LogSpan:
     ``duration`` (seconds), and on failure ``errorType`` and ``errorMessage``.
     Exceptions propagate unchanged. Use as ``with LogSpan("proxy.connect",
     server=name) as span: ...; span.add(toolCount=n)``.
+
+    A failure of an unexpected kind (an exception that is no OneToolError, or one :meth:`attach` marks so) puts
+    its traceback on the record; at DEBUG every failure does.
     """
 
     def __init__(self, span: str, *, level: str = "INFO", **fields: Any) -> None:
@@ -155,6 +164,13 @@ class LogSpan:
         self.level = level
         self.fields: dict[str, Any] = dict(fields)
         self._start = 0.0
+        self._cause: BaseException | None = None
+        self._expected = True
+
+    def attach(self, cause: BaseException, *, expected: bool) -> None:
+        """Why the span failed, caught below it and not raised through it: its traceback goes on the record when
+        it is not ``expected`` (a kind of failure the caller has no words for), or at DEBUG."""
+        self._cause, self._expected = cause, expected
 
     def add(self, **fields: Any) -> None:
         self.fields.update(fields)
@@ -176,4 +192,6 @@ class LogSpan:
             fields["errorMessage"] = str(exc) or type(exc).__name__
         if failed and level in ("DEBUG", "INFO"):
             level = "WARNING"
-        logger.bind(span=self.span, **fields).log(level, self.span)
+        cause, expected = (exc, isinstance(exc, OneToolError)) if exc is not None else (self._cause, self._expected)
+        traced = isinstance(cause, Exception) and failed and (_all_tracebacks or not expected)
+        logger.opt(exception=cause if traced else None).bind(span=self.span, **fields).log(level, self.span)

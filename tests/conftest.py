@@ -117,12 +117,14 @@ def time_stdio() -> dict[str, Any]:
 
 @pytest.fixture
 def log_records() -> Iterator[list[dict[str, Any]]]:
-    """Every loguru record emitted during the test, as {level, message, extra} dicts."""
+    """Every loguru record emitted during the test, as {level, message, extra, traced} dicts (traced: it carries
+    an exception's traceback)."""
     records: list[dict[str, Any]] = []
 
     def sink(message: Any) -> None:
         r = message.record
-        records.append({"level": r["level"].name, "message": r["message"], "extra": dict(r["extra"])})
+        traced = r["exception"] is not None
+        records.append({"level": r["level"].name, "message": r["message"], "extra": dict(r["extra"]), "traced": traced})
 
     handler = logger.add(sink, level="DEBUG")
     try:

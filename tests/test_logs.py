@@ -8,12 +8,15 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from onetool import logs
 from onetool.cli._common import setup
+from onetool.errors import UnknownTool
 from onetool.logfile import rotated_files
-from onetool.logs import LogSpan, logger
+from onetool.logs import LogSpan, logger, setup_logging
 from tests.conftest import logging_as_configured, restoring_logging, spans
 
 
@@ -114,3 +117,48 @@ def test_the_config_log_section_names_the_file_and_its_rotation(tmp_path: Path) 
             logger.info("record {}", i)
     log = tmp_path / "gw.log"  # relative to the config file
     assert len(rotated_files(log)) == 1 and log.stat().st_size <= 1_000
+
+
+# ---- tracebacks on failed spans ------------------------------------------------------------------------------------
+
+
+def _failing_span(error: Exception) -> None:
+    with pytest.raises(type(error)), LogSpan("demo.span"):
+        raise error
+
+
+def test_a_span_that_fails_unexpectedly_carries_its_traceback(log_records: list[dict[str, Any]]) -> None:
+    _failing_span(RuntimeError("a host bug"))
+    _failing_span(UnknownTool("no such tool"))
+    records = [r for r in log_records if r["extra"].get("span") == "demo.span"]
+    assert [(r["extra"]["errorType"], r["traced"]) for r in records] == [("RuntimeError", True), ("UnknownTool", False)]
+
+
+def test_a_cause_caught_below_the_span_is_traced_when_unexpected_or_at_debug(
+    log_records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def span(expected: bool) -> None:
+        with LogSpan("demo.caught") as s:
+            try:
+                raise OSError("refused")
+            except OSError as e:
+                s.attach(e, expected=expected)
+            s.add(status="FAILED")
+
+    span(expected=True)
+    span(expected=False)
+    monkeypatch.setattr(logs, "_all_tracebacks", True)  # what setup_logging("DEBUG") sets
+    span(expected=True)
+    assert [r["traced"] for r in log_records if r["extra"].get("span") == "demo.caught"] == [False, True, True]
+
+
+def test_debug_logging_traces_every_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "_all_tracebacks", False)
+    sink = io.StringIO()
+    with restoring_logging():
+        setup_logging("DEBUG", sink=sink)
+        _failing_span(UnknownTool("no such tool"))
+        setup_logging("INFO", sink=sink)
+        _failing_span(UnknownTool("another"))
+    text = sink.getvalue()
+    assert text.count("Traceback") == 1 and "no such tool" in text and "another" in text

@@ -33,6 +33,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__
 from onetool.logs import logger
+from onetool.serve._request_log import log_request
 
 __all__ = ["ChangeSubscription", "ListChanged", "ListChangedFanout", "connection_of", "face_server"]
 
@@ -163,7 +164,8 @@ def face_server(
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
 ) -> Server[dict[str, Any]]:
-    """An MCP server for one face: these tool handlers, and list_changed to both eras on each change.
+    """An MCP server for one face: these tool handlers, list_changed to both eras on each change, and one log
+    record per request.
 
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
@@ -183,5 +185,5 @@ def face_server(
         on_subscriptions_listen=fanout.listen,
         get_tool_input_schema=get_tool_input_schema,
     )
-    server.middleware.append(fanout.remember)
+    server.middleware.extend([log_request, fanout.remember])
     return server

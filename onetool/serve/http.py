@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hmac
 import socket
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from onetool.hosts import is_loopback
 from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
 
-__all__ = ["Listener", "Routes", "listen", "mcp_routes", "serve_http"]
+__all__ = ["AccessLog", "Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 
 
 _AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
@@ -144,6 +145,36 @@ class BearerGuard:
         await response(scope, receive, send)
 
 
+class AccessLog:
+    """ASGI wrapper: one DEBUG ``http.request`` record per HTTP request, with its method, path, status and
+    duration. Never the query string (an OAuth callback's carries the code) nor a header (tokens)."""
+
+    _MAX_PATH = 200
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        status = 0
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        started = time.perf_counter()
+        try:
+            await self._app(scope, receive, sending)
+        finally:
+            duration = round(time.perf_counter() - started, 4)
+            path = scope["path"][: self._MAX_PATH]
+            logger.bind(method=scope["method"], path=path, status=status, duration=duration).debug("http.request")
+
+
 @dataclass(frozen=True)
 class Routes:
     """What one face or route module adds to the HTTP front.
@@ -184,7 +215,7 @@ async def serve_http(
 
     ``limits`` bounds how long a client may take to send a request and how many connections are open.
     """
-    app = Starlette(routes=[route for contribution in routes for route in contribution.routes])
+    app = AccessLog(Starlette(routes=[route for contribution in routes for route in contribution.routes]))
     web = UvicornServer(app, limits)
     stopped = anyio.Event()
     failure: list[Exception] = []

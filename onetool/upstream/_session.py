@@ -150,7 +150,7 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
         return Failure(f"cannot reach {public_url(link.url or '')} ({type(error).__name__})", str(error) or None)
     if isinstance(error, MCPError):
         return Failure(f"the server answered: {error.message[:200]}")
-    return Failure(type(error).__name__, str(error) or None)
+    return Failure(type(error).__name__, str(error) or None, unexpected=True)
 
 
 _HTTP_FIX = {

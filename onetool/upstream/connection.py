@@ -255,10 +255,12 @@ class Connection:
                                 # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
                                 # and cancelled us; closing the stack surfaces why.
                                 failure = describe_failure(crash, session, self.name, self.config)
+                                span.attach(crash, expected=not failure.unexpected)
                             else:
                                 raise
                         except Exception as e:
                             failure = describe_failure(e, session, self.name, self.config)
+                            span.attach(e, expected=not failure.unexpected)
                         else:
                             failure = None
                         if failure is not None:

@@ -32,6 +32,8 @@ class Failure:
     """What to change when waiting will not help (a missing command, a refused credential)."""
     oauth_status: str | None = None
     """Set when the failure is about OAuth authorization: pending_authorization or authentication_failed."""
+    unexpected: bool = False
+    """No kind of failure OneTool knows: the log gets its traceback."""
 
     def for_operators(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else self.reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import urllib.request
 from typing import Any
 
 import anyio
@@ -213,3 +214,20 @@ async def test_cancel_with_open_streams_shuts_down_cleanly(log_records: list[dic
             await listen_ended.wait()
             clients.cancel_scope.cancel()
     assert [r for r in log_records if r["level"] in ("ERROR", "CRITICAL")] == []
+
+
+async def test_each_http_request_is_one_debug_record_without_its_query(log_records: list[dict[str, Any]]) -> None:
+    async with running_http(FakeGateway()) as url:
+        origin = url.removesuffix("/mcp")
+        status = await anyio.to_thread.run_sync(_status_of, f"{origin}/health?code=secret-code&state=s")
+    assert status == 200
+    records = [r for r in log_records if r["message"] == "http.request"]
+    assert [(r["level"], r["extra"]["method"], r["extra"]["path"], r["extra"]["status"]) for r in records] == [
+        ("DEBUG", "GET", "/health", 200)
+    ]
+    assert "secret-code" not in repr(log_records)
+
+
+def _status_of(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return int(response.status)
