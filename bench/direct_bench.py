@@ -12,6 +12,8 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ ONETOOL = str(Path(sys.executable).with_name("onetool"))
 CATALOGUE = {"command": sys.executable, "args": [str(FIXTURES / "catalogue_server.py"), "200"]}
 FAULT = {"command": sys.executable, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
 TOOL, ARGS = "notion_search", {"query": "roadmap"}
-LISTS, CALLS, CHANGES = 50, 500, 10
+LISTS, CALLS, CHANGES, CONNECTS = 50, 500, 10, 20
 
 
 @contextlib.contextmanager
@@ -40,13 +42,31 @@ def _gateway(folder: Path) -> Iterator[str]:
     """`onetool serve --http` with /mcp/direct on; yields the direct URL."""
     config = folder / "onetool.yaml"
     config.write_text(
-        yaml.safe_dump({"http": {"enable_direct_endpoint": True}, "servers": {"cat": CATALOGUE, "fx": FAULT}})
+        yaml.safe_dump(
+            {
+                "http": {"enable_direct_endpoint": True, "ready_requires_servers": "all"},
+                "servers": {"cat": CATALOGUE, "fx": FAULT},
+            }
+        )
     )
     command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"]
     # The bench gateway leaves the user's state store and discovery file alone.
     env = {**os.environ, ENV_STATE_DIR: str(folder / "state"), ENV_RUNTIME_DIR: str(folder / "run")}
     with serving(command, env) as url:
+        _wait_ready(url.removesuffix("/mcp") + "/ready")  # the front serves at once; the servers connect behind it
         yield url + "/direct"
+
+
+def _wait_ready(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 async def _timed(n: int, fn: Callable[[], Awaitable[object]]) -> list[float]:
@@ -77,6 +97,18 @@ async def _lists(url: str) -> list[Row]:
         samples = await _timed(LISTS, upstream.list_tools)
     rows.append(Row("direct", "tools/list on the upstream itself, 200 tools (stdio)", median_p90(samples)))
     return rows
+
+
+async def _connect_and_list(url: str) -> list[Row]:
+    """SC-001: from a new client's first request to the complete tool list in its hands."""
+    samples = []
+    for _ in range(CONNECTS):
+        start = time.perf_counter()
+        async with Client(url, mode="auto", read_timeout_seconds=30) as client:  # type: ignore[arg-type]
+            tools = (await client.list_tools()).tools
+            samples.append(time.perf_counter() - start)
+    measure = f"a new client: connect and the complete tool list ({len(tools)} tools, HTTP)"
+    return [Row("direct", measure, median_p90(samples), "< 500 ms")]
 
 
 async def _calls(url: str) -> list[Row]:
@@ -139,5 +171,5 @@ async def _list_changed(url: str) -> list[Row]:
 
 async def run() -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp, _gateway(Path(tmp)) as url:
-        rows = [*await _lists(url), *await _calls(url), *await _list_changed(url)]
+        rows = [*await _lists(url), *await _connect_and_list(url), *await _calls(url), *await _list_changed(url)]
     return [*rows, *await _in_process()]
