@@ -80,6 +80,7 @@ def main() -> None:
     import resource  # noqa: F401
     import signal  # noqa: F401
     import socket  # noqa: F401
+    import subprocess  # noqa: F401
     import threading  # noqa: F401
 
     from sandbox.worker._process import prepare
