@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -135,3 +139,78 @@ def wait_until(condition: Any, timeout: float = 15.0, what: str = "condition") -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
+
+
+async def until(condition: Any, timeout: float = 15.0, what: str = "condition") -> None:
+    """:func:`wait_until` that lets the test's own background tasks run meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(0.05)
+
+
+class Relay:
+    """A TCP relay from 127.0.0.1:``port`` to ``target``: the way to the bridge, :meth:`cut` (connections refused)
+    and restored (:meth:`restore`) on the same port, while the bridge itself keeps running."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self._target = target
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listening: socket.socket | None = None
+        self.port = 0
+        self.restore()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def restore(self) -> None:
+        listening = socket.socket()
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(("127.0.0.1", self.port))
+        listening.listen(16)
+        self.port = listening.getsockname()[1]
+        self._listening = listening
+        threading.Thread(target=self._accept, args=(listening,), daemon=True).start()
+
+    def cut(self) -> None:
+        """Refuse new connections and end the open ones."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+            if self._listening is not None:
+                sockets.append(self._listening)
+                self._listening = None
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listening: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listening.accept()
+            except OSError:
+                return  # cut
+            try:
+                upstream = socket.create_connection(self._target, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
