@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,10 +80,11 @@ class BridgeProcess:
         return time.monotonic() - started
 
 
-def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN) -> BridgeProcess:
+def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN, prefix: Sequence[str] = ()) -> BridgeProcess:
+    """``prefix``: what runs the bridge (``ip netns exec NS``: in a network namespace; it execs, same pid)."""
     log = tmp / f"bridge-{time.monotonic_ns()}.log"
     env = {k: v for k, v in os.environ.items() if k != "ONETOOL_BRIDGE_TOKEN"}
-    command = [ONETOOL, "bridge", "--port", "0", "--log-file", str(log), "--log-level", "DEBUG", *args]
+    command = [*prefix, ONETOOL, "bridge", "--port", "0", "--log-file", str(log), "--log-level", "DEBUG", *args]
     if token:
         command += ["--token", token]
     process, line = start_and_read_line(command, stderr=log.with_suffix(".stderr"), env=env)
@@ -94,8 +97,8 @@ def bridge_factory(tmp_path: Path) -> Iterator[Any]:
     """start(*args) -> a running bridge, stopped (and its exit checked) at the end of the test."""
     started: list[BridgeProcess] = []
 
-    def start(*args: str, token: str | None = TOKEN) -> BridgeProcess:
-        bridge = start_bridge(tmp_path, *args, token=token)
+    def start(*args: str, token: str | None = TOKEN, prefix: Sequence[str] = ()) -> BridgeProcess:
+        bridge = start_bridge(tmp_path, *args, token=token, prefix=prefix)
         started.append(bridge)
         return bridge
 
@@ -214,3 +217,55 @@ class Relay:
         finally:
             with contextlib.suppress(OSError):
                 sink.shutdown(socket.SHUT_WR)
+
+
+@dataclass
+class Netns:
+    """A network namespace joined to this one by a veth pair: ``address`` inside it, ``host_address`` here."""
+
+    name: str
+    address: str
+    host_address: str
+
+    @property
+    def exec(self) -> list[str]:
+        return ["ip", "netns", "exec", self.name]
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10, check=False)
+
+
+@pytest.fixture
+def netns() -> Iterator[Netns]:
+    """A fresh network namespace with loopback up and a veth pair to it (a /30 in 10.213.x.0); skipped, with the
+    reason, where one cannot be made (not root, no `ip`, no namespace or veth support)."""
+    if os.geteuid() != 0:
+        pytest.skip("a network namespace needs root")
+    if shutil.which("ip") is None:
+        pytest.skip("no `ip` command (iproute2) to make a network namespace")
+    tag = f"{os.getpid() % 10000}{random.randrange(1000):03d}"
+    name, host_if, ns_if = f"otb-{tag}", f"otb{tag}h", f"otb{tag}n"
+    used = _ip("-4", "-o", "addr").stdout
+    subnet = next((f"10.213.{x}" for x in random.sample(range(256), 256) if f"10.213.{x}." not in used), None)
+    if subnet is None:
+        pytest.skip("no free 10.213.x.0/30 subnet for the namespace's veth pair")
+    steps = [
+        ("netns", "add", name),
+        ("link", "add", host_if, "type", "veth", "peer", "name", ns_if),
+        ("link", "set", ns_if, "netns", name),
+        ("addr", "add", f"{subnet}.1/30", "dev", host_if),
+        ("link", "set", host_if, "up"),
+        ("-n", name, "addr", "add", f"{subnet}.2/30", "dev", ns_if),
+        ("-n", name, "link", "set", ns_if, "up"),
+        ("-n", name, "link", "set", "lo", "up"),
+    ]
+    try:
+        for step in steps:
+            done = _ip(*step)
+            if done.returncode != 0:
+                pytest.skip(f"cannot make a network namespace here: `ip {' '.join(step)}`: {done.stderr.strip()}")
+        yield Netns(name, f"{subnet}.2", f"{subnet}.1")
+    finally:
+        _ip("link", "del", host_if)  # its peer goes with it
+        _ip("netns", "del", name)
