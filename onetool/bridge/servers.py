@@ -42,7 +42,6 @@ class Bridged:
     """One bridged server as the API shows it."""
 
     name: str
-    url: str
     listener: Listener
     upstream: BridgedUpstream
     _http: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -52,8 +51,14 @@ class Bridged:
     def port(self) -> int:
         return self.listener.port
 
-    def view(self) -> dict[str, Any]:
-        return {"serverName": self.name, "url": self.url, "port": self.port, "status": str(self.upstream.phase)}
+    def url(self, host: str) -> str:
+        """Its URL for a client that reached the bridge at ``host`` (the port is the same on every address)."""
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+    def view(self, host: str) -> dict[str, Any]:
+        """As the API answers a client that reached the bridge at ``host``."""
+        return {"serverName": self.name, "url": self.url(host), "port": self.port, "status": str(self.upstream.phase)}
 
     async def serve(self, routes: list[Routes]) -> None:
         """Serve the MCP endpoint until :meth:`close`."""
@@ -106,8 +111,8 @@ class BridgedServers:
             raise BridgeError(404, f"no bridged server '{name}' (bridged: {names})")
         return server
 
-    async def convert(self, name: str, config: ServerConfig, public_host: str) -> Bridged:
-        """Start ``name`` and serve it at ``http://{public_host}:{port}/mcp``."""
+    async def convert(self, name: str, config: ServerConfig) -> Bridged:
+        """Start ``name`` and serve it on a port of its own (``Bridged.url`` per client)."""
         if name in self._servers or name in self._starting:
             raise BridgeError(409, f"server '{name}' is already converted; DELETE /convert/{name} first")
         limit = self._limits.max_servers
@@ -117,7 +122,7 @@ class BridgedServers:
         try:
             listener = self._allocate()
             try:
-                server = await self._start(name, config, listener, public_host)
+                server = await self._start(name, config, listener)
             except BaseException:
                 listener.sock.close()
                 raise
@@ -155,7 +160,7 @@ class BridgedServers:
                 continue  # in use by someone else
         raise BridgeError(500, f"no free port in {base}-{base + _PORT_SCAN - 1} on {self._host} (--base-port)")
 
-    async def _start(self, name: str, config: ServerConfig, listener: Listener, public_host: str) -> Bridged:
+    async def _start(self, name: str, config: ServerConfig, listener: Listener) -> Bridged:
         assert self._tg is not None, "convert() outside running()"
         upstream = BridgedUpstream(
             name, config, idle_timeout=self._limits.idle_timeout, backoff_base=self._limits.backoff_base
@@ -172,11 +177,11 @@ class BridgedServers:
             with anyio.CancelScope(shield=True):
                 await upstream.stop()
             raise
-        host = f"[{public_host}]" if ":" in public_host else public_host
-        server = Bridged(name, f"http://{host}:{listener.port}{MCP_PATH}", listener, upstream)
+        server = Bridged(name, listener, upstream)
         routes = [mcp_routes(MCP_PATH, proxy_server(upstream, shake), listener)]
         self._tg.start_soon(server.serve, routes)
-        logger.bind(server=name, url=server.url).info("bridged server '{}' serving at {}", name, server.url)
+        where = server.url(self._host)
+        logger.bind(server=name, url=where).info("bridged server '{}' serving at {}", name, where)
         return server
 
 

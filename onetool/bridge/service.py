@@ -83,25 +83,24 @@ def management_routes(servers: BridgedServers, listener: Listener) -> Routes:
         return JSONResponse({"status": "ok", "servers": len(servers.list())})
 
     async def collection(request: Request) -> Response:
+        host = _public_host(request, listener)
         if request.method == "GET":
-            views = [s.view() for s in servers.list()]
+            views = [s.view(host) for s in servers.list()]
             return JSONResponse({"servers": views, "count": len(views)})
         name, config = parse_convert(await _json_body(request))
         with LogSpan("bridge.convert", server=name, command=config.command):
             try:
-                # The URL names the bridge as this client reached it: a bind address like 0.0.0.0 is no address.
-                public_host = request.url.hostname or str(listener.sock.getsockname()[0])
-                server = await servers.convert(name, config, public_host)
+                server = await servers.convert(name, config)
             except BridgeError as e:
                 if e.status == 409 and name in {s.name for s in servers.list()}:
-                    return JSONResponse({"error": e.message, **servers.get(name).view()}, status_code=409)
+                    return JSONResponse({"error": e.message, **servers.get(name).view(host)}, status_code=409)
                 raise
-        return JSONResponse({**server.view(), "status": "running"}, status_code=201)
+        return JSONResponse({**server.view(host), "status": "running"}, status_code=201)
 
     async def item(request: Request) -> Response:
         name = request.path_params["name"]
         if request.method == "GET":
-            return JSONResponse(servers.get(name).view())
+            return JSONResponse(servers.get(name).view(_public_host(request, listener)))
         with LogSpan("bridge.delete", server=name):
             await servers.remove(name)
         return JSONResponse({"serverName": name, "status": "stopped"})
@@ -113,6 +112,13 @@ def management_routes(servers: BridgedServers, listener: Listener) -> Routes:
             Route("/convert/{name}", endpoint=_api(item, listener.token), methods=["GET", "DELETE"]),
         ]
     )
+
+
+def _public_host(request: Request, listener: Listener) -> str:
+    """The bridge's host as this client reached it (its Host header), for the URLs answered to it: a bind
+    address such as 0.0.0.0 is no address, and clients on different networks reach the bridge by different names.
+    """
+    return request.url.hostname or str(listener.sock.getsockname()[0])
 
 
 def _api(handler: Callable[[Request], Awaitable[Response]], token: str | None) -> ASGIApp:

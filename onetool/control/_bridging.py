@@ -1,8 +1,10 @@
 """The control plane's side of the bridge: which servers are converted, and convert/revert as control errors.
 
 A converted server keeps its name, pack, overrides and approvals; only the entry the pool connects changes
-(its stdio entry -> the bridged URL). Every failure of the bridge is a :class:`ControlError` with the bridge's
-status (400 refused spec, 429 full, 503 unavailable), raised before anything changed here.
+(its stdio entry -> the bridged URL). Every failure of the bridge to convert is a :class:`ControlError` with the
+bridge's status (400 refused spec, 429 full, 503 unavailable), raised before anything changed here. A revert
+never waits for the bridge: it is done here at once, and a bridge that cannot stop the server now is asked
+again in the background (``conversions.finish_stops``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class Bridging:
             raise ControlError(str(e), e.status) from None
 
     async def revert(self, name: str, *, actor: Actor) -> ConvertedServer:
-        """Stop ``name`` on the bridge (not running there is fine) and forget the conversion; its record."""
+        """Forget the conversion and stop ``name`` on the bridge (now, or in the background when the bridge
+        cannot be reached); its record. Only the state store can make this fail."""
         record = await self._store.conversion(name)
         if record is None:
             raise ControlError(f"server '{name}' is not converted", 409)
@@ -75,13 +78,10 @@ class Bridging:
             # Nothing to stop: no bridge is known. Forgetting the record is all a revert can do.
             await self._store.remove_conversion(name, actor)
             return record
-        try:
-            await self.conversions.revert(name, actor=actor)
-        except BridgeError as e:
-            raise ControlError(str(e), e.status) from None
+        await self.conversions.revert(name, actor=actor)
         return record
 
     async def forget(self, name: str, *, actor: Actor) -> None:
-        """Revert ``name`` if it is converted (before it is removed)."""
+        """Revert ``name`` if it is converted (once it is removed)."""
         if await self._store.conversion(name) is not None:
             await self.revert(name, actor=actor)

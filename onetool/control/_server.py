@@ -233,11 +233,11 @@ class ServerControl:
                 rules.check_model_may_change(name, "remove", actor, s.added_by, s.enabled_by, self._config_path)
             if s is not None and s.added_by is None:
                 raise rules.in_config_file(name, self._config_path)
-            # The bridge stops it first: when the bridge is unavailable, nothing is removed.
-            await self._bridging.forget(name, actor=actor)
             # An added server whose stored spec no longer loads is not running, but can still be removed.
             if not await self._store.remove_server(name, actor) and s is None:
                 raise rules.unknown(name, self._servers)
+            # Removed here first, then stopped on the bridge: one that cannot be reached is told in the background.
+            await self._bridging.forget(name, actor=actor)
             self._servers.pop(name, None)
             if name in self._live():
                 await self._live().remove(name)
@@ -323,7 +323,8 @@ class ServerControl:
             return await self._changed(name)
 
     async def revert(self, name: str, *, actor: Actor) -> ServerView:
-        """Stop ``name`` on the bridge and connect it over stdio again, as its conversion record has it."""
+        """Connect ``name`` over stdio again, as its conversion record has it, and stop it on the bridge (in the
+        background when the bridge cannot be reached now: the revert does not wait for it)."""
         async with self._lock:
             s = self._started(name, "revert", actor)
             record = await self._bridging.revert(name, actor=actor)
@@ -335,9 +336,14 @@ class ServerControl:
 
     async def keep_registered(self) -> None:
         """Until cancelled: re-register the converted servers with the bridge now and whenever one goes down (a
-        restarted bridge forgot them), reconnecting one the bridge now serves at another URL."""
-        if self._bridging.conversions is not None:
-            await self._bridging.conversions.keep_registered(self._live().subscribe, self._is_down, self._moved)
+        restarted bridge forgot them), reconnecting one the bridge now serves at another URL; and have the bridge
+        stop what was reverted or removed while it could not be reached."""
+        conversions = self._bridging.conversions
+        if conversions is not None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(conversions.finish_stops)
+                await conversions.keep_registered(self._live().subscribe, self._is_down, self._moved)
+                tg.cancel_scope.cancel()
 
     def _is_down(self, name: str) -> bool:
         s = self._servers.get(name)

@@ -8,6 +8,12 @@ entry the pool connects):
     ... reconnect `name` with `entry` ...
     await conversions.revert(name, actor="api")                    # then reconnect the original stdio entry
     tg.start_soon(conversions.keep_registered, pool.subscribe, is_down, reconnect)   # re-register, in the background
+    tg.start_soon(conversions.finish_stops)                        # stop what a revert could not, in the background
+
+A revert (and the removal of a converted server) never waits for the bridge: the record goes first, then the
+bridge is asked to stop the server. A bridge that cannot be reached then is asked again by ``finish_stops``,
+with backoff, until it stops the server or says it does not run it; converting the name again first finishes
+that stop (so the bridge starts the server afresh, and no late DELETE stops the new one).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ Changes = Callable[[], contextlib.AbstractAsyncContextManager[anyio.abc.ObjectRe
 """Opens a stream of server names whose status changed (``UpstreamPool.subscribe``)."""
 
 RETRY_SECONDS: Final = 5.0  # a server that stays down is re-registered at most this often
+STOP_RETRY_FIRST: Final = 0.5  # a stop the bridge missed is asked again after this, doubling ...
+STOP_RETRY_MAX: Final = 8.0  # ... up to this, for as long as the gateway runs
 
 
 def http_entry(original: ServerConfig, url: str, token: str | None) -> ServerConfig:
@@ -48,9 +56,18 @@ class Conversions:
     def __init__(self, bridge: BridgeClient, store: StateStore) -> None:
         self._bridge = bridge
         self._store = store
+        self._unstopped: set[str] = set()
+        """Reverted or removed here; the bridge has not confirmed it stopped them yet."""
+        self._stops_due = anyio.Event()
+        self._stopping = anyio.Lock()  # one DELETE at a time: a convert of the name waits for one in flight
 
     async def convert(self, name: str, spec: ServerConfig, *, actor: Actor) -> ServerConfig:
-        """Have the bridge run ``spec`` (a stdio entry) and record it; the HTTP entry to connect instead."""
+        """Have the bridge run ``spec`` (a stdio entry) and record it; the HTTP entry to connect instead.
+
+        A stop of ``name`` the bridge still owes (an earlier revert while it was down) is finished first.
+        """
+        if (missed := await self._stop(name)) is not None:
+            raise missed
         url = await self._bridge.convert(name, spec)  # a 400 for anything but a stdio entry
         assert spec.command is not None
         await self._store.record_conversion(
@@ -59,9 +76,71 @@ class Conversions:
         return http_entry(spec, url, self._bridge.token)
 
     async def revert(self, name: str, *, actor: Actor) -> ConvertedServer | None:
-        """Stop it on the bridge (not running there is fine) and forget the conversion; the record it had."""
-        await self._bridge.revert(name)
-        return await self._store.remove_conversion(name, actor)
+        """Forget the conversion, then stop it on the bridge (not running there is fine); the record it had.
+
+        Raises only for the state store: a bridge that cannot stop it now is logged and asked again in the
+        background (:meth:`finish_stops`).
+        """
+        record = await self._store.remove_conversion(name, actor)
+        self._unstopped.add(name)
+        if (missed := await self._stop(name)) is not None:
+            logger.bind(server=name).warning(
+                "server '{}' is reverted here, but the bridge did not stop it ({}); it is asked again in the "
+                "background until it does",
+                name,
+                missed,
+            )
+            self._stops_due.set()
+        return record
+
+    def unstopped(self) -> set[str]:
+        """The servers reverted or removed here that the bridge may still run (it has not confirmed the stop)."""
+        return set(self._unstopped)
+
+    async def _stop(self, name: str) -> BridgeError | None:
+        """DELETE ``name`` on the bridge if it still owes that stop; the failure, or None when none is owed now."""
+        async with self._stopping:
+            if name not in self._unstopped:
+                return None
+            try:
+                stopped = await self._bridge.revert(name)
+            except BridgeError as e:
+                return e
+            self._unstopped.discard(name)
+            if stopped:
+                logger.bind(server=name).info("the bridge stopped server '{}'", name)
+            else:
+                logger.bind(server=name).info("server '{}' no longer ran on the bridge", name)
+            return None
+
+    async def finish_stops(self) -> None:
+        """Until cancelled: ask the bridge again to stop what a revert could not stop, every STOP_RETRY_FIRST
+        doubling to STOP_RETRY_MAX seconds, until it stops each or says it does not run it."""
+        delay = STOP_RETRY_FIRST
+        try:
+            while True:
+                if not self._unstopped:
+                    await self._stops_due.wait()
+                    self._stops_due = anyio.Event()
+                    delay = STOP_RETRY_FIRST
+                await anyio.sleep(delay)
+                missed: dict[str, BridgeError] = {}
+                for name in sorted(self._unstopped):
+                    if (error := await self._stop(name)) is not None:
+                        missed[name] = error
+                delay = min(delay * 2, STOP_RETRY_MAX) if missed else STOP_RETRY_FIRST
+                for name, error in missed.items():
+                    logger.bind(server=name).debug(
+                        "the bridge still did not stop '{}' ({}); next try in {:g} s", name, error, delay
+                    )
+        finally:
+            for name in sorted(self._unstopped):
+                logger.bind(server=name).warning(
+                    "the gateway stops, and the bridge was never told to stop '{}': it may still run it there "
+                    "(DELETE /convert/{} on the bridge stops it)",
+                    name,
+                    name,
+                )
 
     async def reregister(self, name: str) -> str | None:
         """POST ``name``'s recorded command again (after a bridge restart; 409 is fine); its new URL if it moved."""

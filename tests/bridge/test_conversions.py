@@ -1,4 +1,5 @@
-"""The gateway's conversions against real bridge processes: convert, revert, and re-registration after a restart."""
+"""The gateway's conversions against real bridge processes: convert, revert, re-registration after a restart, and
+the stops a revert owes a bridge it could not reach."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -14,9 +16,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from onetool.config import ServerConfig
 from onetool.control.bridge_client import BridgeClient
 from onetool.control.conversions import Conversions
+from onetool.errors import BridgeUnavailable
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
-from tests.bridge.conftest import TOKEN, BridgeProcess
+from tests.bridge.conftest import TOKEN, BridgeProcess, Relay, until
 from tests.conftest import TIME_SERVER, free_port
 from tests.state.conftest import RecordingStore
 
@@ -113,3 +116,69 @@ async def test_the_registration_loop_asks_the_store_only_when_a_converted_server
             # which are converted? (re-registering it again waits for RETRY_SECONDS)
             assert store.transactions[2:] == ["read the converted servers"]
             await send.aclose()  # the end of the changes: the loop returns
+
+
+async def test_a_revert_the_bridge_missed_is_finished_in_the_background(bridge_factory: Any, tmp_path: Path) -> None:
+    bridge: BridgeProcess = bridge_factory("--base-port", "0")
+    api = urlsplit(bridge.url)
+    relay = Relay((str(api.hostname), int(api.port or 0)))
+    try:
+        async with await StateStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}") as store:
+            conversions = Conversions(BridgeClient(relay.url, TOKEN), store)
+            for name in ("a", "b"):
+                await conversions.convert(name, TIME, actor="api")
+            first = set(bridge.children())
+            assert len(first) == 2 and bridge.api("GET", "/convert").json()["count"] == 2
+
+            relay.cut()  # the bridge keeps running both; the gateway cannot reach it
+            for name in ("a", "b"):
+                record = await conversions.revert(name, actor="api")
+                assert record is not None and record.server == name
+            assert await store.conversions() == {}, "reverted here at once, bridge or not"
+            assert conversions.unstopped() == {"a", "b"}
+            assert bridge.api("GET", "/convert").json()["count"] == 2
+            with pytest.raises(BridgeUnavailable):
+                await conversions.convert("a", TIME, actor="api")
+            assert await store.conversions() == {}, "a convert that could not finish the owed stop changed nothing"
+
+            bridge.api("DELETE", "/convert/b")  # someone else stops it: the bridge will say it is gone (404)
+            relay.restore()
+            # Converting "a" again first finishes its stop: a fresh process, and no late DELETE may end it.
+            await conversions.convert("a", TIME, actor="api")
+            assert conversions.unstopped() == {"b"}
+            fresh = set(bridge.children())
+            assert len(fresh) == 1 and not fresh & first, "the old 'a' stopped, a new one started"
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(conversions.finish_stops)
+                await until(lambda: not conversions.unstopped(), what="the owed stop of 'b' to end (404)")
+                await anyio.sleep(1.0)  # a retry loop that would DELETE "a" has had time to
+                tg.cancel_scope.cancel()
+            assert bridge.api("GET", "/convert/a").status_code == 200
+            assert set(bridge.children()) == fresh
+            assert set(await store.conversions()) == {"a"}
+    finally:
+        relay.cut()
+
+
+async def test_owed_stops_are_retried_until_the_bridge_answers(bridge_factory: Any, tmp_path: Path) -> None:
+    bridge: BridgeProcess = bridge_factory("--base-port", "0")
+    api = urlsplit(bridge.url)
+    relay = Relay((str(api.hostname), int(api.port or 0)))
+    try:
+        async with await StateStore.open(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}") as store:
+            conversions = Conversions(BridgeClient(relay.url, TOKEN), store)
+            await conversions.convert("time", TIME, actor="api")
+            relay.cut()
+            await conversions.revert("time", actor="api")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(conversions.finish_stops)
+                await anyio.sleep(2.0)  # retries at 0.5 s and 1.5 s: both refused
+                assert conversions.unstopped() == {"time"} and len(bridge.children()) == 1
+                relay.restore()
+                await until(lambda: not conversions.unstopped(), timeout=10, what="the retried stop")
+                tg.cancel_scope.cancel()
+            assert bridge.api("GET", "/convert/time").status_code == 404
+            await until(lambda: not bridge.children(), what="the bridged process to end")
+    finally:
+        relay.cut()

@@ -1,6 +1,7 @@
 """Convert and revert from a running gateway (`onetool serve --http`) through a real `onetool bridge`: the pack
 stays, a bridge restart heals without an admin action, a gateway restart reconnects at the stored URL, a failing
-bridge changes nothing, env values are never logged, and no process is left behind."""
+bridge changes nothing, revert and remove do not wait for an unreachable bridge (it is told later), env values
+are never logged, and no process is left behind."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
 from mcp import types
 
 from tests.admin_api import admin, cli, origin
-from tests.bridge.conftest import TOKEN, BridgeProcess, wait_until
+from tests.bridge.conftest import TOKEN, BridgeProcess, Relay, wait_until
 from tests.conftest import TIME_SERVER, free_port
 from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop, text_of
 from tests.upstream.conftest import _stat
@@ -164,3 +166,62 @@ async def test_a_failing_bridge_changes_nothing(tmp_path: Path, bridge_factory: 
     finally:
         assert stop(served.proc) == 0
     wait_until(lambda: not processes_with(marker), what="every server process to end")
+
+
+@pytest.mark.anyio
+async def test_revert_and_remove_do_not_wait_for_an_unreachable_bridge(tmp_path: Path, bridge_factory: Any) -> None:
+    marker, secret = f"bw-{uuid.uuid4().hex}", f"secret-{uuid.uuid4().hex}"
+    bridge: BridgeProcess = bridge_factory("--base-port", "0")
+    api = urlsplit(bridge.url)
+    relay = Relay((str(api.hostname), int(api.port or 0)))  # the gateway's only way to the bridge
+    served = gateway(tmp_path, marker, secret, relay.url)
+
+    def bridged() -> set[str]:
+        return {s["serverName"] for s in bridge.api("GET", "/convert").json()["servers"]}
+
+    try:
+        assert admin(served.url, "POST", "/admin/servers/time/approve")[0] == 200
+        spec = config(marker, secret, None)["servers"]["time"]
+        assert admin(served.url, "POST", "/admin/servers", {"name": "clock", "spec": spec})[0] == 201
+        for name in ("time", "clock"):
+            status, body = admin(served.url, "POST", f"/admin/servers/{name}/convert")
+            assert status == 200, body
+        assert bridged() == {"time", "clock"}
+
+        relay.cut()  # the bridge still runs both, but the gateway cannot reach it
+        status, body = admin(served.url, "POST", "/admin/servers/time/revert")
+        assert status == 200, body
+        assert (body["type"], body["converted_to"]) == ("stdio", None)
+        status, body = admin(served.url, "DELETE", "/admin/servers/clock")
+        assert (status, body) == (200, {"removed": "clock"})
+        assert admin(served.url, "GET", "/admin/servers/clock")[0] == 404
+        await now(served)
+        assert len(stdio_children(served)) == 1, "reverted: the gateway runs `time` itself again"
+        assert bridged() == {"time", "clock"}, "the bridge was not told yet"
+        log = served.log.read_text()
+        for name in ("time", "clock"):
+            assert f"server '{name}' is reverted here, but the bridge did not stop it" in log
+        status, body = admin(served.url, "POST", "/admin/servers/time/convert")
+        assert status == 503 and "bridge unavailable" in body["error"], body
+
+        relay.restore()  # the gateway's retries reach it: both stop there, with no admin action
+        wait_until(lambda: not bridged(), timeout=20, what="the bridge to be told to stop both")
+        wait_until(lambda: not bridge.children(), what="the bridge's processes to end")
+        assert view(served)["type"] == "stdio"
+
+        # A stop still owed when the gateway shuts down: the shutdown does not wait for it, and says so.
+        assert admin(served.url, "POST", "/admin/servers/time/convert")[0] == 200
+        relay.cut()
+        assert admin(served.url, "POST", "/admin/servers/time/revert")[0] == 200
+        started = time.monotonic()
+        assert stop(served.proc) == 0
+        assert time.monotonic() - started < 8
+        assert "the bridge was never told to stop 'time'" in served.log.read_text()
+        assert bridged() == {"time"}
+    finally:
+        relay.cut()
+        if served.proc.poll() is None:
+            assert stop(served.proc) == 0
+        bridge.stop()
+    wait_until(lambda: not processes_with(marker), what="every server process to end")
+    assert all(secret not in path.read_text() for path in [served.log, *tmp_path.glob("bridge-*")])

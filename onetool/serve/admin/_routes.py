@@ -13,8 +13,9 @@
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
 Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict),
-500 (the state store failed); convert and revert also 429 (the bridge is full) and 503 (the bridge is
-unavailable), and then nothing changed.
+500 (the state store failed); convert also 429 (the bridge is full) and 503 (the bridge is unavailable), and
+then nothing changed. Revert and remove never wait for the bridge: they are done at once, and a bridge that
+cannot be reached is asked to stop the server in the background.
 """
 
 from __future__ import annotations
