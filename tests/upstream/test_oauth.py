@@ -137,6 +137,16 @@ async def run_authorization(name: str, config: ServerConfig, store: TokenStore, 
         return await authorize(name, config, store, pending=pending, redirect_uri=redirect_uri, show=show)
 
 
+def levels(records: list[dict[str, Any]], fragment: str) -> list[str]:
+    """The levels of the records whose message contains ``fragment``, in order."""
+    return [r["level"] for r in records if fragment in r["message"]]
+
+
+def oauth_reports(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(level, message) of each report of a server's ``oauth_status``."""
+    return [(r["level"], r["message"]) for r in records if r["extra"].get("oauth_status")]
+
+
 @asynccontextmanager
 async def pool_of(servers: dict[str, ServerConfig], store: TokenStore) -> AsyncIterator[UpstreamPool]:
     quick = {name: config.model_copy(update={"max_backoff": 0.5}) for name, config in servers.items()}
@@ -365,6 +375,62 @@ async def test_no_token_code_verifier_state_or_secret_in_any_log_record(
     assert any("OAuth discovery at" in r for r in records) and any("refreshed" in r for r in records)
     leaks = [(secret, record) for secret in secrets for record in records if secret in record]
     assert leaks == []
+
+
+async def test_log_levels_of_discovery_success_refresh_and_the_callback(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    browser = Browser()
+    await run_authorization("fx", code_config(server), store, browser)
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        await anyio.sleep(TTL + 0.5)
+        assert (await pool.call("fx", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}  # refreshed
+    assert server.hook("stats")["refresh_token"] >= 1
+
+    fx = [r for r in log_records if r["extra"].get("server") == "fx"]
+    discovery = [r for r in fx if "OAuth discovery at" in r["message"]]
+    assert discovery and {r["level"] for r in discovery} == {"DEBUG"}
+    assert all(r["extra"]["endpoint"].startswith(f"{server.base}/.well-known/") for r in discovery)
+    assert levels(fx, "OAuth callback state valid; exchanging the code") == ["DEBUG"]
+    assert levels(fx, "OAuth callback outcome: authorized") == ["DEBUG"]
+    refresh = levels(fx, "refreshing the OAuth access token") + levels(fx, "OAuth access token refreshed")
+    assert refresh and set(refresh) == {"DEBUG"}
+    success = [r for r in fx if "OAuth authorization succeeded" in r["message"]]
+    assert [(r["level"], r["message"]) for r in success] == [
+        ("INFO", "server 'fx': OAuth authorization succeeded; tokens stored")
+    ]
+    assert oauth_reports(fx) == [("INFO", "server 'fx': OAuth authenticated")]
+    assert [r for r in fx if r["level"] in ("WARNING", "ERROR")] == []
+    stored = await store.load("fx")
+    assert stored is not None and stored.tokens is not None
+    tokens = set(server.hook("secrets"))
+    assert [t for t in tokens for r in success if t in r["message"] + repr(r["extra"])] == []
+
+
+async def test_callback_outcomes_are_logged_at_debug_without_code_or_state(log_records: list[dict[str, Any]]) -> None:
+    pending = PendingFlows(exchange_wait=0.1)
+    for state, server in (("st-refused", "a"), ("st-nocode", "b"), ("st-code", "c")):
+        pending.register(state, server)
+    queries = (
+        "state=st-forged&code=c0de-forged",
+        "state=st-refused&error=access_denied",
+        "state=st-nocode",
+        "state=st-code&code=c0de-real",
+    )
+    async with loopback_listener(pending) as redirect_uri:
+        pages = [await anyio.to_thread.run_sync(fetch, f"{redirect_uri}?{query}") for query in queries]
+    assert [page.status_code for page in pages] == [400, 400, 400, 202]
+    assert "<b>b</b>: the redirect carried no authorization code" in pages[2].text
+    callback = [(r["level"], r["message"]) for r in log_records if "callback" in r["message"]]
+    assert callback == [
+        ("DEBUG", "OAuth callback: state matches no pending authorization; rejected"),
+        ("DEBUG", "server 'a': OAuth callback state valid; the authorization server refused"),
+        ("DEBUG", "server 'b': OAuth callback state valid; the redirect carried no code"),
+        ("DEBUG", "server 'c': OAuth callback state valid; exchanging the code"),
+        ("DEBUG", "server 'c': OAuth callback answered before the token exchange finished"),
+    ]
+    logged = repr(log_records)
+    assert "c0de" not in logged and "st-" not in logged
 
 
 def test_flow_inference_is_logged_at_info(
