@@ -199,7 +199,7 @@ async def test_access_token_expires_and_is_refreshed_mid_session(server: OAuthSe
 
 
 async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
-    server: OAuthServer, store: FileTokenStore
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
 ) -> None:
     await run_authorization("fx", code_config(server), store, Browser())
     async with pool_of({"fx": code_config(server)}, store) as pool:
@@ -214,6 +214,12 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
     record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
+    # Stored credentials stopped working: an ERROR, once, with what to do; the refusal itself is a refresh event.
+    assert oauth_reports(log_records) == [
+        ("INFO", "server 'fx': OAuth authenticated"),
+        ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
+    ]
+    assert levels(log_records, "the OAuth token refresh was refused (HTTP 400 invalid_grant)") == ["DEBUG"]
 
 
 async def test_a_connect_reads_the_stored_record_once_and_the_next_attempt_reads_it_again(
@@ -285,12 +291,15 @@ async def test_client_credentials_server(server: OAuthServer, store: FileTokenSt
     assert server.hook("stats")["client_credentials"] >= 2
 
 
-async def test_wrong_client_secret_is_an_authentication_failure(server: OAuthServer, store: FileTokenStore) -> None:
+async def test_wrong_client_secret_is_an_authentication_failure(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
     async with pool_of({"m2m": cc_config(server, client_secret="wrong")}, store) as pool:
         status = pool.server_status("m2m")
     assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
     assert status.error is not None and status.error.startswith("OAuth authentication failed: Token exchange failed")
     assert status.fix == "check servers.m2m.oauth"
+    assert oauth_reports(log_records) == [("ERROR", f"server 'm2m': {status.error}; check servers.m2m.oauth")]
 
 
 async def test_pending_authorization_at_startup_leaves_other_servers_working(
@@ -303,10 +312,10 @@ async def test_pending_authorization_at_startup_leaves_other_servers_working(
         with pytest.raises(UpstreamUnavailable, match=r"authorization required.*; run `onetool auth fx`$"):
             await pool.call("fx", "add", {"a": 1, "b": 2})
         assert (await pool.call("m2m", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
-    warnings = [r for r in log_records if r["level"] == "WARNING" and r["extra"].get("oauth_status")]
-    assert [r["message"] for r in warnings] == [
-        "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"
+    assert [report for report in oauth_reports(log_records) if "'fx'" in report[1]] == [
+        ("WARNING", "server 'fx': authorization required: no stored tokens; run `onetool auth fx`")
     ]
+    assert [r for r in log_records if r["level"] == "ERROR"] == []  # not yet authorized is not an error
     assert server.hook("stats").get("registration") is None  # no stray registration without a browser
 
 
@@ -341,6 +350,29 @@ async def test_401_after_initialize_on_an_oauth_server_gives_the_same_status_as_
     ]
     connect = [r["extra"] for r in log_records if r["extra"].get("span") == "proxy.connect"]
     assert connect[0]["errorType"] == "UpstreamUnavailable" and reason in connect[0]["errorMessage"]
+    assert oauth_reports(log_records) == [("ERROR", f"server 'fx': {reason}; run `onetool auth fx`")]
+
+
+async def test_pending_authorization_turns_from_warning_to_error_when_the_stored_token_is_refused(
+    server: OAuthServer, store: FileTokenStore, tmp_path: Path, log_records: list[dict[str, Any]]
+) -> None:
+    elsewhere = FileTokenStore(tmp_path / "elsewhere")
+    await run_authorization("fx", code_config(server), elsewhere, Browser())
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        assert pool.server_status("fx").error == "authorization required: no stored tokens"
+        server.hook("reject-list", "POST")
+        record = await elsewhere.load("fx")
+        assert record is not None
+        await store.save("fx", record)  # tokens arrive, and the server refuses them
+        reason = "authorization required: the server refused the stored token"
+        with anyio.fail_after(15):
+            while pool.server_status("fx").error != reason:
+                await anyio.sleep(0.05)
+        assert pool.server_status("fx").oauth_status == "pending_authorization"  # the same status, now an error
+    assert oauth_reports(log_records) == [
+        ("WARNING", "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"),
+        ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
+    ]
 
 
 # ---- logging and storage ----------------------------------------------------------------------
