@@ -36,12 +36,13 @@ from onetool.auth import (
 from onetool.auth.login import loopback_listener
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
-from onetool.errors import UpstreamUnavailable
+from onetool.errors import AuthError, UpstreamUnavailable
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.authorize import Authorized, authorize
 from tests.config.test_config import error_of, write
 from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.fixtures.oauth_server import EXCHANGE_REFUSED
 from tests.processes import stop
 from tests.state.conftest import RecordingStore
 
@@ -115,9 +116,12 @@ class Browser:
         self.pages: list[Page] = []
 
     async def visit(self, url: str) -> Page:
-        page = await anyio.to_thread.run_sync(fetch, url)
-        self.pages.append(page)
-        return page
+        def follow() -> Page:
+            page = fetch(url)
+            self.pages.append(page)  # here, so a flow's failure that cancels the visit keeps the page
+            return page
+
+        return await anyio.to_thread.run_sync(follow)
 
 
 @asynccontextmanager
@@ -373,6 +377,41 @@ async def test_pending_authorization_turns_from_warning_to_error_when_the_stored
         ("WARNING", "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"),
         ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
     ]
+
+
+async def test_a_token_exchange_refused_after_a_valid_code_answers_the_callback_with_an_error_page(
+    start_server: Callable[..., OAuthServer], store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    server = start_server("--fail-exchange")
+    browser = Browser()
+    with pytest.RaisesGroup(AuthError, flatten_subgroups=True) as caught:  # the test's browser and listener
+        await run_authorization("fx", code_config(server), store, browser)
+    error = caught.value
+    while isinstance(error, BaseExceptionGroup):
+        [error] = error.exceptions
+    reason = f'Token exchange failed (400): {{"error":"invalid_grant","error_description":"{EXCHANGE_REFUSED}"}}'
+    assert isinstance(error, AuthError) and str(error) == f"server 'fx': authorization failed: {reason}"
+    assert server.hook("stats") == {"registration": 1, "refused_exchange": 1}  # the code was good; its exchange not
+
+    [page] = browser.pages
+    assert page.status_code == 400 and "<title>OneTool: Authorization failed</title>" in page.text
+    assert "OneTool could not be authorized for server <b>fx</b>: Token exchange failed (400)" in page.text
+    assert "invalid_grant" in page.text and EXCHANGE_REFUSED in page.text
+    assert "Run <code>onetool auth fx</code> to try again." in page.text
+    record = await store.load("fx")
+    assert record is None or record.tokens is None
+
+    fx = [r for r in log_records if r["extra"].get("server") == "fx"]
+    assert levels(fx, "OAuth authorization failed") == ["ERROR"]
+    assert f"server 'fx': OAuth authorization failed: {reason}; run `onetool auth fx` again" in [
+        r["message"] for r in fx
+    ]
+    assert levels(fx, "OAuth callback state valid; exchanging the code") == ["DEBUG"]
+    assert levels(fx, "OAuth callback outcome: the token exchange failed") == ["DEBUG"]
+    assert levels(fx, "OAuth authorization succeeded") == []
+    secrets = set(server.hook("secrets")) | set(parse_qs(urlsplit(browser.urls[0]).query)["state"])
+    logged = [r["message"] + " " + repr(r["extra"]) for r in log_records]
+    assert [secret for secret in secrets for line in logged if secret in line] == []
 
 
 # ---- logging and storage ----------------------------------------------------------------------
