@@ -112,6 +112,7 @@ class PendingFlows:
             flow._deliver(f"the authorization server refused: {reason}")
             return _failure_page(server, f"the authorization server refused: {reason}")
         if not params.get("code"):
+            log.debug("server '{}': OAuth callback state valid; the redirect carried no code", server)
             flow._deliver("the redirect carried no authorization code")
             return _failure_page(server, "the redirect carried no authorization code")
         log.debug("server '{}': OAuth callback state valid; exchanging the code", server)
@@ -119,6 +120,7 @@ class PendingFlows:
         with anyio.move_on_after(self.exchange_wait):
             await flow._finished.wait()
         if not flow._finished.is_set():
+            log.debug("server '{}': OAuth callback answered before the token exchange finished", server)
             return _page(
                 202,
                 "Authorization in progress",
@@ -127,7 +129,9 @@ class PendingFlows:
                 server,
             )
         if flow._error is not None:
+            log.debug("server '{}': OAuth callback outcome: the token exchange failed", server)
             return _failure_page(server, flow._error)
+        log.debug("server '{}': OAuth callback outcome: authorized", server)
         return _page(
             200,
             "Authorization complete",

@@ -35,6 +35,11 @@ PLACEHOLDER_REDIRECT = "http://127.0.0.1/oauth/callback"  # never used: only `on
 class AuthorizationRequired(OAuthFlowError):
     """The server needs the browser step, and this process cannot run it (``onetool auth NAME`` can)."""
 
+    def __init__(self, reason: str, *, first: bool = False) -> None:
+        super().__init__(reason)
+        self.first = first
+        """No tokens were stored yet: expected until someone authorizes, not a failure of stored credentials."""
+
 
 class Interaction:
     """The browser step of an authorization-code flow: show the URL, wait for the redirect's code."""
@@ -85,6 +90,11 @@ class _Observed(OAuthClientProvider):
         """The flow stopped because it needs the browser step, which this process cannot run."""
         return isinstance(self.problem, AuthorizationRequired)
 
+    @property
+    def first_authorization(self) -> bool:
+        """It stopped so because no tokens were stored yet (not because stored ones were refused)."""
+        return isinstance(self.problem, AuthorizationRequired) and self.problem.first
+
     def reload(self) -> None:
         """Read the store again before the next request (another process may have authorized meanwhile)."""
         self._initialized = False
@@ -116,9 +126,9 @@ class _Observed(OAuthClientProvider):
             error = _oauth_error(response)
             self.refresh_refused = f"HTTP {response.status_code}" + (f" {error}" if error else "")
             await self.storage.clear_tokens()  # the refresh token is spent; keep the client registration
-            self._log.warning(
-                "server '{}': the OAuth token refresh was refused ({})", self.server, self.refresh_refused
-            )
+            # A refresh event, so DEBUG: the failure it leads to is logged once, at ERROR with what to do, by the
+            # server's status report (pending_authorization, "the token refresh was refused").
+            self._log.debug("server '{}': the OAuth token refresh was refused ({})", self.server, self.refresh_refused)
         return refreshed
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
@@ -169,18 +179,18 @@ class _Observed(OAuthClientProvider):
         elif outgoing.method == "POST" and self.context.client_info is None and self.interaction is None:
             # The SDK registers a client just before the browser step; without a browser that would
             # only leave a stray registration behind on every reconnect.
-            raise AuthorizationRequired(await self._why_required())
+            raise await self._required()
 
-    async def _why_required(self) -> str:
+    async def _required(self) -> AuthorizationRequired:
         if self.refresh_refused:
-            return f"the token refresh was refused ({self.refresh_refused})"
+            return AuthorizationRequired(f"the token refresh was refused ({self.refresh_refused})")
         if (await self.storage.record()).tokens is not None:
-            return "the server refused the stored token"
-        return "no stored tokens"
+            return AuthorizationRequired("the server refused the stored token")
+        return AuthorizationRequired("no stored tokens", first=True)
 
     async def _redirect(self, url: str) -> None:
         if self.interaction is None:
-            raise AuthorizationRequired(await self._why_required())
+            raise await self._required()
         await self.interaction.show(url)
 
     async def _callback(self) -> AuthorizationCodeResult:

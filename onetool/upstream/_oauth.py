@@ -35,7 +35,7 @@ class UpstreamAuth:
         self.flow = resolve_flow(name, config.oauth)
         self.storage = ServerStorage(store or FileTokenStore(), name, url)
         self.provider = build_provider(name, url, config.oauth, self.flow, self.storage)
-        self._reported: OAuthStatus | None = None
+        self._reported: tuple[OAuthStatus, str] | None = None
 
     @property
     def auth(self) -> httpx2.Auth:
@@ -49,7 +49,10 @@ class UpstreamAuth:
         problem = self.provider.problem
         if self.provider.authorization_required:
             return Failure(
-                f"authorization required: {problem}", fix=auth_command(self.name), oauth_status="pending_authorization"
+                f"authorization required: {problem}",
+                fix=auth_command(self.name),
+                oauth_status="pending_authorization",
+                first_authorization=self.provider.first_authorization,
             )
         if problem is not None:
             then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
@@ -82,17 +85,21 @@ class UpstreamAuth:
         return "authenticated" if self.storage.has_tokens else "pending_authorization"
 
     def report(self, state: ServerState, failure: Failure | None) -> None:
-        """Log a change of ``oauth_status`` once (reconnect attempts repeat the same failure)."""
+        """Log a change of ``oauth_status`` (or of its level) once: reconnect attempts repeat the same failure.
+
+        INFO when authenticated; WARNING while no tokens were stored yet; ERROR, with what to do, when stored
+        credentials stopped working (a refused refresh or stored token) or the authentication failed.
+        """
         if state is not ServerState.CONNECTED and (failure is None or failure.oauth_status is None):
             return  # not about authorization (a network error, the pool closing)
         status = self.status(state, failure)
-        if status == self._reported:
+        level = "INFO" if failure is None else "WARNING" if failure.first_authorization else "ERROR"
+        if (status, level) == self._reported:
             return
-        self._reported = status
+        self._reported = (status, level)
         log = logger.bind(server=self.name, oauth_status=status)
         if failure is None:
             log.info("server '{}': OAuth authenticated", self.name)
         else:
             # The same line as the failure the connection reports, whenever it happens.
-            level = "WARNING" if status == "pending_authorization" else "ERROR"
             log.log(level, "server '{}': {}; {}", self.name, failure.reason, failure.fix)

@@ -34,6 +34,9 @@ class Failure:
     """Set when the failure is about OAuth authorization: pending_authorization or authentication_failed."""
     unexpected: bool = False
     """No kind of failure OneTool knows: the log gets its traceback."""
+    first_authorization: bool = False
+    """pending_authorization with no tokens stored yet: expected until someone authorizes, so a WARNING in the log
+    (a refused refresh or stored token is an ERROR)."""
 
     def for_operators(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else self.reason

@@ -16,6 +16,8 @@ import anyio
 import httpx2
 import pytest
 
+from onetool.logs import RECORD_HEAD
+from tests.fixtures.oauth_server import EXCHANGE_REFUSED
 from tests.gateways import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
 from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
 
@@ -80,7 +82,7 @@ async def test_auth_through_the_running_gateway_then_a_restart_keeps_the_tokens(
     assert len(secrets) >= 5
     status_body = httpx2.get(f"{origin(served)}/status").text
     log = served.log.read_text()
-    assert "oauth/callback" not in log  # no access log line carries the query
+    assert "/oauth/callback?" not in log  # request lines name the path only, never the query (code, state)
     assert [s for s in secrets if s in log or s in status_body] == []
 
     stop(served.proc)
@@ -88,6 +90,30 @@ async def test_auth_through_the_running_gateway_then_a_restart_keeps_the_tokens(
     assert oauth_view(restarted, "fx") == ("connected", "authenticated")  # the tokens came from the state store
     assert text_of(await restarted.run("fx.add(a=2, b=2)")) == "4"
     assert server.hook("stats")["authorization_code"] == 1
+
+
+async def test_a_token_exchange_refused_after_a_valid_code_gives_an_error_page_from_the_gateway(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    serve: Callable[[dict[str, Any]], ServedGateway],
+    tmp_path: Path,
+) -> None:
+    server = start_server("--fail-exchange")
+    served = serve({"servers": {"fx": {"url": server.url, "oauth": {}, "connect_timeout": 5}}})
+    with auth_command(tmp_path / "onetool.yaml", "fx", {**os.environ, "LOG_LEVEL": "WARNING"}) as (url, proc):
+        assert parse_qs(urlsplit(url).query)["redirect_uri"] == [f"{origin(served)}/oauth/callback"]
+        page = fetch(url)  # approved, redirected to the gateway with a valid code; the exchange is refused
+        out, err = proc.communicate(timeout=60)
+    assert page.status_code == 400 and "Authorization failed" in page.text
+    assert "OneTool could not be authorized for server <b>fx</b>: Token exchange failed (400)" in page.text
+    assert "invalid_grant" in page.text and EXCHANGE_REFUSED in page.text
+    assert proc.returncode != 0 and "Token exchange failed (400)" in err, (out, err)
+    assert server.hook("stats") == {"registration": 1, "refused_exchange": 1}
+    assert oauth_view(served, "fx") == ("failed", "pending_authorization")  # nothing was stored
+    log = served.log.read_text()
+    failed = [line for line in log.splitlines() if "OAuth authorization failed: Token exchange failed (400)" in line]
+    assert [m["level"] for line in failed if (m := RECORD_HEAD.match(line))] == ["ERROR"]
+    assert "; run `onetool auth fx` again" in failed[0]
+    assert [s for s in server.hook("secrets") if s in log] == []
 
 
 def test_auth_of_a_server_the_gateway_does_not_have_names_the_problem(

@@ -36,12 +36,13 @@ from onetool.auth import (
 from onetool.auth.login import loopback_listener
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
-from onetool.errors import UpstreamUnavailable
+from onetool.errors import AuthError, UpstreamUnavailable
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.authorize import Authorized, authorize
 from tests.config.test_config import error_of, write
 from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.fixtures.oauth_server import EXCHANGE_REFUSED
 from tests.processes import stop
 from tests.state.conftest import RecordingStore
 
@@ -115,9 +116,12 @@ class Browser:
         self.pages: list[Page] = []
 
     async def visit(self, url: str) -> Page:
-        page = await anyio.to_thread.run_sync(fetch, url)
-        self.pages.append(page)
-        return page
+        def follow() -> Page:
+            page = fetch(url)
+            self.pages.append(page)  # here, so a flow's failure that cancels the visit keeps the page
+            return page
+
+        return await anyio.to_thread.run_sync(follow)
 
 
 @asynccontextmanager
@@ -135,6 +139,16 @@ async def run_authorization(name: str, config: ServerConfig, store: TokenStore, 
     pending = PendingFlows()
     async with browser_step(browser) as show, loopback_listener(pending) as redirect_uri:
         return await authorize(name, config, store, pending=pending, redirect_uri=redirect_uri, show=show)
+
+
+def levels(records: list[dict[str, Any]], fragment: str) -> list[str]:
+    """The levels of the records whose message contains ``fragment``, in order."""
+    return [r["level"] for r in records if fragment in r["message"]]
+
+
+def oauth_reports(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(level, message) of each report of a server's ``oauth_status``."""
+    return [(r["level"], r["message"]) for r in records if r["extra"].get("oauth_status")]
 
 
 @asynccontextmanager
@@ -189,7 +203,7 @@ async def test_access_token_expires_and_is_refreshed_mid_session(server: OAuthSe
 
 
 async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
-    server: OAuthServer, store: FileTokenStore
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
 ) -> None:
     await run_authorization("fx", code_config(server), store, Browser())
     async with pool_of({"fx": code_config(server)}, store) as pool:
@@ -204,6 +218,12 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
     record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
+    # Stored credentials stopped working: an ERROR, once, with what to do; the refusal itself is a refresh event.
+    assert oauth_reports(log_records) == [
+        ("INFO", "server 'fx': OAuth authenticated"),
+        ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
+    ]
+    assert levels(log_records, "the OAuth token refresh was refused (HTTP 400 invalid_grant)") == ["DEBUG"]
 
 
 async def test_a_connect_reads_the_stored_record_once_and_the_next_attempt_reads_it_again(
@@ -275,12 +295,15 @@ async def test_client_credentials_server(server: OAuthServer, store: FileTokenSt
     assert server.hook("stats")["client_credentials"] >= 2
 
 
-async def test_wrong_client_secret_is_an_authentication_failure(server: OAuthServer, store: FileTokenStore) -> None:
+async def test_wrong_client_secret_is_an_authentication_failure(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
     async with pool_of({"m2m": cc_config(server, client_secret="wrong")}, store) as pool:
         status = pool.server_status("m2m")
     assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
     assert status.error is not None and status.error.startswith("OAuth authentication failed: Token exchange failed")
     assert status.fix == "check servers.m2m.oauth"
+    assert oauth_reports(log_records) == [("ERROR", f"server 'm2m': {status.error}; check servers.m2m.oauth")]
 
 
 async def test_pending_authorization_at_startup_leaves_other_servers_working(
@@ -293,10 +316,10 @@ async def test_pending_authorization_at_startup_leaves_other_servers_working(
         with pytest.raises(UpstreamUnavailable, match=r"authorization required.*; run `onetool auth fx`$"):
             await pool.call("fx", "add", {"a": 1, "b": 2})
         assert (await pool.call("m2m", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
-    warnings = [r for r in log_records if r["level"] == "WARNING" and r["extra"].get("oauth_status")]
-    assert [r["message"] for r in warnings] == [
-        "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"
+    assert [report for report in oauth_reports(log_records) if "'fx'" in report[1]] == [
+        ("WARNING", "server 'fx': authorization required: no stored tokens; run `onetool auth fx`")
     ]
+    assert [r for r in log_records if r["level"] == "ERROR"] == []  # not yet authorized is not an error
     assert server.hook("stats").get("registration") is None  # no stray registration without a browser
 
 
@@ -331,6 +354,64 @@ async def test_401_after_initialize_on_an_oauth_server_gives_the_same_status_as_
     ]
     connect = [r["extra"] for r in log_records if r["extra"].get("span") == "proxy.connect"]
     assert connect[0]["errorType"] == "UpstreamUnavailable" and reason in connect[0]["errorMessage"]
+    assert oauth_reports(log_records) == [("ERROR", f"server 'fx': {reason}; run `onetool auth fx`")]
+
+
+async def test_pending_authorization_turns_from_warning_to_error_when_the_stored_token_is_refused(
+    server: OAuthServer, store: FileTokenStore, tmp_path: Path, log_records: list[dict[str, Any]]
+) -> None:
+    elsewhere = FileTokenStore(tmp_path / "elsewhere")
+    await run_authorization("fx", code_config(server), elsewhere, Browser())
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        assert pool.server_status("fx").error == "authorization required: no stored tokens"
+        server.hook("reject-list", "POST")
+        record = await elsewhere.load("fx")
+        assert record is not None
+        await store.save("fx", record)  # tokens arrive, and the server refuses them
+        reason = "authorization required: the server refused the stored token"
+        with anyio.fail_after(15):
+            while pool.server_status("fx").error != reason:
+                await anyio.sleep(0.05)
+        assert pool.server_status("fx").oauth_status == "pending_authorization"  # the same status, now an error
+    assert oauth_reports(log_records) == [
+        ("WARNING", "server 'fx': authorization required: no stored tokens; run `onetool auth fx`"),
+        ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
+    ]
+
+
+async def test_a_token_exchange_refused_after_a_valid_code_answers_the_callback_with_an_error_page(
+    start_server: Callable[..., OAuthServer], store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    server = start_server("--fail-exchange")
+    browser = Browser()
+    with pytest.RaisesGroup(AuthError, flatten_subgroups=True) as caught:  # the test's browser and listener
+        await run_authorization("fx", code_config(server), store, browser)
+    error = caught.value
+    while isinstance(error, BaseExceptionGroup):
+        [error] = error.exceptions
+    reason = f'Token exchange failed (400): {{"error":"invalid_grant","error_description":"{EXCHANGE_REFUSED}"}}'
+    assert isinstance(error, AuthError) and str(error) == f"server 'fx': authorization failed: {reason}"
+    assert server.hook("stats") == {"registration": 1, "refused_exchange": 1}  # the code was good; its exchange not
+
+    [page] = browser.pages
+    assert page.status_code == 400 and "<title>OneTool: Authorization failed</title>" in page.text
+    assert "OneTool could not be authorized for server <b>fx</b>: Token exchange failed (400)" in page.text
+    assert "invalid_grant" in page.text and EXCHANGE_REFUSED in page.text
+    assert "Run <code>onetool auth fx</code> to try again." in page.text
+    record = await store.load("fx")
+    assert record is None or record.tokens is None
+
+    fx = [r for r in log_records if r["extra"].get("server") == "fx"]
+    assert levels(fx, "OAuth authorization failed") == ["ERROR"]
+    assert f"server 'fx': OAuth authorization failed: {reason}; run `onetool auth fx` again" in [
+        r["message"] for r in fx
+    ]
+    assert levels(fx, "OAuth callback state valid; exchanging the code") == ["DEBUG"]
+    assert levels(fx, "OAuth callback outcome: the token exchange failed") == ["DEBUG"]
+    assert levels(fx, "OAuth authorization succeeded") == []
+    secrets = set(server.hook("secrets")) | set(parse_qs(urlsplit(browser.urls[0]).query)["state"])
+    logged = [r["message"] + " " + repr(r["extra"]) for r in log_records]
+    assert [secret for secret in secrets for line in logged if secret in line] == []
 
 
 # ---- logging and storage ----------------------------------------------------------------------
@@ -365,6 +446,62 @@ async def test_no_token_code_verifier_state_or_secret_in_any_log_record(
     assert any("OAuth discovery at" in r for r in records) and any("refreshed" in r for r in records)
     leaks = [(secret, record) for secret in secrets for record in records if secret in record]
     assert leaks == []
+
+
+async def test_log_levels_of_discovery_success_refresh_and_the_callback(
+    server: OAuthServer, store: FileTokenStore, log_records: list[dict[str, Any]]
+) -> None:
+    browser = Browser()
+    await run_authorization("fx", code_config(server), store, browser)
+    async with pool_of({"fx": code_config(server)}, store) as pool:
+        await anyio.sleep(TTL + 0.5)
+        assert (await pool.call("fx", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}  # refreshed
+    assert server.hook("stats")["refresh_token"] >= 1
+
+    fx = [r for r in log_records if r["extra"].get("server") == "fx"]
+    discovery = [r for r in fx if "OAuth discovery at" in r["message"]]
+    assert discovery and {r["level"] for r in discovery} == {"DEBUG"}
+    assert all(r["extra"]["endpoint"].startswith(f"{server.base}/.well-known/") for r in discovery)
+    assert levels(fx, "OAuth callback state valid; exchanging the code") == ["DEBUG"]
+    assert levels(fx, "OAuth callback outcome: authorized") == ["DEBUG"]
+    refresh = levels(fx, "refreshing the OAuth access token") + levels(fx, "OAuth access token refreshed")
+    assert refresh and set(refresh) == {"DEBUG"}
+    success = [r for r in fx if "OAuth authorization succeeded" in r["message"]]
+    assert [(r["level"], r["message"]) for r in success] == [
+        ("INFO", "server 'fx': OAuth authorization succeeded; tokens stored")
+    ]
+    assert oauth_reports(fx) == [("INFO", "server 'fx': OAuth authenticated")]
+    assert [r for r in fx if r["level"] in ("WARNING", "ERROR")] == []
+    stored = await store.load("fx")
+    assert stored is not None and stored.tokens is not None
+    tokens = set(server.hook("secrets"))
+    assert [t for t in tokens for r in success if t in r["message"] + repr(r["extra"])] == []
+
+
+async def test_callback_outcomes_are_logged_at_debug_without_code_or_state(log_records: list[dict[str, Any]]) -> None:
+    pending = PendingFlows(exchange_wait=0.1)
+    for state, server in (("st-refused", "a"), ("st-nocode", "b"), ("st-code", "c")):
+        pending.register(state, server)
+    queries = (
+        "state=st-forged&code=c0de-forged",
+        "state=st-refused&error=access_denied",
+        "state=st-nocode",
+        "state=st-code&code=c0de-real",
+    )
+    async with loopback_listener(pending) as redirect_uri:
+        pages = [await anyio.to_thread.run_sync(fetch, f"{redirect_uri}?{query}") for query in queries]
+    assert [page.status_code for page in pages] == [400, 400, 400, 202]
+    assert "<b>b</b>: the redirect carried no authorization code" in pages[2].text
+    callback = [(r["level"], r["message"]) for r in log_records if "callback" in r["message"]]
+    assert callback == [
+        ("DEBUG", "OAuth callback: state matches no pending authorization; rejected"),
+        ("DEBUG", "server 'a': OAuth callback state valid; the authorization server refused"),
+        ("DEBUG", "server 'b': OAuth callback state valid; the redirect carried no code"),
+        ("DEBUG", "server 'c': OAuth callback state valid; exchanging the code"),
+        ("DEBUG", "server 'c': OAuth callback answered before the token exchange finished"),
+    ]
+    logged = repr(log_records)
+    assert "c0de" not in logged and "st-" not in logged
 
 
 def test_flow_inference_is_logged_at_info(
