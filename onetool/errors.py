@@ -33,6 +33,7 @@ __all__ = [
     "BridgeUnavailable",
     "ConfigError",
     "ControlError",
+    "LostRace",
     "ModelError",
     "NotRunning",
     "OneToolError",
@@ -64,6 +65,11 @@ class StateError(OneToolError):
 
 class ServerExists(StateError):
     """`add_server` for a name that was already added at run time: remove it first."""
+
+
+class LostRace(OneToolError):
+    """A write over a version of a server's state that another writer (another replica) changed meanwhile:
+    nothing was written. The caller re-reads the current state and shows it (the admin API: 409)."""
 
 
 class ServeError(OneToolError):

@@ -20,6 +20,7 @@ __all__ = [
     "UtcDateTime",
     "approved_tools",
     "audit_log",
+    "changes",
     "conversions",
     "metadata",
     "oauth_tokens",
@@ -84,6 +85,17 @@ overrides = Table(
     Column("updated_at", UtcDateTime, nullable=False),
     # who made the last enable/disable decision: a model may not undo an operator's
     Column("enabled_by", String(ACTOR), nullable=True),
+    # bumped by every change of the row: a replica writes only over the version it knows (else: lost a race)
+    Column("version", Integer, nullable=False, server_default="1"),
+)
+
+# One row (id 1): bumped by every write that changes what a replica serves (servers, overrides, approvals,
+# conversions). Replicas compare it with the one they applied, so a missed notification still converges.
+changes = Table(
+    "changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("counter", Integer, nullable=False),
 )
 
 approved_tools = Table(

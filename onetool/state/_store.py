@@ -15,29 +15,46 @@ The store does not know the config: callers check names and validate specs (``on
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, insert, select, update
+import anyio
+from sqlalchemy import Table, delete, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from onetool.errors import ServerExists, StateError
+from onetool.errors import LostRace, ServerExists, StateError
 from onetool.state._engine import Target, create_engine, read_only
 from onetool.state._migrate import upgrade
-from onetool.state._models import approved_tools, audit_log, conversions, oauth_tokens, overrides, servers
+from onetool.state._models import approved_tools, audit_log, changes, conversions, oauth_tokens, overrides, servers
 from onetool.state.fingerprint import canonical_json, fingerprint_of
 from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
 
 if TYPE_CHECKING:
     from mcp.types import Tool
 
-__all__ = ["DEFAULT_TIMEOUT", "StateStore"]
+__all__ = ["CHANNEL", "DEFAULT_TIMEOUT", "Snapshot", "StateStore"]
 
 DEFAULT_TIMEOUT = 5.0
+
+CHANNEL = "onetool_changes"
+"""The PostgreSQL notification channel: every write that bumps the change counter notifies it on commit."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a replica serves from, read in one transaction: the change counter first, so a change committed
+    while it was read shows as a newer counter next time."""
+
+    counter: int
+    added: dict[str, AddedServer]
+    overrides: dict[str, Override]
+    approvals: dict[str, dict[str, ApprovedTool]]
 
 
 class StateStore:
@@ -107,7 +124,13 @@ class StateStore:
                     "UTC); remove it first to replace it"
                 )
             added = AddedServer(name=name, spec=data, added_by=actor, added_at=_now(), proposed=proposed)
-            await conn.execute(insert(servers).values(**vars(added)))
+            # a concurrent add of the same name (another replica) loses here, without a duplicate-key error
+            inserted = await conn.execute(
+                _insert(conn, servers).values(**vars(added)).on_conflict_do_nothing(index_elements=[servers.c.name])
+            )
+            if inserted.rowcount == 0:
+                raise ServerExists(f"server '{name}' was added meanwhile (by another replica); list servers again")
+            await _bump(conn)
             # the spec may hold secrets (env, headers): the log names its keys only
             await _audit(conn, actor, "propose_server" if proposed else "add_server", name, {"keys": sorted(data)})
             return added
@@ -124,6 +147,7 @@ class StateStore:
             )
             if accepted.rowcount == 0:
                 return False
+            await _bump(conn)
             await _audit(conn, actor, "accept_proposal", name, dict(details))
             return True
 
@@ -134,6 +158,7 @@ class StateStore:
             removed = (await conn.execute(delete(servers).where(servers.c.name == name))).rowcount > 0
             if removed:
                 await _forget(conn, name)
+                await _bump(conn)
                 await _audit(conn, actor, "remove_server", name, {})
             return removed
 
@@ -144,17 +169,23 @@ class StateStore:
             rows = await conn.execute(select(overrides).order_by(overrides.c.server))
             return {row.server: Override(**row._mapping) for row in rows}
 
-    async def set_enabled(self, name: str, enabled: bool | None, actor: Actor) -> Override:
+    async def set_enabled(
+        self, name: str, enabled: bool | None, actor: Actor, *, expected: int | None = None
+    ) -> Override:
         """Enable or disable a server across restarts; ``None`` drops the override (the config decides again).
 
         The override keeps who decided (``enabled_by``): a model may not undo an operator's decision.
+        ``expected``: the override version the caller knows (0: none); another one now is a LostRace, and
+        nothing is written. Without it the write applies over whatever is there.
         """
         decided_by = actor if enabled is not None else None
         return await self._override(
-            name, actor, "set_enabled", {"enabled": enabled}, enabled=enabled, enabled_by=decided_by
+            name, actor, "set_enabled", {"enabled": enabled}, expected, enabled=enabled, enabled_by=decided_by
         )
 
-    async def set_quarantined(self, name: str, quarantined: bool | None, actor: Actor) -> Override:
+    async def set_quarantined(
+        self, name: str, quarantined: bool | None, actor: Actor, *, expected: int | None = None
+    ) -> Override:
         """Quarantine a server (this withdraws its approval), or release it; ``None`` drops the override.
 
         Approved tool fingerprints are kept, so a later approval can show what changed since.
@@ -162,9 +193,11 @@ class StateStore:
         values: dict[str, Any] = {"quarantined": quarantined}
         if quarantined:
             values.update(approved_by=None, approved_at=None)
-        return await self._override(name, actor, "set_quarantined", {"quarantined": quarantined}, **values)
+        return await self._override(name, actor, "set_quarantined", {"quarantined": quarantined}, expected, **values)
 
-    async def approve_server(self, name: str, actor: Actor, tools: Iterable[Tool] | None = None) -> Override:
+    async def approve_server(
+        self, name: str, actor: Actor, tools: Iterable[Tool] | None = None, *, expected: int | None = None
+    ) -> Override:
         """Release a server from quarantine, recording who approved it and when.
 
         With ``tools`` (the server's current tools), they become its approved set, replacing any earlier one;
@@ -172,14 +205,16 @@ class StateStore:
         """
         _check_actor(actor)
         async with self._transaction(f"approve server '{name}'") as conn:
+            now = _now()
+            # the override first: a lost race writes nothing else
+            override = await _set_override(
+                conn, name, actor, now, expected, quarantined=False, approved_by=actor, approved_at=now
+            )
             details: dict[str, Any] = {}
             if tools is not None:
                 await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
                 details["tools"] = await _approve(conn, name, tools, actor)
-            now = _now()
-            override = await _set_override(
-                conn, name, actor, now, quarantined=False, approved_by=actor, approved_at=now
-            )
+            await _bump(conn)
             await _audit(conn, actor, "approve_server", name, details)
             return override
 
@@ -201,11 +236,18 @@ class StateStore:
                 found.setdefault(row.server, {})[row.tool] = ApprovedTool(**row._mapping)
         return found
 
-    async def approve_tools(self, server: str, tools: Iterable[Tool], actor: Actor) -> dict[str, ApprovedTool]:
-        """Approve these tools as they are now (e.g. held after a change); other approved tools stay."""
+    async def approve_tools(
+        self, server: str, tools: Iterable[Tool], actor: Actor, *, expected: int | None = None
+    ) -> dict[str, ApprovedTool]:
+        """Approve these tools as they are now (e.g. held after a change); other approved tools stay.
+
+        The server's override version is bumped (``expected`` as for :meth:`set_enabled`).
+        """
         _check_actor(actor)
         async with self._transaction(f"approve tools of '{server}'") as conn:
+            await _set_override(conn, server, actor, _now(), expected)
             names = await _approve(conn, server, tools, actor)
+            await _bump(conn)
             await _audit(conn, actor, "approve_tools", server, {"tools": names})
             rows = await conn.execute(
                 select(approved_tools).where(approved_tools.c.server == server, approved_tools.c.tool.in_(names))
@@ -217,6 +259,7 @@ class StateStore:
         _check_actor(actor)
         async with self._transaction(f"forget server '{name}'") as conn:
             await _forget(conn, name)
+            await _bump(conn)
             await _audit(conn, actor, "forget_server", name, {})
 
     # --- servers converted to HTTP through a bridge -------------------------------------------------
@@ -253,6 +296,7 @@ class StateStore:
             )
             await conn.execute(delete(conversions).where(conversions.c.server == name))
             await conn.execute(insert(conversions).values(**vars(record)))
+            await _bump(conn)
             # env values may be secrets: the log names the keys only
             await _audit(conn, actor, "convert_server", name, {"url": url, "env_keys": sorted(env)})
             return record
@@ -266,6 +310,7 @@ class StateStore:
             )
             if changed.rowcount == 0:
                 return None
+            await _bump(conn)
             await _audit(conn, actor, "conversion_url", name, {"url": url})
             row = (await conn.execute(select(conversions).where(conversions.c.server == name))).one()
             return ConvertedServer(**row._mapping)
@@ -278,6 +323,7 @@ class StateStore:
             if row is None:
                 return None
             await conn.execute(delete(conversions).where(conversions.c.server == name))
+            await _bump(conn)
             await _audit(conn, actor, "revert_server", name, {"url": row.url})
             return ConvertedServer(**row._mapping)
 
@@ -301,6 +347,62 @@ class StateStore:
         async with self._transaction(f"forget the OAuth record of '{server}'") as conn:
             return (await conn.execute(delete(oauth_tokens).where(oauth_tokens.c.server == server))).rowcount > 0
 
+    # --- change propagation (replicas) ----------------------------------------------------------------
+
+    async def change_counter(self) -> int:
+        """Bumped by every write that changes what a gateway serves; 0 for a store never written."""
+        async with self._transaction("read the change counter", write=False) as conn:
+            return await _counter(conn)
+
+    async def snapshot(self) -> Snapshot:
+        """The added servers, overrides and approvals, with the change counter they are at (one transaction)."""
+        async with self._transaction("read the servers' state", write=False) as conn:
+            counter = await _counter(conn)
+            added = {
+                row.name: AddedServer(**row._mapping)
+                for row in await conn.execute(select(servers).order_by(servers.c.added_at, servers.c.name))
+            }
+            found = {
+                row.server: Override(**row._mapping)
+                for row in await conn.execute(select(overrides).order_by(overrides.c.server))
+            }
+            approvals: dict[str, dict[str, ApprovedTool]] = {}
+            rows = await conn.execute(select(approved_tools).order_by(approved_tools.c.server, approved_tools.c.tool))
+            for row in rows:
+                approvals.setdefault(row.server, {})[row.tool] = ApprovedTool(**row._mapping)
+            return Snapshot(counter, added, found, approvals)
+
+    @asynccontextmanager
+    async def notifications(self, wake: Callable[[], None]) -> AsyncIterator[Callable[[], bool] | None]:
+        """While inside, ``wake()`` is called (on the event loop) whenever another writer commits a change.
+
+        PostgreSQL only (LISTEN on one connection of its own, dropped on the way out); yields a check that the
+        connection still listens. Other stores have no notifications: yields None (poll :meth:`change_counter`).
+        """
+        if self._target.url.get_backend_name() != "postgresql":
+            yield None
+            return
+        try:
+            conn = await self._engine.connect()
+        except (SQLAlchemyError, OSError, TimeoutError) as e:
+            raise self._target.explain("listen for changes", e) from None
+        try:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None, "an open connection has its driver's"
+            await driver.add_listener(CHANNEL, lambda *_: wake())
+        except BaseException as e:
+            with anyio.CancelScope(shield=True):
+                await conn.invalidate()
+            if isinstance(e, SQLAlchemyError | OSError | TimeoutError):
+                raise self._target.explain("listen for changes", e) from None
+            raise
+        try:
+            yield lambda: not driver.is_closed()
+        finally:
+            # never back to the pool with a LISTEN on it
+            with anyio.CancelScope(shield=True):
+                await conn.invalidate()
+
     # --- audit log -----------------------------------------------------------------------------------
 
     async def record(
@@ -321,10 +423,13 @@ class StateStore:
 
     # --- helpers -------------------------------------------------------------------------------------
 
-    async def _override(self, name: str, actor: Actor, action: str, details: dict[str, Any], **values: Any) -> Override:
+    async def _override(
+        self, name: str, actor: Actor, action: str, details: dict[str, Any], expected: int | None, **values: Any
+    ) -> Override:
         _check_actor(actor)
         async with self._transaction(f"change the overrides of '{name}'") as conn:
-            override = await _set_override(conn, name, actor, _now(), **values)
+            override = await _set_override(conn, name, actor, _now(), expected, **values)
+            await _bump(conn)
             await _audit(conn, actor, action, name, details)
             return override
 
@@ -352,16 +457,51 @@ def _check_actor(actor: str) -> None:
         raise ValueError(f"unknown actor {actor!r}; expected one of {', '.join(sorted(ACTORS))}")
 
 
-async def _set_override(conn: AsyncConnection, name: str, actor: Actor, now: datetime, **values: Any) -> Override:
-    changed = await conn.execute(
-        update(overrides).where(overrides.c.server == name).values(**values, updated_by=actor, updated_at=now)
-    )
-    if changed.rowcount == 0:
-        await conn.execute(
-            insert(overrides).values(server=name, **values, created_at=now, updated_by=actor, updated_at=now)
+async def _set_override(
+    conn: AsyncConnection, name: str, actor: Actor, now: datetime, expected: int | None, **values: Any
+) -> Override:
+    """One upsert (two writers never both insert); with ``expected``, only over that version (0: no row)."""
+    changed = {**values, "updated_by": actor, "updated_at": now}
+    upsert = (
+        _insert(conn, overrides)
+        .values(server=name, created_at=now, version=1, **changed)
+        .on_conflict_do_update(
+            index_elements=[overrides.c.server],
+            set_={**changed, "version": overrides.c.version + 1},
+            where=overrides.c.version == expected if expected is not None else None,
         )
+    )
+    applied = (await conn.execute(upsert)).rowcount > 0
     row = (await conn.execute(select(overrides).where(overrides.c.server == name))).one()
+    if not applied:
+        raise LostRace(
+            f"server '{name}' was changed meanwhile (by {row.updated_by} at {row.updated_at:%H:%M:%S} UTC, now "
+            f"version {row.version}, this change was made over version {expected}); nothing was changed"
+        )
     return Override(**row._mapping)
+
+
+def _insert(conn: AsyncConnection, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT that can say ON CONFLICT, in this connection's dialect."""
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise StateError(f"the state store supports SQLite and PostgreSQL, not {conn.dialect.name}")
+
+
+async def _counter(conn: AsyncConnection) -> int:
+    return (await conn.execute(select(changes.c.counter).where(changes.c.id == 1))).scalar() or 0
+
+
+async def _bump(conn: AsyncConnection) -> None:
+    """Count a change of what gateways serve; on PostgreSQL, notify the replicas when the transaction commits."""
+    bump = _insert(conn, changes).values(id=1, counter=1)
+    await conn.execute(
+        bump.on_conflict_do_update(index_elements=[changes.c.id], set_={"counter": changes.c.counter + 1})
+    )
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
 
 
 async def _approve(conn: AsyncConnection, server: str, tools: Iterable[Tool], actor: Actor) -> list[str]:

@@ -42,6 +42,8 @@ class Override:
     updated_at: datetime
     enabled_by: Actor | None
     """Who set ``enabled`` last (None: nobody has)."""
+    version: int = 1
+    """Bumped by every change of this server's overrides (and approvals): what a replica writes over."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from onetool.state._migrate import HEAD
 from onetool.state.fingerprint import fingerprint_of
 from tests.state.conftest import engine_for, sqlite_execute
 
-TABLES = {"servers", "overrides", "approved_tools", "audit_log", "conversions", "oauth_tokens"}
+TABLES = {"changes", "servers", "overrides", "approved_tools", "audit_log", "conversions", "oauth_tokens"}
 
 
 def tool(name: str, description: str = "does a thing") -> Tool:
