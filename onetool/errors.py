@@ -19,7 +19,7 @@ subclass), so snippet code can catch a timeout or an unavailable server by type.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sandbox.protocol import errors as snippet
 from sandbox.protocol.api import RunError
@@ -79,9 +79,11 @@ class ServeError(OneToolError):
 class ControlError(OneToolError):
     """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, current: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.current = current
+        """For a change that lost a race (409): the server as it is now (None: it no longer exists)."""
 
 
 class AuthError(OneToolError):

@@ -6,8 +6,9 @@ overrides kept there with the config's (``gw.control``), connects every enabled 
 registry from the tools faces may see. Then every face calls tools through ``gw.calls`` (:mod:`onetool.calls`)
 and runs snippets through ``gw.run`` (:mod:`onetool.runs`). A watcher task re-checks an upstream's tools against
 their approval and rebuilds the registry when its catalogue or status changes (a server coming up is one such
-change); control actions do the same. Each change is told to subscribers (the MCP faces, which send
-``notifications/tools/list_changed``).
+change); control actions do the same, and so does the control plane's follower when another replica (or process)
+changed the state store (a PostgreSQL notification, or the store's change counter, read every second). Each
+change is told to subscribers (the MCP faces, which send ``notifications/tools/list_changed``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class Gateway:
             # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
             tasks = await stack.enter_async_context(anyio.create_task_group())
             tasks.start_soon(self._watch, changes)
+            # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
+            tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
             tasks.start_soon(self.control.keep_registered)
             stack.callback(tasks.cancel_scope.cancel)

@@ -169,3 +169,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]
         yield served
     finally:
         stop_gateway(served.proc)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A scratch PostgreSQL server (tests.postgres) for the session; yields its base URL (no database name)."""
+    from tests.postgres import missing, scratch_postgres
+
+    if (why := missing()) is not None:
+        pytest.skip(why)
+    with scratch_postgres() as url:
+        yield url

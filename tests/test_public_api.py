@@ -26,6 +26,7 @@ PUBLIC: dict[str, list[str]] = {
         "BridgeUnavailable",
         "ConfigError",
         "ControlError",
+        "LostRace",
         "ModelError",
         "NotRunning",
         "OneToolError",

@@ -4,6 +4,13 @@ Config-file servers and servers added at run time (kept in the state store) are 
 store's overrides (enabled, quarantined) applied. Each change goes to the store first (with its audit entry),
 then to the running pool, then to the faces (``on_change``); a failed store write changes nothing.
 
+Replicas: every gateway on one store follows it (:meth:`ServerControl.follow`): a PostgreSQL notification, or
+the change counter read every ``FOLLOW_PERIOD`` seconds, makes it re-read the store and apply what another
+replica (or process) changed, so every replica serves the same quarantine, approvals and servers within 2 s.
+While it cannot read the store it does not know what is quarantined, so it shows no upstream server at all.
+Each change is written over the version of the server this replica knows: one that lost a race to another
+replica changes nothing and is a 409 that carries the current state.
+
 A server a model adds (actor "mcp") is a proposal: it is listed, with what it would run, but never handed to the
 pool, so no process starts and no connection opens until an operator approves it. That approval starts it,
 still quarantined: a second approval lets its tools in. A model never undoes an operator's decision
@@ -17,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
@@ -26,7 +33,7 @@ from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
 from onetool.control._trust import Trust
 from onetool.control._views import PROPOSED, HeldTool, ServerView, launch
-from onetool.errors import ConfigError, ControlError, StateError
+from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor
 from onetool.upstream.status import ServerState, ServerStatus
@@ -34,10 +41,17 @@ from onetool.upstream.status import ServerState, ServerStatus
 if TYPE_CHECKING:
     from mcp import types
 
-    from onetool.state import StateStore
+    from onetool.state import Snapshot, StateStore
     from onetool.upstream import UpstreamPool
 
-__all__ = ["ServerControl"]
+__all__ = ["FOLLOW_PERIOD", "READ_DEADLINE", "ServerControl"]
+
+FOLLOW_PERIOD = 1.0
+"""Seconds between two reads of the store's change counter: a missed notification (or a store without them,
+SQLite) is applied within this, well inside the 2 s every replica must apply a change in."""
+
+READ_DEADLINE = 10.0
+"""Seconds a re-read of the store may take before this replica counts the store as unreadable."""
 
 
 @dataclass
@@ -53,6 +67,8 @@ class _Server:
     """A model's proposal no operator approved yet: never in the pool."""
     enabled_by: Actor | None = None
     """Who last enabled or disabled it (None: nobody, the config or the add decides)."""
+    version: int = 0
+    """The version of its overrides in the store this gateway knows (0: none): each change is written over it."""
 
     def pool_config(self) -> ServerConfig:
         connect = self.bridged or self.config
@@ -65,54 +81,131 @@ class ServerControl:
     """Build with :meth:`load`, then :meth:`attach` the pool made from :meth:`configs`."""
 
     def __init__(
-        self, servers: dict[str, _Server], store: StateStore, config_path: Path | None, bridging: Bridging
+        self, servers: dict[str, _Server], store: StateStore, config: Config, bridging: Bridging, applied: int = 0
     ) -> None:
         self._servers = servers
         self._store = store
         self._bridging = bridging
-        self._config_path = config_path
+        self._config = config
+        self._config_path: Path | None = config.path
         self._pool: UpstreamPool | None = None
         self._on_change: Callable[[], None] = lambda: None
         self._lock = anyio.Lock()  # one change at a time: each reads the state the previous one left
+        self._applied = applied  # the store's change counter this gateway's state is at
+        self._blind = False  # the store could not be read: quarantine decided elsewhere is unknown
+        self._woken = anyio.Event()
 
     @classmethod
     async def load(cls, config: Config, store: StateStore) -> ServerControl:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
-        servers: dict[str, tuple[ServerConfig, Actor | None, bool]] = {
-            name: (s, None, False) for name, s in config.servers.items()
-        }
-        packs = {to_identifier(name): name for name in servers}
-        for name, added in (await store.added_servers()).items():
-            if to_identifier(name) in packs:
-                logger.warning(
-                    "server '{}' (added by {}) clashes with '{}' in the config file: the file's server is used",
-                    name,
-                    added.added_by,
-                    packs[to_identifier(name)],
-                )
-                continue
-            try:
-                servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed)
-            except ConfigError as e:
-                logger.error("{}; remove it with `onetool servers remove {}`", e, name)
-                continue
-            packs[to_identifier(name)] = name
-        overrides = await store.overrides()
-        approvals = await store.all_approved_tools()
-        loaded: dict[str, _Server] = {}
-        for name, (server, added_by, proposed) in servers.items():
-            o = overrides.get(name)
-            enabled = server.enabled if o is None or o.enabled is None else o.enabled
-            quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
-            approved_at = o.approved_at if o is not None else None
-            approved = approvals.get(name, {}) if approved_at is not None else {}
-            trust = Trust(quarantined, approved_at, approved)
-            enabled_by = o.enabled_by if o is not None else None
-            loaded[name] = _Server(server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by)
+        snapshot = await store.snapshot()
         bridging = Bridging(config.bridge, store)
-        for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
-            loaded[name].bridged = entry
-        return cls(loaded, store, config.path, bridging)
+        loaded = await _merge(config, snapshot, bridging, quiet=False)
+        return cls(loaded, store, config, bridging, snapshot.counter)
+
+    @property
+    def blind(self) -> bool:
+        """The store could not be read last time: no upstream server is shown until it can be again."""
+        return self._blind
+
+    # ----- following the store (replicas) --------------------------------------------------------
+
+    async def follow(self, period: float = FOLLOW_PERIOD) -> None:
+        """Until cancelled: apply every change another replica or process makes to the store, at once when
+        PostgreSQL notifies it, else when the change counter moved (read every ``period`` seconds)."""
+        while True:
+            try:
+                async with self._store.notifications(self._woken.set) as listening:
+                    while listening is None or listening():
+                        await self._next_change(period)
+                    logger.warning("the state store's notification connection closed; listening again")
+            except StateError as e:
+                logger.warning("not notified of changes ({}); reading the change counter every {} s", e, period)
+                await self._next_change(period)
+
+    async def _next_change(self, period: float) -> None:
+        with anyio.move_on_after(period):
+            await self._woken.wait()
+        self._woken = anyio.Event()
+        await self.reconcile()
+
+    async def reconcile(self) -> None:
+        """Re-read the store if it changed since this gateway applied it (or could not be read last time)."""
+        try:
+            with anyio.fail_after(READ_DEADLINE):
+                counter = await self._store.change_counter()
+            if counter != self._applied or self._blind:
+                await self.reload()
+        except (StateError, TimeoutError) as e:
+            if not self._blind:
+                logger.error("cannot read the state store ({}): no upstream server is shown until it can", e)
+                self._blind = True
+                self._on_change()
+
+    async def reload(self) -> None:
+        """Apply what the store holds now: servers added or removed elsewhere, overrides, approvals."""
+        changed: builtins.list[str] = []
+        async with self._lock:  # a change made here meanwhile is in the snapshot, never undone by it
+            with anyio.fail_after(READ_DEADLINE):
+                snapshot = await self._store.snapshot()
+                fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
+            changed = await self._apply(fresh)
+            self._applied = snapshot.counter
+            was_blind, self._blind = self._blind, False
+        if changed:
+            logger.bind(servers=changed).info("applied changes of the state store: {}", ", ".join(changed))
+        if was_blind:
+            logger.info("the state store can be read again")
+            self._on_change()
+        for name in changed:
+            await self.refresh(name)
+
+    async def _apply(self, fresh: dict[str, _Server]) -> builtins.list[str]:
+        """Make the live servers what ``fresh`` says; the names of those that changed."""
+        pool = self._live()
+        changed = []
+        for name in self._servers.keys() - fresh.keys():
+            del self._servers[name]
+            if name in pool:
+                await pool.remove(name)
+            changed.append(name)
+        for name, new in fresh.items():
+            old = self._servers.get(name)
+            if old is None:
+                self._servers[name] = new
+                if not new.proposed:
+                    await pool.put(name, new.pool_config())
+                changed.append(name)
+                continue
+            connect = (old.proposed, old.pool_config()) != (new.proposed, new.pool_config())
+            trusted = (old.trust.quarantined, old.trust.approved_at, old.trust.approved)
+            same = not connect and trusted == (new.trust.quarantined, new.trust.approved_at, new.trust.approved)
+            if same and (old.version, old.enabled_by, old.added_by) == (new.version, new.enabled_by, new.added_by):
+                continue
+            old.config, old.added_by, old.enabled, old.bridged = new.config, new.added_by, new.enabled, new.bridged
+            old.proposed, old.enabled_by, old.version = new.proposed, new.enabled_by, new.version
+            # the same Trust object: what it already reported about held tools is not reported again
+            old.trust.quarantined, old.trust.approved_at = new.trust.quarantined, new.trust.approved_at
+            old.trust.approved = new.trust.approved
+            if connect and not new.proposed:
+                await pool.put(name, old.pool_config())
+            changed.append(name)
+        return changed
+
+    async def _lost(self, name: str, race: StateError | LostRace) -> NoReturn:
+        """A write that lost a race to another writer: apply the store's state here, then a 409 that shows it."""
+        try:
+            with anyio.fail_after(READ_DEADLINE):
+                snapshot = await self._store.snapshot()
+                fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
+            changed = await self._apply(fresh)
+            self._applied = snapshot.counter
+        except (StateError, TimeoutError):
+            changed = []
+        for server in changed:
+            await self.refresh(server)
+        current = self._view(name).to_dict() if name in self._servers else None
+        raise ControlError(f"{race}", 409, current=current) from None
 
     def configs(self) -> dict[str, ServerConfig]:
         """What the pool connects: each server with its enabled override applied; never a proposal."""
@@ -131,6 +224,8 @@ class ServerControl:
         """The tools every face may show and call; None for a quarantined server (invisible altogether)."""
         pool = self._live()
         s = self._servers.get(server)
+        if self._blind:
+            return None  # whether it is quarantined now is decided in a store this gateway cannot read
         if s is None:
             return pool.tools(server) if server in pool else []
         if s.trust.quarantined or s.proposed:
@@ -216,7 +311,10 @@ class ServerControl:
         async with self._lock:
             config, stored = rules.new_server(name, spec, self._servers, actor)
             proposed = rules.proposes(actor)
-            added = await self._store.add_server(name, stored, actor, proposed=proposed)
+            try:
+                added = await self._store.add_server(name, stored, actor, proposed=proposed)
+            except ServerExists as e:  # added by another replica since this one last read the store
+                await self._lost(name, e)
             trust = Trust(config.quarantined)
             self._servers[name] = _Server(config, added.added_by, config.enabled, trust, proposed=proposed)
             if proposed:
@@ -234,8 +332,10 @@ class ServerControl:
             if s is not None and s.added_by is None:
                 raise rules.in_config_file(name, self._config_path)
             # An added server whose stored spec no longer loads is not running, but can still be removed.
-            if not await self._store.remove_server(name, actor) and s is None:
-                raise rules.unknown(name, self._servers)
+            if not await self._store.remove_server(name, actor):
+                if s is None:
+                    raise rules.unknown(name, self._servers)
+                await self._lost(name, LostRace(f"server '{name}' was removed meanwhile (by another replica)"))
             # Removed here first, then stopped on the bridge: one that cannot be reached is told in the background.
             await self._bridging.forget(name, actor=actor)
             self._servers.pop(name, None)
@@ -247,7 +347,10 @@ class ServerControl:
     async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
         async with self._lock:
             s = self._started(name, "enable" if enabled else "disable", actor)
-            await self._store.set_enabled(name, enabled, actor)
+            try:
+                s.version = (await self._store.set_enabled(name, enabled, actor, expected=s.version)).version
+            except LostRace as e:
+                await self._lost(name, e)
             s.enabled_by = actor
             if s.enabled != enabled:
                 s.enabled = enabled
@@ -268,7 +371,10 @@ class ServerControl:
     async def quarantine(self, name: str, *, actor: Actor) -> ServerView:
         async with self._lock:
             s = self._require(name)
-            await self._store.set_quarantined(name, True, actor)
+            try:
+                s.version = (await self._store.set_quarantined(name, True, actor, expected=s.version)).version
+            except LostRace as e:
+                await self._lost(name, e)
             s.trust.quarantined, s.trust.approved_at = True, None
             self._log(name, "quarantined", actor)
             return await self._changed(name)
@@ -293,7 +399,11 @@ class ServerControl:
                 )
             current = {t.name: t for t in self._live().tools(name)}
             if tools is None:
-                override = await self._store.approve_server(name, actor, current.values())
+                try:
+                    override = await self._store.approve_server(name, actor, current.values(), expected=s.version)
+                except LostRace as e:
+                    await self._lost(name, e)
+                s.version = override.version
                 s.trust.quarantined, s.trust.approved_at = False, override.approved_at
                 s.trust.approved = await self._store.approved_tools(name)
                 self._log(name, "approved", actor, tools=len(current))
@@ -306,7 +416,14 @@ class ServerControl:
                         f"server '{name}' holds no tool named {', '.join(map(repr, unheld)) or '(none given)'}; "
                         f"held: {', '.join(s.trust.held) or 'none'}"
                     )
-                s.trust.approved |= await self._store.approve_tools(name, [current[t] for t in tools], actor)
+                try:
+                    approved = await self._store.approve_tools(
+                        name, [current[t] for t in tools], actor, expected=s.version
+                    )
+                except LostRace as e:
+                    await self._lost(name, e)
+                s.version += 1
+                s.trust.approved |= approved
                 self._log(name, "tools approved", actor, tools=sorted(tools))
             return await self._changed(name)
 
@@ -453,3 +570,46 @@ def _quarantined(server: str, tool: types.Tool) -> HeldTool:
         input_schema=dict(tool.input_schema),
         diff=None,
     )
+
+
+async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quiet: bool) -> dict[str, _Server]:
+    """The config's servers with the store's: added servers, overrides, approvals, conversions."""
+    servers: dict[str, tuple[ServerConfig, Actor | None, bool]] = {
+        name: (s, None, False) for name, s in config.servers.items()
+    }
+    packs = {to_identifier(name): name for name in servers}
+    for name, added in snapshot.added.items():
+        if to_identifier(name) in packs:
+            if quiet:
+                continue
+            logger.warning(
+                "server '{}' (added by {}) clashes with '{}' in the config file: the file's server is used",
+                name,
+                added.added_by,
+                packs[to_identifier(name)],
+            )
+            continue
+        try:
+            servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed)
+        except ConfigError as e:
+            if not quiet:
+                logger.error("{}; remove it with `onetool servers remove {}`", e, name)
+            continue
+        packs[to_identifier(name)] = name
+    overrides, approvals = snapshot.overrides, snapshot.approvals
+    loaded: dict[str, _Server] = {}
+    for name, (server, added_by, proposed) in servers.items():
+        o = overrides.get(name)
+        enabled = server.enabled if o is None or o.enabled is None else o.enabled
+        quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
+        approved_at = o.approved_at if o is not None else None
+        approved = approvals.get(name, {}) if approved_at is not None else {}
+        trust = Trust(quarantined, approved_at, approved)
+        enabled_by = o.enabled_by if o is not None else None
+        version = o.version if o is not None else 0
+        loaded[name] = _Server(
+            server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by, version=version
+        )
+    for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
+        loaded[name].bridged = entry
+    return loaded

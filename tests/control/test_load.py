@@ -37,9 +37,7 @@ async def test_startup_reads_every_approval_at_once_and_applies_each_to_its_serv
             store.transactions.clear()
             restarted = await ServerControl.load(config, store)
             assert store.transactions == [
-                "read the added servers",
-                "read the overrides",
-                "read the approved tools",  # once, for every server
+                "read the servers' state",  # added servers, overrides, every server's approved tools: at once
                 "read the converted servers",
             ]
             await restarted.attach(pool, lambda: None)

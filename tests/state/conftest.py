@@ -1,18 +1,16 @@
 """Fixtures for the state store: a fresh store URL per test, on SQLite and, where it is installed, PostgreSQL.
 
-The PostgreSQL cluster is real and local: initdb in a temp folder, listening on 127.0.0.1 only, trust auth,
-one fresh database per test. Without PostgreSQL's binaries the PostgreSQL cases are skipped.
+The PostgreSQL cluster is real and local (tests/postgres.py, the `postgres` fixture of tests/conftest.py), one fresh
+database per test. Without PostgreSQL's binaries the PostgreSQL cases are skipped.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from itertools import count
 from pathlib import Path
@@ -22,49 +20,10 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from onetool.state import StateStore
-from tests.conftest import free_port, wait_for_port
+from tests.postgres import create_database
 from tests.processes import start_and_read_line
 
-PG_USER = "onetool"
 _databases = count()
-
-
-def _pg_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    return str(candidates[-1]) if candidates else None
-
-
-def _as_pg_owner(args: list[str]) -> list[str]:
-    # PostgreSQL refuses to run as root; drop to the packaged `postgres` user then
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[str]:
-    """A scratch PostgreSQL server; yields its base URL (without a database name)."""
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not (initdb and pg_ctl):
-        pytest.skip("PostgreSQL is not installed (initdb, pg_ctl)")
-    home = Path(tempfile.mkdtemp(prefix="onetool-pg-"))
-    data, port = home / "data", free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    try:
-        if os.geteuid() == 0:
-            shutil.chown(home, "postgres")
-        initdb_args = [initdb, "-D", str(data), "-A", "trust", "-U", PG_USER, "--no-sync"]
-        subprocess.run(_as_pg_owner(initdb_args), check=True, **quiet)
-        options = f"-h 127.0.0.1 -p {port} -k {home} -F"
-        start = [pg_ctl, "-D", str(data), "-o", options, "-w", "-l", str(home / "log"), "start"]
-        subprocess.run(_as_pg_owner(start), check=True, **quiet)
-        wait_for_port(port)
-        yield f"postgresql+asyncpg://{PG_USER}@127.0.0.1:{port}"
-    finally:
-        # Whatever failed on the way: no postmaster and no folder left behind (a stop with none running fails).
-        subprocess.run(_as_pg_owner([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]), check=False, **quiet)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -74,16 +33,7 @@ def new_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
         files = count()
         return lambda: f"sqlite+aiosqlite:///{tmp_path / f'state{next(files)}' / 'onetool.db'}"
     base: str = request.getfixturevalue("postgres")
-    port = base.rsplit(":", 1)[1]
-    psql = _pg_bin("psql") or "psql"
-
-    def new() -> str:
-        name = f"t{os.getpid()}_{next(_databases)}"
-        connect = [psql, "-h", "127.0.0.1", "-p", port, "-U", PG_USER, "-d", "postgres"]
-        subprocess.run([*connect, "-qc", f"CREATE DATABASE {name}"], check=True)
-        return f"{base}/{name}"
-
-    return new
+    return lambda: create_database(base, f"t{os.getpid()}_{next(_databases)}")
 
 
 @pytest.fixture

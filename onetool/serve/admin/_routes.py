@@ -12,7 +12,8 @@
     POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
-Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict),
+Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict; a change
+that lost a race to another replica also carries ``"current"``, the server as it is now, and changed nothing),
 500 (the state store failed); convert also 429 (the bridge is full) and 503 (the bridge is unavailable), and
 then nothing changed. Revert and remove never wait for the bridge: they are done at once, and a bridge that
 cannot be reached is asked to stop the server in the background.
@@ -52,7 +53,10 @@ def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Aw
         try:
             return JSONResponse(await handler(request), status_code=status)
         except ControlError as e:
-            return JSONResponse({"error": str(e)}, status_code=e.status)
+            body: dict[str, Any] = {"error": str(e)}
+            if e.status == 409 and e.current is not None:
+                body["current"] = e.current  # a change that lost a race: what won
+            return JSONResponse(body, status_code=e.status)
         except StateError as e:
             return JSONResponse({"error": str(e)}, status_code=500)
 
