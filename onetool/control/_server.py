@@ -115,7 +115,8 @@ class ServerControl:
         PostgreSQL notifies it, else when the change counter moved (read every ``period`` seconds)."""
         while True:
             try:
-                async with self._store.notifications(self._woken.set) as listening:
+                # the event is replaced after each wake: set whichever is current
+                async with self._store.notifications(lambda: self._woken.set()) as listening:
                     while listening is None or listening():
                         await self._next_change(period)
                     logger.warning("the state store's notification connection closed; listening again")
