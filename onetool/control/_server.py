@@ -138,10 +138,16 @@ class ServerControl:
             if counter != self._applied or self._blind:
                 await self.reload()
         except (StateError, TimeoutError) as e:
-            if not self._blind:
-                logger.error("cannot read the state store ({}): no upstream server is shown until it can", e)
-                self._blind = True
-                self._on_change()
+            self._go_blind(f"cannot read the state store ({e})")
+        except Exception as e:
+            logger.opt(exception=e).error("applying the state store's changes failed")
+            self._go_blind("could not apply the state store's changes")
+
+    def _go_blind(self, why: str) -> None:
+        if not self._blind:
+            logger.error("{}: no upstream server is shown until the store is read again", why)
+            self._blind = True
+            self._on_change()
 
     async def reload(self) -> None:
         """Apply what the store holds now: servers added or removed elsewhere, overrides, approvals."""

@@ -294,8 +294,13 @@ class StateStore:
                 converted_at=now,
                 updated_at=now,
             )
-            await conn.execute(delete(conversions).where(conversions.c.server == name))
-            await conn.execute(insert(conversions).values(**vars(record)))
+            # converting again replaces the record: one upsert, so two replicas converting at once never collide
+            replace = {k: v for k, v in vars(record).items() if k != "server"}
+            await conn.execute(
+                _insert(conn, conversions)
+                .values(**vars(record))
+                .on_conflict_do_update(index_elements=[conversions.c.server], set_=replace)
+            )
             await _bump(conn)
             # env values may be secrets: the log names the keys only
             await _audit(conn, actor, "convert_server", name, {"url": url, "env_keys": sorted(env)})
@@ -338,9 +343,11 @@ class StateStore:
         """Replace the server's record. Not audited: tokens refresh every few minutes, and the record is secret."""
         async with self._transaction(f"store the OAuth record of '{server}'") as conn:
             values = {"record": record, "updated_at": _now()}
-            changed = await conn.execute(update(oauth_tokens).where(oauth_tokens.c.server == server).values(**values))
-            if changed.rowcount == 0:
-                await conn.execute(insert(oauth_tokens).values(server=server, **values))
+            await conn.execute(
+                _insert(conn, oauth_tokens)
+                .values(server=server, **values)
+                .on_conflict_do_update(index_elements=[oauth_tokens.c.server], set_=values)
+            )
 
     async def forget_oauth_record(self, server: str) -> bool:
         """Drop the server's record; False when there was none."""
