@@ -31,7 +31,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         # The socket is bound and the token rule checked before any upstream starts: a taken port or an
         # unsafe bind fails at once instead of after every server connected.
-        with serve.listen(args.host, args.port, token) if args.http else contextlib.nullcontext() as listener:
+        hosts, origins = config.http.allowed_hosts, config.http.allowed_origins
+        with (
+            serve.listen(args.host, args.port, token, allowed_hosts=hosts, allowed_origins=origins)
+            if args.http
+            else contextlib.nullcontext()
+        ) as listener:
             anyio.run(_serve, config, listener, args.mode)
     except* ServeError as group:
         for e in group.exceptions:

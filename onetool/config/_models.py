@@ -193,6 +193,19 @@ class HttpConfig(_Strict):
         default=":",
         description="between server and tool names on /mcp/direct; '__' or '.' for clients that reject ':'",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers (name:port) accepted besides loopback names, e.g. a reverse proxy's; "
+        "DNS-rebinding protection stays on",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="Origin headers accepted besides loopback origins, e.g. https://mcp.example"
+    )
+    stateless: bool = Field(
+        default=False,
+        description="no MCP sessions: for handshake-era clients behind a round-robin balancer (they get no "
+        "list_changed pushes then); 2026-07-28 clients need no sessions either way",
+    )
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onetool.registry import Registry
-from onetool.serve.http import BearerGuard, Listener, Routes, loopback_security
+from onetool.serve.http import BearerGuard, Listener, Routes, host_check
 from onetool.stubs import parse_filter, tools_module
 
 __all__ = ["PATH", "ToolsModuleCache", "tools_module_routes"]
@@ -66,7 +66,8 @@ class _ModuleApp:
 
     def __init__(self, cache: ToolsModuleCache, listener: Listener) -> None:
         self._cache = cache
-        self._hosts = TransportSecurityMiddleware(loopback_security(listener.port)) if listener.loopback else None
+        settings = host_check(listener)
+        self._hosts = TransportSecurityMiddleware(settings) if settings is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)

@@ -82,7 +82,8 @@ async def serve_gateway(
     """Serve every face and route of ``gateway`` on ``listener`` until cancelled; ``on_ready()`` once listening."""
     config = gateway.config
     faces = mounted(config, mode)
-    routes = [mcp_routes(path, face.build(gateway), listener) for path, face in faces.items()]
+    stateless = config.http.stateless
+    routes = [mcp_routes(path, face.build(gateway), listener, stateless=stateless) for path, face in faces.items()]
     endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
     required = config.http.ready_requires_servers
     routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token))

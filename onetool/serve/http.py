@@ -74,6 +74,10 @@ class Listener:
     sock: socket.socket
     token: str | None
     loopback: bool
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` values (``name:port``) accepted besides this port's loopback names: a proxy's in front."""
+    allowed_origins: tuple[str, ...] = ()
+    """``Origin`` values accepted besides this port's loopback origins."""
 
     @property
     def port(self) -> int:
@@ -91,8 +95,16 @@ class Listener:
         self.sock.close()
 
 
-def listen(host: str, port: int, token: str | None) -> Listener:
-    """Bind and listen on host:port; without a token, only on a loopback address.
+def listen(
+    host: str,
+    port: int,
+    token: str | None,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+) -> Listener:
+    """Bind and listen on host:port; without a token, only on a loopback address. ``allowed_hosts`` and
+    ``allowed_origins``: what a proxy in front sends (``http.allowed_hosts``), accepted besides loopback names.
 
     Loopback is decided by the address ``host`` resolves to, not by its name: a resolver may
     answer ``anything.localhost`` with a public address.
@@ -106,17 +118,19 @@ def listen(host: str, port: int, token: str | None) -> Listener:
             f"refusing to serve on {named} without a token: only a loopback address (127.0.0.1, ::1, localhost) "
             "may serve without one; set ONETOOL_TOKEN or http.token"
         )
-    return Listener(_bind(host, port, resolved), token, loopback)
+    return Listener(_bind(host, port, resolved), token, loopback, tuple(allowed_hosts), tuple(allowed_origins))
 
 
-def loopback_security(port: int) -> TransportSecuritySettings:
-    """DNS-rebinding protection: only loopback names for this exact port may reach the server."""
-    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts,
-        allowed_origins=[f"http://{h}" for h in hosts],
-    )
+def host_check(listener: Listener) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection: on a loopback bind, only loopback names for this exact port (and the hosts and
+    origins the config allows) may reach the server; on another bind, only the allowed ones when the config names
+    any, else any (the token guards it)."""
+    loopback = [f"127.0.0.1:{listener.port}", f"localhost:{listener.port}", f"[::1]:{listener.port}"]
+    hosts = [*(loopback if listener.loopback else []), *listener.allowed_hosts]
+    if not hosts:
+        return None
+    origins = [*(f"http://{h}" for h in loopback if listener.loopback), *listener.allowed_origins]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 def bearer_matches(headers: Headers, token: str) -> bool:
@@ -187,17 +201,14 @@ class Routes:
     sessions: Sequence[StreamableHTTPSessionManager] = ()
 
 
-def mcp_routes(path: str, server: Server[Any], listener: Listener) -> Routes:
-    """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes.
+def mcp_routes(path: str, server: Server[Any], listener: Listener, *, stateless: bool = False) -> Routes:
+    """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes; with
+    ``stateless`` none (``http.stateless``: handshake-era clients behind a round-robin balancer, which gives each
+    request to any replica; they then get no pushes).
 
-    Behind the bearer guard when the listener has a token; on a loopback bind, only loopback
-    Host and Origin headers for this port are accepted (DNS-rebinding protection).
+    Behind the bearer guard when the listener has a token; Host and Origin headers as :func:`host_check` says.
     """
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        # A non-loopback bind is reached under names we cannot list; the token guards it instead.
-        security_settings=loopback_security(listener.port) if listener.loopback else None,
-    )
+    manager = StreamableHTTPSessionManager(app=server, stateless=stateless, security_settings=host_check(listener))
     app: ASGIApp = StreamableHTTPASGIApp(manager)
     if listener.token:
         app = BearerGuard(app, listener.token)

@@ -130,6 +130,33 @@ async def test_foreign_origin_is_rejected() -> None:
         assert response.status_code == 403
 
 
+async def test_the_hosts_and_origins_the_config_allows_pass_and_no_other() -> None:
+    """A reverse proxy on another port sends its own Host and Origin (http.allowed_hosts, http.allowed_origins);
+    DNS-rebinding protection stays on for every other name."""
+    allowed = {"allowed_hosts": ("mcp.example:8443",), "allowed_origins": ("https://mcp.example:8443",)}
+    async with running_http(FakeGateway(), **allowed) as url, httpx2.AsyncClient() as http:
+        proxied = {"Host": "mcp.example:8443", "Origin": "https://mcp.example:8443", **ACCEPT}
+        assert (await http.post(url, json=INITIALIZE, headers=proxied)).status_code == 200
+        port = url.split(":")[2].split("/")[0]
+        assert (
+            await http.post(url, json=INITIALIZE, headers={"Host": f"localhost:{port}", **ACCEPT})
+        ).status_code == 200
+        for host in ("evil.example:8443", "mcp.example:80"):
+            assert (await http.post(url, json=INITIALIZE, headers={**proxied, "Host": host})).status_code == 421
+        foreign = {**proxied, "Origin": "https://evil.example"}
+        assert (await http.post(url, json=INITIALIZE, headers=foreign)).status_code == 403
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_stateless_mode_gives_no_session_and_still_serves_legacy_clients(stateless: bool) -> None:
+    async with running_http(FakeGateway(), stateless=stateless) as url, httpx2.AsyncClient() as http:
+        response = await http.post(url, json=INITIALIZE, headers=ACCEPT)
+        assert response.status_code == 200
+        assert ("mcp-session-id" in response.headers) is not stateless
+        async with Client(url, mode="legacy", read_timeout_seconds=10) as client:
+            assert (await client.call_tool("run", {"code": "1"})).structured_content == {"result": "1"}
+
+
 def test_non_loopback_without_token_is_refused() -> None:
     with pytest.raises(ServeError, match=r"refusing to serve on 0\.0\.0\.0 without a token"):
         listen("0.0.0.0", 0, None)
