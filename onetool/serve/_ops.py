@@ -1,10 +1,13 @@
 """Operational routes: /health and /ready for probes (open), /status for operators.
 
-/health   200 while the process serves, with how many servers are in each status.
-/ready    200 when this gateway can serve: the front is up and the servers ``http.ready_requires_servers`` names
-          are connected (none by default; "all": every enabled, non-quarantined one), else 503 naming those that
-          are not (a Kubernetes readiness probe). Servers connect in the background, so a required one that is
-          still connecting keeps /ready at 503 while /health already answers.
+/health   200 while the process serves, with how many servers are in each status, and whether the state store
+          can be read ("store": "ok" or "unreachable").
+/ready    200 when this gateway can serve: the front is up, the state store can be read (a replica that cannot
+          read it shows no server, as it cannot know what was quarantined meanwhile), and the servers
+          ``http.ready_requires_servers`` names are connected (none by default; "all": every enabled,
+          non-quarantined one), else 503 naming what is not (a Kubernetes readiness probe). Servers connect in
+          the background, so a required one that is still connecting keeps /ready at 503 while /health already
+          answers.
 /status   every server as an MCP client may see it (no error detail, no stderr), and which MCP endpoints are on;
           behind the bearer token when the listener has one, like /mcp. With the admin token, every server as its
           operator sees it: the error's ``detail`` and the last ``stderr`` lines too.
@@ -36,6 +39,7 @@ def ops_routes(
     endpoints: Mapping[str, bool] = _RUN_ONLY,
     ready_requires: Sequence[str] | Literal["all"] = (),
     admin_token: str | None = None,
+    store_readable: Callable[[], bool] = lambda: True,
 ) -> Routes:
     """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
     (the path of every MCP face, and whether it is on); ``ready_requires``: the servers /ready waits for;
@@ -43,10 +47,14 @@ def ops_routes(
 
     async def health(_request: Request) -> JSONResponse:
         counts = Counter(view.status for view in servers())
-        return JSONResponse({"status": "ok", "servers": dict(sorted(counts.items()))})
+        store = "ok" if store_readable() else "unreachable"
+        return JSONResponse({"status": "ok", "servers": dict(sorted(counts.items())), "store": store})
 
     async def ready(_request: Request) -> JSONResponse:
         waiting = not_ready(servers(), ready_requires)
+        if not store_readable():
+            # It cannot know what was quarantined meanwhile, so it shows no server: send clients elsewhere.
+            waiting.insert(0, {"name": "state store", "status": "unreachable"})
         return JSONResponse({"ready": not waiting, "not_ready": waiting}, status_code=503 if waiting else 200)
 
     async def status(request: Request) -> JSONResponse:

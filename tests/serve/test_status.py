@@ -13,6 +13,7 @@ import pytest
 from tests.admin_api import cli
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
 from tests.gateways import get, start_http_gateway, stop, text_of, until
+from tests.state.conftest import hold_lock, release
 
 pytestmark = pytest.mark.anyio
 
@@ -40,6 +41,7 @@ async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back
         assert status == 200 and health == {
             "status": "ok",
             "servers": {"connected": 2, "disabled": 1, "quarantined": 1},
+            "store": "ok",
         }
         pid = json.loads(text_of(await served.run("fx.pid()")))
         flag.touch()
@@ -49,6 +51,28 @@ async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back
         assert get(served.url, "/health")[0] == 200  # alive, if not ready
         flag.unlink()
         until(lambda: get(served.url, "/ready")[0] == 200)
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_a_store_that_cannot_be_read_makes_the_replica_unready_until_it_can(tmp_path: Path) -> None:
+    store = tmp_path / "state.db"
+    config = {"servers": {"time": {"command": TIME_SERVER}}, "state": {"url": f"sqlite:///{store}"}}
+    served = start_http_gateway(tmp_path, config, f"st-{uuid.uuid4().hex}")
+    try:
+        assert get(served.url, "/ready") == (200, {"ready": True, "not_ready": []})
+        locker = hold_lock(store, "EXCLUSIVE")  # no one may even read it now
+        try:
+            _, body = until(lambda: (r := get(served.url, "/ready"))[0] == 503 and r)
+            assert body["not_ready"] == [{"name": "state store", "status": "unreachable"}]
+            assert get(served.url, "/health") == (
+                200,
+                {"status": "ok", "servers": {"connected": 1}, "store": "unreachable"},
+            )
+        finally:
+            release(locker)
+        until(lambda: get(served.url, "/ready")[0] == 200)
+        assert get(served.url, "/health")[1]["store"] == "ok"
     finally:
         assert stop(served.proc) == 0
 
