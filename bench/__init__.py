@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import anyio
+import anyio.to_thread
+from mcp import Client
 
 from tests.processes import start_and_read_line, stop
 
@@ -40,3 +45,29 @@ def serving(command: Sequence[str], env: Mapping[str, str] | None = None) -> Ite
         yield line
     finally:
         stop(proc)
+
+
+async def list_changed_delays(
+    url: str, n: int, change: Callable[[int], object], pause: Callable[[], float]
+) -> list[float]:
+    """Seconds from the start of ``change(i)`` (run in a thread) until a handshake-era client of ``url`` hears
+    ``tools/list_changed``, for ``i`` in ``range(n)``; ``pause()`` seconds before each, so the previous change's
+    notifications are in."""
+    heard: list[float] = []
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", "") == "notifications/tools/list_changed":
+            heard.append(time.perf_counter())
+
+    delays = []
+    async with Client(url, mode="legacy", message_handler=on_message) as client:
+        await client.list_tools()
+        for i in range(n):
+            await anyio.sleep(pause())
+            start = time.perf_counter()
+            await anyio.to_thread.run_sync(change, i)
+            with anyio.fail_after(10):
+                while not any(t > start for t in heard):
+                    await anyio.sleep(0.001)
+            delays.append(min(t for t in heard if t > start) - start)
+    return delays

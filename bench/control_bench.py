@@ -11,14 +11,10 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
-import anyio
-import anyio.to_thread
 import yaml
-from mcp import Client
 
-from bench import Row, median_p90, ms, serving
+from bench import Row, list_changed_delays, median_p90, ms, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 ONETOOL = str(Path(sys.executable).with_name("onetool"))
@@ -42,29 +38,6 @@ def _admin(url: str, token: str, path: str) -> None:
         response.read()
 
 
-async def _list_changed_delays(url: str, token: str, n: int) -> list[float]:
-    """Request start -> the /mcp client's notifications/tools/list_changed, for alternating disable/enable."""
-    heard: list[float] = []
-
-    async def on_message(message: Any) -> None:
-        if getattr(message, "method", "") == "notifications/tools/list_changed":
-            heard.append(time.perf_counter())
-
-    delays = []
-    async with Client(url, mode="legacy", message_handler=on_message) as client:
-        await client.list_tools()
-        for i in range(n):
-            await anyio.sleep(0.3)  # the previous action's notifications are in
-            start = time.perf_counter()
-            action = "disable" if i % 2 == 0 else "enable"
-            await anyio.to_thread.run_sync(_admin, url, token, f"/admin/servers/time/{action}")
-            with anyio.fail_after(10):
-                while not any(t > start for t in heard):
-                    await anyio.sleep(0.001)
-            delays.append(min(t for t in heard if t > start) - start)
-    return delays
-
-
 async def run() -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +51,12 @@ async def run() -> list[Row]:
         with serving(command, env) as url:
             token = json.loads((folder / "run" / "gateway.json").read_text())["admin_token"]
             attached = _wall(["run", "-c", "1+1"], env, 20)
-            delays = await _list_changed_delays(url, token, 20)
+            delays = await list_changed_delays(
+                url,
+                20,
+                lambda i: _admin(url, token, f"/admin/servers/time/{('disable', 'enable')[i % 2]}"),
+                lambda: 0.3,
+            )
     rows.append(
         Row("control", "onetool run -c '1+1' attached, wall (median / p90 of 20)", median_p90(attached), "0.3 s")
     )

@@ -10,20 +10,15 @@ import os
 import random
 import sys
 import tempfile
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
-import anyio
-import anyio.to_thread
 import yaml
-from mcp import Client
 
-from bench import Row, median_p90, serving
+from bench import Row, list_changed_delays, median_p90, serving
 from tests.postgres import create_database, missing, scratch_postgres
 
 TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
@@ -61,27 +56,13 @@ def _pair(folder: Path, state_url: str) -> Iterator[tuple[str, str]]:
 
 async def _delays(a: str, b: str, n: int) -> list[float]:
     """Admin request on A starts -> B's /mcp client hears list_changed, alternating quarantine/approve of `time`
-    (a change of trust only: neither replica starts or stops a process for it)."""
-    heard: list[float] = []
+    (a change of trust only: neither replica starts or stops a process for it); a random phase against B's
+    once-a-second counter read."""
 
-    async def on_message(message: Any) -> None:
-        if getattr(message, "method", "") == "notifications/tools/list_changed":
-            heard.append(time.perf_counter())
+    def change(i: int) -> None:
+        _admin(a, f"/admin/servers/time/{'quarantine' if i % 2 == 0 else 'approve'}")
 
-    delays = []
-    async with Client(b, mode="legacy", message_handler=on_message) as client:
-        await client.list_tools()
-        for i in range(n):
-            # the previous change's notifications are in; a random phase against B's once-a-second counter read
-            await anyio.sleep(random.uniform(1.0, 2.0))
-            start = time.perf_counter()
-            action = "quarantine" if i % 2 == 0 else "approve"
-            await anyio.to_thread.run_sync(_admin, a, f"/admin/servers/time/{action}")
-            with anyio.fail_after(10):
-                while not any(t > start for t in heard):
-                    await anyio.sleep(0.001)
-            delays.append(min(t for t in heard if t > start) - start)
-    return delays
+    return await list_changed_delays(b, n, change, lambda: random.uniform(1.0, 2.0))
 
 
 async def run() -> list[Row]:
