@@ -34,8 +34,6 @@ from onetool.bridge._upstream import BridgedUpstream
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.serve.fanout import ListChanged, ListChangedFanout, ListChangedServer
 
-__all__ = ["Handshake", "handshake", "proxy_server"]
-
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 

@@ -13,8 +13,6 @@ from pydantic import ValidationError
 from onetool.config import ServerConfig, expand_vars
 from onetool.errors import BridgeError, ConfigError
 
-__all__ = ["NAME_PATTERN", "parse_convert"]
-
 NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A server name: it is a path segment of /convert/{serverName} and a log field."""
 

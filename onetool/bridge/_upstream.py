@@ -24,8 +24,6 @@ from onetool.logs import logger
 from onetool.upstream import UpstreamPool
 from onetool.upstream.status import ServerStatus
 
-__all__ = ["BridgedUpstream", "Phase"]
-
 T = TypeVar("T")
 
 # Upstream notifications waiting for the proxy to forward them; past this, log messages are dropped

@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, print_table, setup
 
-__all__ = ["AUTH_POLL", "AUTH_WAIT", "cmd_auth"]
-
 AUTH_WAIT = 660.0
 """How long `onetool auth` waits on a gateway's flow: it expires there after 10 minutes, and then says so."""
 AUTH_POLL = 30  # seconds per long-poll of the flow's outcome

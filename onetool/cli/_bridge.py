@@ -12,8 +12,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
 
-__all__ = ["cmd_bridge"]
-
 
 def cmd_bridge(args: argparse.Namespace) -> int:
     import anyio

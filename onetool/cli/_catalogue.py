@@ -13,8 +13,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, setup, with_pool
 
-__all__ = ["cmd_check", "cmd_stubs", "cmd_tools"]
-
 
 def cmd_tools(args: argparse.Namespace) -> int:
     config = setup(args, "ERROR")

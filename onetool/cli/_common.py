@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
     from onetool.config import Config
 
-__all__ = ["attach_failed", "cancel_on_signal", "print_result", "print_table", "setup", "with_pool"]
-
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -11,8 +11,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_OK, EXIT_USAGE
 
-__all__ = ["cmd_import"]
-
 
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path

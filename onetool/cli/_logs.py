@@ -8,8 +8,6 @@ import sys
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
-__all__ = ["cmd_logs"]
-
 
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print the records of the log file (``--log-file``, else the config's ``log.file``), its rotated files first.

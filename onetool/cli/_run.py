@@ -11,8 +11,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_USAGE, attach_failed, print_result, setup
 
-__all__ = ["cmd_run"]
-
 
 def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, cancel_on_signal, setup
 
-__all__ = ["cmd_serve"]
-
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import contextlib

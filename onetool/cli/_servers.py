@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 from onetool.cli._common import EXIT_OK, attach_failed, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
 
-__all__ = ["cmd_servers"]
-
 
 def cmd_servers(args: argparse.Namespace) -> int:
     from onetool import attach

@@ -22,16 +22,6 @@ from onetool.config._models import _VAR, DEFAULT_FILENAME, ENV_CONFIG, Config, S
 from onetool.errors import ConfigError
 from onetool.logs import logger
 
-__all__ = [
-    "expand_vars",
-    "find_config",
-    "from_client_config",
-    "load_config",
-    "read_config_file",
-    "validate",
-    "validate_server",
-]
-
 
 def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     """``--config``, else ``$ONETOOL_CONFIG``, else ``./onetool.yaml`` if it exists, else None."""

@@ -14,28 +14,6 @@ from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 
-__all__ = [
-    "DEFAULT_FILENAME",
-    "DEFAULT_MAX_DESCRIPTION_LEN",
-    "ENV_BRIDGE_TOKEN",
-    "ENV_BRIDGE_URL",
-    "ENV_CONFIG",
-    "BridgeConfig",
-    "Config",
-    "DirectConfig",
-    "HttpConfig",
-    "InspectConfig",
-    "LogConfig",
-    "Management",
-    "OAuthConfig",
-    "PacksConfig",
-    "SandboxConfig",
-    "ServerConfig",
-    "StateConfig",
-    "TransportName",
-    "to_identifier",
-]
-
 DEFAULT_FILENAME = "onetool.yaml"
 ENV_CONFIG = "ONETOOL_CONFIG"
 ENV_BRIDGE_URL = "ONETOOL_BRIDGE_URL"

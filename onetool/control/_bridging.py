@@ -18,8 +18,6 @@ from onetool.errors import BridgeError, ControlError
 from onetool.logs import logger
 from onetool.state import Actor, ConvertedServer, StateStore
 
-__all__ = ["Bridging"]
-
 NO_BRIDGE = "no bridge is configured: set bridge.url (and bridge.token) in the config, or $ONETOOL_BRIDGE_URL"
 
 

@@ -11,8 +11,6 @@ from onetool.config import ServerConfig, to_identifier, validate_server
 from onetool.errors import ConfigError, ControlError
 from onetool.state.records import OPERATORS, Actor
 
-__all__ = ["check_model_may_change", "in_config_file", "new_server", "proposes", "still_proposed", "unknown"]
-
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from onetool.state import Snapshot, StateStore
     from onetool.upstream import UpstreamPool
 
-__all__ = ["FOLLOW_PERIOD", "READ_DEADLINE", "ServerControl"]
 
 FOLLOW_PERIOD = 1.0
 """Seconds between two reads of the store's change counter: a missed notification (or a store without them,

@@ -20,7 +20,6 @@ from onetool.state.records import ApprovedTool
 if TYPE_CHECKING:
     from mcp import types
 
-__all__ = ["Trust"]
 
 _NOTHING = "{}"
 """The approved definition a new tool is compared with."""

@@ -7,8 +7,6 @@ from typing import Any, Literal
 
 from onetool.config import ServerConfig
 
-__all__ = ["PROPOSED", "HeldReason", "HeldTool", "ServerView", "launch"]
-
 HeldReason = Literal["server quarantined", "changed after approval"]
 PROPOSED = "proposed"
 """The status of a server a model proposed: nothing runs it until an operator approves it."""

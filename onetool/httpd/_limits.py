@@ -29,8 +29,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from onetool.logs import logger
 
-__all__ = ["ACCEPT_BATCH", "DEFAULT_LIMITS", "HttpLimits", "limited_protocol"]
-
 # Connections accepted per event-loop tick. Each batch holds descriptors until the loop has run the new
 # connections' callbacks, which close the ones over the cap; the cap leaves room for a few batches.
 ACCEPT_BATCH = 16

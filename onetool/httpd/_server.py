@@ -17,8 +17,6 @@ from starlette.types import ASGIApp
 from onetool.httpd._limits import ACCEPT_BATCH, HttpLimits, limited_protocol
 from onetool.logs import logger
 
-__all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "LISTEN_QUEUE", "UvicornServer"]
-
 # Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
 GRACEFUL_SHUTDOWN_SECONDS = 3
 # Connections the kernel queues for us before refusing more.

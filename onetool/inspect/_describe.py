@@ -16,19 +16,6 @@ from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import compress
 from onetool.text import closest, one_line, shown_name
 
-__all__ = [
-    "HIDDEN_STATES",
-    "INSTRUCTIONS_MAX_CHARS",
-    "InspectServer",
-    "InspectTool",
-    "ServerLike",
-    "ToolLike",
-    "describe_inspect",
-    "find_server",
-    "find_tool",
-    "inspect_schemas",
-]
-
 INSTRUCTIONS_MAX_CHARS = 300
 HIDDEN_STATES = frozenset({"quarantined", "disabled", "failed"})
 _SHOWN_STATES = frozenset({"connected"})

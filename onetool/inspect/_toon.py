@@ -30,8 +30,6 @@ from mcp import types
 from onetool.results import error_text, parse_text, to_value
 from onetool.text import cut
 
-__all__ = ["DEFAULT_MAX_CHARS", "data_result", "exec_result"]
-
 DEFAULT_MAX_CHARS = 256 * 1024
 """The default text budget of one result: the same as ``run``'s."""
 

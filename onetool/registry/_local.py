@@ -26,8 +26,6 @@ from onetool.logs import logger
 from onetool.registry._registry import Pack
 from onetool.registry._tools import CTX, LocalTool
 
-__all__ = ["BUILTIN_PACKS", "load_local_packs"]
-
 BUILTIN_PACKS = "packs"
 
 

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
     from onetool.upstream import ServerStatus, UpstreamPool
 
-__all__ = ["Pack", "Registry", "upstream_tools"]
-
 
 @dataclass(frozen=True)
 class Pack:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_SUMMARY_CHARS", "summarize"]
-
 MAX_SUMMARY_CHARS = 160
 _MAX_WARNING_CHARS = 80
 _MARKER = re.compile(r"\b(?:DEPRECATED|[Dd]eprecated|WARNING|Warning)\b")

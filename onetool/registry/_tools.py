@@ -27,7 +27,6 @@ from onetool.results import error_text, to_value
 if TYPE_CHECKING:
     from mcp import types
 
-__all__ = ["CTX", "MAX_LOCAL_VALUES", "LocalTool", "Tool", "UpstreamTool"]
 
 MAX_LOCAL_VALUES = 20_000
 """JSON values a local pack tool's arguments may hold: its annotations are checked on the event loop."""

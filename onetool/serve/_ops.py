@@ -28,8 +28,6 @@ from onetool import __version__
 from onetool.control import ServerView
 from onetool.serve.http import BearerGuard, Listener, Routes, bearer_matches
 
-__all__ = ["ops_routes"]
-
 _RUN_ONLY: Mapping[str, bool] = MappingProxyType({"/mcp": True})
 
 

@@ -13,8 +13,6 @@ from mcp.types import CallToolResult
 
 from onetool.logs import LogSpan
 
-__all__ = ["log_request"]
-
 _MAX_TOOL_NAME = 128
 
 

@@ -28,8 +28,6 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool.serve.fanout import connection_of
 
-__all__ = ["DEFAULT_LOG_LEVEL", "LogLevels", "RequestClient", "error_result"]
-
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
 """Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
 _LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)

@@ -26,8 +26,6 @@ from mcp.shared.message import SessionMessage
 
 from onetool.logs import logger
 
-__all__ = ["serve_stdio"]
-
 _CHUNK = 1 << 16
 
 

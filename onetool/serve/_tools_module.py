@@ -21,8 +21,6 @@ from onetool.registry import Registry
 from onetool.serve.http import BearerGuard, Listener, Routes, host_check
 from onetool.stubs import parse_filter, tools_module
 
-__all__ = ["PATH", "ToolsModuleCache", "tools_module_routes"]
-
 PATH = "/runtime/tools.py"
 MEDIA_TYPE = "text/x-python; charset=utf-8"
 _MAX_CACHED = 64

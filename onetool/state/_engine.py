@@ -20,8 +20,6 @@ from sqlalchemy.pool import StaticPool
 from onetool.errors import StateError
 from onetool.state.paths import default_database, private_dir
 
-__all__ = ["Target", "create_engine", "read_only"]
-
 # A bare dialect name gets the async driver OneTool ships, so `postgresql://...` works as users write it.
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}
 

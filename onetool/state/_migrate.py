@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-__all__ = ["HEAD", "MIGRATIONS", "create_at_head", "current_revisions", "shipped_head", "upgrade"]
 
 HEAD = "0005"
 """The newest revision in ``migrations/versions/`` (a test checks it against Alembic's own answer)."""

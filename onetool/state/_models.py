@@ -14,20 +14,6 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Column, DateTime, Dialect, Index, Integer, MetaData, String, Table, Text, false
 from sqlalchemy.types import TypeDecorator
 
-__all__ = [
-    "ACTOR",
-    "NAME",
-    "UtcDateTime",
-    "approved_tools",
-    "audit_log",
-    "changes",
-    "conversions",
-    "metadata",
-    "oauth_tokens",
-    "overrides",
-    "servers",
-]
-
 NAME = 255  # server and tool names: config keys and MCP tool names are far shorter in practice
 ACTOR = 16
 

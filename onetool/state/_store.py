@@ -38,7 +38,6 @@ from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, Audi
 if TYPE_CHECKING:
     from mcp.types import Tool
 
-__all__ = ["CHANNEL", "DEFAULT_TIMEOUT", "Snapshot", "StateStore"]
 
 DEFAULT_TIMEOUT = 5.0
 

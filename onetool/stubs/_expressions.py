@@ -23,18 +23,6 @@ from pydantic.json_schema import JsonSchemaMode as JsonMode
 from onetool.registry.schema import literal_values, union_members
 from onetool.schema_walk import NOTHING, AllOf, Array, Literals, Object, Ref, Scalar, Union, merge_all_of, read, union
 
-__all__ = [
-    "ANY",
-    "MAX_NODES",
-    "TypeBuilder",
-    "TypedDictSpec",
-    "pascal",
-    "placeholders",
-    "plain_name",
-    "substitute",
-    "vocab",
-]
-
 MAX_NODES = 2_000
 """Subschemas one tool's types visit: bounds the work (and the module) a hostile schema can cause."""
 _MAX_DEPTH = 24

@@ -22,8 +22,6 @@ from onetool.stubs._expressions import ANY, TypeBuilder, TypedDictSpec, pascal, 
 from onetool.stubs._expressions import vocab as v
 from onetool.stubs._select import select
 
-__all__ = ["MODULE_DOC", "tools_module"]
-
 _BUILTINS = ("str", "int", "float", "bool", "bytes", "object", "list", "dict", "NotImplementedError")
 _TYPING = ("Any", "Literal", "Never", "NotRequired", "TypedDict", "Unpack")
 _MAX_DOC_CHARS = 4_000

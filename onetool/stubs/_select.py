@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 from onetool.registry import Pack, Registry, Tool, UpstreamTool
 
-__all__ = ["parse_filter", "select"]
-
 
 def parse_filter(text: str | None) -> list[str] | None:
     """The comma-separated names of a filter; None (every pack) when there is none or it is blank."""

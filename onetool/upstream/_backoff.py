@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from tenacity.wait import wait_base, wait_exponential_jitter
 
-__all__ = ["ShortSession", "backoff_wait"]
-
 
 def backoff_wait(base: float, cap: float) -> wait_base:
     return wait_exponential_jitter(multiplier=base, max=cap, jitter=base)

@@ -12,8 +12,6 @@ from typing import Final
 
 import anyio
 
-__all__ = ["TRIP_AFTER", "Breaker"]
-
 TRIP_AFTER: Final = 3
 """Consecutive call timeouts that mark a server unresponsive."""
 

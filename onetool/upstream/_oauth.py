@@ -14,8 +14,6 @@ from onetool.logs import logger
 from onetool.upstream.status import Failure, ServerState
 from onetool.upstream.transports import HttpStatuses, http_reason
 
-__all__ = ["OAuthStatus", "UpstreamAuth", "auth_command"]
-
 OAuthStatus = Literal["authenticated", "pending_authorization", "authentication_failed"]
 
 

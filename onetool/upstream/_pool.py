@@ -23,8 +23,6 @@ from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.status import ServerState, ServerStatus
 
-__all__ = ["UpstreamPool", "result_text"]
-
 T = TypeVar("T")
 
 

@@ -24,21 +24,6 @@ from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream.status import Failure
 from onetool.upstream.transports import Link, http_reason, public_url
 
-__all__ = [
-    "ItemT",
-    "Lost",
-    "PageT",
-    "Session",
-    "Watched",
-    "closed_with",
-    "collect_pages",
-    "describe_failure",
-    "exit_failure",
-    "list_all_tools",
-    "lost_failure",
-    "stream_end",
-]
-
 PageT = TypeVar("PageT")
 ItemT = TypeVar("ItemT")
 _PAGE_CAP: Final = 100  # a tools/list paginator that never ends cannot hang a connect

@@ -13,8 +13,6 @@ from typing import Final
 
 from onetool.text import escape_unsafe
 
-__all__ = ["MAX_CHARS", "MAX_LINES", "StderrTail", "bounded_lines"]
-
 MAX_LINES: Final = 50
 MAX_CHARS: Final = 500
 _MAX_BYTES: Final = MAX_CHARS * 4  # room for MAX_CHARS characters of UTF-8

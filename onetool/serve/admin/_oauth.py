@@ -33,7 +33,6 @@ from onetool.upstream.authorize import authorize
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = ["CALLBACK_PATH", "Login", "Logins", "authorize_routes", "callback_routes", "running_logins"]
 
 URL_WAIT = 60.0  # seconds to wait for the authorization URL (discovery and registration come first)
 MAX_POLL_WAIT = 60.0

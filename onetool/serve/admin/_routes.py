@@ -36,7 +36,6 @@ from onetool.state.records import Actor
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = ["ACTOR_HEADER", "admin_routes", "json_endpoint", "request_actor"]
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}

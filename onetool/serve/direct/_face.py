@@ -33,14 +33,6 @@ from onetool.upstream import ServerState
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = [
-    "MAX_NAME",
-    "DirectCatalogue",
-    "DirectFace",
-    "Separator",
-    "build_direct_server",
-    "direct_names",
-]
 
 Separator = Literal[":", "__", "."]
 

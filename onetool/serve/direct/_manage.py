@@ -26,8 +26,6 @@ from onetool.serve._requests import error_result
 from onetool.state.records import Actor
 from onetool.text import cut, visible
 
-__all__ = ["MANAGEMENT_NAMES", "ControlLike", "ManagementTools"]
-
 ACTOR: Actor = "mcp"
 OPERATIONS = ("list", "add", "remove", "enable", "disable", "restart")
 ALLOWED: dict[Management, tuple[str, ...]] = {"read-only": ("list",), "propose": ("list", "add"), "full": OPERATIONS}

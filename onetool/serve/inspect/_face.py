@@ -44,12 +44,6 @@ from onetool.serve.fanout import face_server
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = [
-    "EXEC_DESCRIPTION",
-    "EXEC_INPUT_SCHEMA",
-    "INSPECT_INPUT_SCHEMA",
-    "build_inspect_server",
-]
 
 INSPECT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -20,7 +20,6 @@ from onetool.serve.fanout import face_server
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = ["INSTRUCTIONS", "RUN_INPUT_SCHEMA", "build_run_server", "call_run", "run_tool"]
 
 INSTRUCTIONS: Final = (
     "OneTool gives you many MCP servers through one tool, `run`: call it with a short Python snippet in which "

@@ -21,8 +21,6 @@ from onetool.upstream.children import Children
 from onetool.upstream.transports._http import HttpStatuses, http_reason
 from onetool.upstream.transports._process import StdioChild
 
-__all__ = ["Link", "Opener", "Streams", "Transport"]
-
 Streams = TransportStreams
 """(read stream, write stream), as the SDK's ``Client`` takes them from a transport. The SDK's own name for it is
 not public yet (``mcp.client._transport``, mcp 2.3)."""

@@ -13,16 +13,6 @@ from onetool.config import ServerConfig
 from onetool.hosts import is_loopback
 from onetool.logs import logger
 
-__all__ = [
-    "SSE_READ_TIMEOUT",
-    "HttpStatuses",
-    "http_client_factory",
-    "http_reason",
-    "public_url",
-    "secure_url",
-    "upgraded_url",
-]
-
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
 
 

@@ -19,8 +19,6 @@ import anyio.abc
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.groups import stat_fields
 
-__all__ = ["StdioChild", "stop_process_group"]
-
 STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
 TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
 _POLL: Final = 0.01

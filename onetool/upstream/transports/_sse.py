@@ -10,8 +10,6 @@ from mcp.client.sse import sse_client
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._http import SSE_READ_TIMEOUT, HttpStatuses, http_client_factory
 
-__all__ = ["open_sse"]
-
 
 @asynccontextmanager
 async def open_sse(link: Link) -> AsyncIterator[Streams]:

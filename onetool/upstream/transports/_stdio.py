@@ -30,8 +30,6 @@ from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
-__all__ = ["open_stdio"]
-
 
 def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
     """The executable's path, searched on the child's PATH, then beside OneTool's own interpreter, or a clear error.

@@ -10,8 +10,6 @@ from mcp.client.streamable_http import streamable_http_client
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._http import HttpStatuses, http_client_factory
 
-__all__ = ["open_streamable_http"]
-
 
 @asynccontextmanager
 async def open_streamable_http(link: Link) -> AsyncIterator[Streams]:
