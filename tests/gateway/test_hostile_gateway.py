@@ -434,3 +434,19 @@ async def test_a_message_cannot_leave_its_log_field(served: ServedGateway) -> No
     fields = log_fields(lines[0])
     assert fields["status"] == "FAILED" and fields["runId"] != "forged-run"
     assert fields["errorMessage"] == '"\\" status=SUCCESS runId=forged-run\\n"'
+
+
+async def test_a_tool_name_cannot_forge_a_request_record(served: ServedGateway) -> None:
+    """Every MCP request is one `mcp.request` record naming its tool: a name that carries a line break, a quote, a
+    terminal escape and a forged field stays inside its field, cut, on one line."""
+    marker = uuid.uuid4().hex
+    name = f'run" status=FAILED\n00:00:00.000 INFO    {marker} method=forged\x1b[2J' + "x" * 60_000
+    # A handshake-era client: the 2026 era also sends the name as a header, which HTTP refuses with a line break.
+    async with Client(served.url, mode="legacy") as client:
+        result = await client.call_tool(name, {"code": "1"})
+    assert result.is_error and len(text_of(result)) < 1_000
+    lines = [line for line in served.log.read_text(errors="replace").splitlines() if marker in line]
+    assert len(lines) == 1 and "\x1b" not in lines[0] and len(lines[0]) < 1_000
+    fields = log_fields(lines[0])
+    assert (fields["method"], fields["status"], fields["outcome"]) == ("tools/call", "SUCCESS", "error")
+    assert fields["tool"].startswith('"run\\" status=FAILED\\n')

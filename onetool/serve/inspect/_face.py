@@ -40,6 +40,7 @@ from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
 from onetool.serve._requests import error_result
 from onetool.serve.fanout import face_server
+from onetool.text import shown_name
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
@@ -157,7 +158,9 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
     async def call_tool(_: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         handler = handlers.get(params.name)
         if handler is None:
-            return error_result(f"Unknown tool {params.name!r}: this server has two tools, `inspect` and `exec`.")
+            return error_result(
+                f"Unknown tool {shown_name(params.name)!r}: this server has two tools, `inspect` and `exec`."
+            )
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
             return await handler(**arguments)

@@ -16,6 +16,7 @@ from onetool.logs import logger
 from onetool.relay import RunClient
 from onetool.serve._requests import LogLevels, error_result
 from onetool.serve.fanout import face_server
+from onetool.text import shown_name
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
@@ -74,7 +75,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         if params.name != "run":
-            return error_result(f"Unknown tool {params.name!r}: this server has one tool, `run`.")
+            return error_result(f"Unknown tool {shown_name(params.name)!r}: this server has one tool, `run`.")
         return await call_run(gateway, params.arguments, levels.client(ctx))
 
     server = face_server(
