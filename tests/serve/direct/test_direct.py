@@ -335,6 +335,17 @@ async def test_unknown_and_unavailable_names_say_what_exists(direct: Direct) -> 
         assert "upstream_servers(operation='list')" in text_of(result)
 
 
+async def test_a_giant_unknown_name_is_answered_short_and_at_once(direct: Direct) -> None:
+    """The one did-you-mean (text.closest) compares no name past 64 characters: a 60,000-character name (about
+    what the HTTP front lets through) costs nothing."""
+    async with direct.client() as client:
+        started = time.perf_counter()
+        result = await client.call_tool("fx:" + "e" * 60_000, {})
+        elapsed = time.perf_counter() - started
+    assert result.is_error and len(text_of(result)) < 1_000 and "Did you mean" not in text_of(result)
+    assert elapsed < 5, elapsed  # difflib over two such names would take minutes
+
+
 async def test_management_run_is_the_code_mode_tool(direct: Direct) -> None:
     async with direct.client() as client, Client(direct.served.url) as main_face:
         mine = (await client.list_tools()).tools[0]
