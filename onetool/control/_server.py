@@ -119,7 +119,7 @@ class ServerControl:
                     while listening is None or listening():
                         await self._next_change(period)
                     logger.warning("the state store's notification connection closed; listening again")
-            except StateError as e:
+            except Exception as e:  # StateError, or the driver's own: this task must outlive any of them
                 logger.warning("not notified of changes ({}); reading the change counter every {} s", e, period)
                 await self._next_change(period)
 
