@@ -184,6 +184,12 @@ class HttpConfig(_Strict):
         description="no MCP sessions: for handshake-era clients behind a round-robin balancer (they get no "
         "list_changed pushes then); 2026-07-28 clients need no sessions either way",
     )
+    drain_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="on SIGTERM, how long runs in flight may take to finish while /ready says 503 and new MCP "
+        "requests get 503 with Retry-After; past it they end with an MCP error",
+    )
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
