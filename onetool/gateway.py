@@ -26,6 +26,7 @@ from onetool.calls import Calls
 from onetool.config import Config, SandboxConfig
 from onetool.control import ServerControl
 from onetool.describe import describe_run
+from onetool.drain import Drain
 from onetool.errors import ControlError
 from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
@@ -52,6 +53,8 @@ class Gateway:
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
+        self.drain = Drain()
+        """Which tool calls are in flight on the faces, and the stop that lets them finish (``onetool serve``)."""
 
     async def __aenter__(self) -> Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.

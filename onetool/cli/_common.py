@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import anyio
 
     from onetool.config import Config
+    from onetool.drain import Drain
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -86,8 +87,9 @@ def with_pool(config: Config, body: Any) -> Any:
     return anyio.run(go)
 
 
-async def cancel_on_signal(scope: anyio.CancelScope) -> None:
-    """Cancel ``scope`` on SIGINT or SIGTERM: the commands that serve stop cleanly on either."""
+async def cancel_on_signal(scope: anyio.CancelScope, drain: Drain | None = None, seconds: float = 0.0) -> None:
+    """Cancel ``scope`` on SIGINT or SIGTERM: the commands that serve stop cleanly on either. With a ``drain``,
+    the tool calls in flight get up to ``seconds`` to finish first (a second signal ends them at once)."""
     import signal
 
     import anyio
@@ -96,9 +98,33 @@ async def cancel_on_signal(scope: anyio.CancelScope) -> None:
 
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
-            logger.info("received {}, shutting down", signal.Signals(signum).name)
-            scope.cancel()
-            return
+            name = signal.Signals(signum).name
+            if drain is None:
+                logger.info("received {}, shutting down", name)
+                break
+            logger.info(
+                "received {}, draining: {} call(s) in flight get up to {:g} s to finish (http.drain_seconds); "
+                "signal again to stop them now",
+                name,
+                drain.in_flight,
+                seconds,
+            )
+            async with anyio.create_task_group() as tg:
+
+                async def cut_short() -> None:
+                    async for again in signals:
+                        logger.info("received {} again: stopping the calls in flight now", signal.Signals(again).name)
+                        drain.cut_short()
+
+                tg.start_soon(cut_short)
+                stopped = await drain.finish(seconds)
+                tg.cancel_scope.cancel()
+            if stopped:
+                logger.warning("drained: {} call(s) still running were stopped, shutting down", stopped)
+            else:
+                logger.info("drained, shutting down")
+            break
+    scope.cancel()
 
 
 def print_table(rows: Sequence[tuple[str, ...]]) -> None:

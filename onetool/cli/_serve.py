@@ -54,10 +54,11 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
 
     # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
     async with Gateway(config, background=True) as gateway, anyio.create_task_group() as tg:
-        tg.start_soon(cancel_on_signal, tg.cancel_scope)
+        # A signal drains first: the calls in flight may finish, new ones go elsewhere.
+        tg.start_soon(cancel_on_signal, tg.cancel_scope, gateway.drain, config.http.drain_seconds)
         if listener is None:
             logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
-            await serve.serve_stdio(main_face(gateway, mode))  # returns on stdin EOF
+            await serve.serve_stdio(main_face(gateway, mode), gateway.drain)  # returns on stdin EOF
         else:
             await _serve_http(gateway, mode, listener)
         tg.cancel_scope.cancel()

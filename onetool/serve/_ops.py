@@ -1,8 +1,10 @@
 """Operational routes: /health and /ready for probes (open), /status for operators.
 
-/health   200 while the process serves, with how many servers are in each status, and whether the state store
-          can be read ("store": "ok" or "unreachable").
-/ready    200 when this gateway can serve: the front is up, the state store can be read (a replica that cannot
+/health   200 while the process serves (draining too: a liveness probe must not kill a draining gateway), with how
+          many servers are in each status, whether the state store can be read ("store": "ok" or "unreachable"),
+          and whether it drains ("draining").
+/ready    200 when this gateway can serve: the front is up, it is not draining (503 from the moment it is told to
+          stop, so a balancer sends clients elsewhere), the state store can be read (a replica that cannot
           read it shows no server, as it cannot know what was quarantined meanwhile), and the servers
           ``http.ready_requires_servers`` names are connected (none by default; "all": every enabled,
           non-quarantined one), else 503 naming what is not (a Kubernetes readiness probe). Servers connect in
@@ -26,6 +28,7 @@ from starlette.routing import Route, request_response
 
 from onetool import __version__
 from onetool.control import ServerView
+from onetool.drain import Drain
 from onetool.serve.http import BearerGuard, Listener, Routes, bearer_matches
 
 _RUN_ONLY: Mapping[str, bool] = MappingProxyType({"/mcp": True})
@@ -38,6 +41,7 @@ def ops_routes(
     ready_requires: Sequence[str] | Literal["all"] = (),
     admin_token: str | None = None,
     store_readable: Callable[[], bool] = lambda: True,
+    drain: Drain | None = None,
 ) -> Routes:
     """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
     (the path of every MCP face, and whether it is on); ``ready_requires``: the servers /ready waits for;
@@ -46,13 +50,17 @@ def ops_routes(
     async def health(_request: Request) -> JSONResponse:
         counts = Counter(view.status for view in servers())
         store = "ok" if store_readable() else "unreachable"
-        return JSONResponse({"status": "ok", "servers": dict(sorted(counts.items())), "store": store})
+        draining = drain is not None and drain.draining
+        body = {"status": "ok", "servers": dict(sorted(counts.items())), "store": store, "draining": draining}
+        return JSONResponse(body)
 
     async def ready(_request: Request) -> JSONResponse:
         waiting = not_ready(servers(), ready_requires)
         if not store_readable():
             # It cannot know what was quarantined meanwhile, so it shows no server: send clients elsewhere.
             waiting.insert(0, {"name": "state store", "status": "unreachable"})
+        if drain is not None and drain.draining:
+            waiting.insert(0, {"name": "gateway", "status": "draining"})
         return JSONResponse({"ready": not waiting, "not_ready": waiting}, status_code=503 if waiting else 200)
 
     async def status(request: Request) -> JSONResponse:

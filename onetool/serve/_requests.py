@@ -1,6 +1,6 @@
 """What every MCP face shares about one request: the client of a tool call, as the gateway tells it the call's
 progress and upstream log messages (:class:`RequestClient`), the log level each connection asked for
-(:class:`LogLevels`), and an error result.
+(:class:`LogLevels`), an error result, and the connection behind a request (:func:`connection_of`).
 
 Progress goes to a client whose request carried a progress token. Log messages go as ``notifications/message``
 at the level the client asked for: a handshake-era client with ``logging/setLevel`` (default: warning), a
@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any, Final, get_args
 
 from mcp.server import Server, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.session import ServerSession
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.types import (
     LOG_LEVEL_META_KEY,
@@ -25,8 +27,6 @@ from mcp.types import (
     TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-
-from onetool.serve.fanout import connection_of
 
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
 """Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
@@ -89,3 +89,19 @@ class LogLevels:
             requested = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
             return requested if requested in _LEVELS else None
         return self._levels.get(id(connection_of(ctx.session)), DEFAULT_LOG_LEVEL)
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection behind a lowlevel handler's session. SDK-PRIVATE HOOK (mcp 2.3), the only one here.
+
+    A lowlevel ``ServerRequestContext`` carries a per-request ``ServerSession`` and no public handle on
+    its ``Connection``, yet the connection's (public) ``exit_stack`` is the one way to learn that a
+    handshake-era client has gone (EOF, DELETE, idle timeout). tests/serve/test_fanout.py fails when
+    the SDK stops carrying the connection here.
+    """
+    connection = getattr(session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise RuntimeError(
+            "the mcp SDK no longer exposes ServerSession._connection; update onetool.serve._requests.connection_of"
+        )
+    return connection

@@ -7,6 +7,9 @@ hang. Here the loop waits for the descriptors to be ready and reads and writes t
 
 While serving, fd 0 points at the null device and fd 1 at stderr (as the SDK does), so children never read
 protocol bytes and stray prints never corrupt the wire; the protocol uses private duplicates.
+
+Each request read is reported to the gateway's drain, and closed once its answer is written: a drained run's
+answer goes out before the gateway stops.
 """
 
 from __future__ import annotations
@@ -24,13 +27,17 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
+from onetool.drain import Drain
 from onetool.logs import logger
+from onetool.serve._drain import stdio_carrier
 
 _CHUNK = 1 << 16
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` (one face) on stdin/stdout until stdin reaches EOF or the caller cancels."""
+async def serve_stdio(server: Server[Any], drain: Drain | None = None) -> None:
+    """Serve ``server`` (one face) on stdin/stdout until stdin reaches EOF or the caller cancels; ``drain``: the
+    gateway's, told when each request arrives and when its answer is written."""
+    drain = drain or Drain()
     with _claimed(0, os.devnull) as wire_in, _claimed(1, None) as wire_out:
         reads, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, writes = anyio.create_memory_object_stream[SessionMessage](0)
@@ -38,11 +45,11 @@ async def serve_stdio(server: Server[Any]) -> None:
 
         async def read() -> None:
             with reader:
-                await _read_lines(wire_in, reads)
+                await _read_lines(wire_in, reads, drain)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(read)
-            tg.start_soon(_write_lines, wire_out, writes)
+            tg.start_soon(_write_lines, wire_out, writes, drain)
             logger.info("serving MCP over stdio")
             try:
                 await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -67,7 +74,7 @@ def _claimed(fd: int, diversion: str | None) -> Iterator[int]:
         os.close(private)
 
 
-async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exception]) -> None:
+async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exception], drain: Drain) -> None:
     # epoll cannot watch a file or the null device; reading one never blocks.
     pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
     buffer = b""
@@ -88,7 +95,10 @@ async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exceptio
             *lines, buffer = (buffer + chunk).split(b"\n")
             for line in lines:
                 if line.strip():
-                    await reads.send(_parse(line))
+                    message = _parse(line)
+                    if isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest):
+                        drain.opened(stdio_carrier(message.message.id))
+                    await reads.send(message)
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
@@ -98,7 +108,7 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return exc
 
 
-async def _write_lines(fd: int, writes: ObjectReceiveStream[SessionMessage]) -> None:
+async def _write_lines(fd: int, writes: ObjectReceiveStream[SessionMessage], drain: Drain) -> None:
     mode = os.fstat(fd).st_mode
     # A pipe or socket to a slow client would block the loop on a large message: write it without blocking,
     # waiting for room. A terminal or a file is left as it is (its flags are shared with whoever opened it).
@@ -110,6 +120,8 @@ async def _write_lines(fd: int, writes: ObjectReceiveStream[SessionMessage]) -> 
             async for message in writes:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await _write_all(fd, memoryview(data.encode("utf-8", "replace")), wait)
+                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                    drain.closed(stdio_carrier(message.message.id))
     finally:
         if wait:
             os.set_blocking(fd, True)  # the flag belongs to the descriptor we restore on fd 1

@@ -83,11 +83,14 @@ async def serve_gateway(
     config = gateway.config
     faces = mounted(config, mode)
     stateless = config.http.stateless
-    routes = [mcp_routes(path, face.build(gateway), listener, stateless=stateless) for path, face in faces.items()]
+    routes = [
+        mcp_routes(path, face.build(gateway), listener, stateless=stateless, drain=gateway.drain)
+        for path, face in faces.items()
+    ]
     endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
     required = config.http.ready_requires_servers
     readable = lambda: not gateway.control.blind  # noqa: E731
-    routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable))
+    routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable, gateway.drain))
     routes.append(tools_module_routes(lambda: gateway.registry, listener))
 
     def ready() -> None:

@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import anyio.abc
 from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
@@ -32,10 +31,13 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__
+from onetool.drain import Drain
 from onetool.logs import logger
+from onetool.serve._drain import drain_calls
 from onetool.serve._request_log import log_request
+from onetool.serve._requests import connection_of
 
-__all__ = ["ChangeSubscription", "ListChanged", "ListChangedFanout", "connection_of", "face_server"]
+__all__ = ["ChangeSubscription", "ListChanged", "ListChangedFanout", "face_server"]
 
 ChangeSubscription = Callable[[], contextlib.AbstractAsyncContextManager[anyio.abc.ObjectReceiveStream[None]]]
 """Opens a stream that yields once per change of what a face lists (e.g. ``Gateway.subscribe``)."""
@@ -119,22 +121,6 @@ class ListChangedFanout:
             self._sessions.pop(key, None)
 
 
-def connection_of(session: ServerSession) -> Connection:
-    """The connection behind a lowlevel handler's session. SDK-PRIVATE HOOK (mcp 2.3), the only one here.
-
-    A lowlevel ``ServerRequestContext`` carries a per-request ``ServerSession`` and no public handle on
-    its ``Connection``, yet the connection's (public) ``exit_stack`` is the one way to learn that a
-    handshake-era client has gone (EOF, DELETE, idle timeout). tests/serve/test_fanout.py fails when
-    the SDK stops carrying the connection here.
-    """
-    connection = getattr(session, "_connection", None)
-    if not isinstance(connection, Connection):
-        raise RuntimeError(
-            "the mcp SDK no longer exposes ServerSession._connection; update onetool.serve.fanout.connection_of"
-        )
-    return connection
-
-
 class ListChangedServer(Server[dict[str, Any]]):
     """A lowlevel Server that tells handshake-era clients which lists it announces changes of.
 
@@ -159,13 +145,14 @@ class ListChangedServer(Server[dict[str, Any]]):
 
 def face_server(
     changes: ChangeSubscription,
+    drain: Drain,
     *,
     on_list_tools: ListTools,
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
 ) -> Server[dict[str, Any]]:
-    """An MCP server for one face: these tool handlers, list_changed to both eras on each change, and one log
-    record per request.
+    """An MCP server for one face: these tool handlers, list_changed to both eras on each change, one log
+    record per request, and its tool calls counted by ``drain`` (stopped past its deadline).
 
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
@@ -185,5 +172,5 @@ def face_server(
         on_subscriptions_listen=fanout.listen,
         get_tool_input_schema=get_tool_input_schema,
     )
-    server.middleware.extend([log_request, fanout.remember])
+    server.middleware.extend([log_request, drain_calls(drain), fanout.remember])
     return server

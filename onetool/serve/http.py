@@ -28,10 +28,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from onetool.drain import Drain
 from onetool.errors import ServeError
 from onetool.hosts import is_loopback
 from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
+from onetool.serve._drain import DrainGuard
 
 __all__ = ["AccessLog", "Listener", "Routes", "listen", "mcp_routes", "serve_http"]
 
@@ -201,15 +203,21 @@ class Routes:
     sessions: Sequence[StreamableHTTPSessionManager] = ()
 
 
-def mcp_routes(path: str, server: Server[Any], listener: Listener, *, stateless: bool = False) -> Routes:
+def mcp_routes(
+    path: str, server: Server[Any], listener: Listener, *, stateless: bool = False, drain: Drain | None = None
+) -> Routes:
     """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes; with
     ``stateless`` none (``http.stateless``: handshake-era clients behind a round-robin balancer, which gives each
     request to any replica; they then get no pushes).
 
     Behind the bearer guard when the listener has a token; Host and Origin headers as :func:`host_check` says.
+    With a ``drain``, its requests are counted and, while it drains, new ones refused with 503
+    (:mod:`onetool.serve._drain`).
     """
     manager = StreamableHTTPSessionManager(app=server, stateless=stateless, security_settings=host_check(listener))
     app: ASGIApp = StreamableHTTPASGIApp(manager)
+    if drain is not None:
+        app = DrainGuard(app, drain)
     if listener.token:
         app = BearerGuard(app, listener.token)
     return Routes([Route(path, endpoint=app)], [manager])

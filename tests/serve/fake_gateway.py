@@ -8,6 +8,7 @@ from anyio.abc import ObjectReceiveStream
 from mcp.types import CallToolResult, TextContent
 
 from onetool.broadcast import Broadcast
+from onetool.drain import Drain
 from onetool.relay import RunClient
 
 
@@ -17,6 +18,7 @@ class FakeGateway:
     def __init__(self) -> None:
         self.version = 1
         self._changes: Broadcast[None] = Broadcast(buffer=16)
+        self.drain = Drain()
 
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."

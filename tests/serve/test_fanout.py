@@ -11,7 +11,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.types import ListToolsResult, PaginatedRequestParams
 
-from onetool.serve.fanout import connection_of
+from onetool.serve._requests import connection_of
 
 
 async def test_connection_of_is_one_connection_per_client_and_unwinds_when_it_leaves() -> None:

@@ -40,7 +40,10 @@ async def test_port_zero_reports_a_working_url_and_health() -> None:
         assert url.startswith("http://127.0.0.1:") and not host_port.endswith(":0")
         async with httpx2.AsyncClient() as http:
             response = await http.get(f"http://{host_port}/health")
-        assert (response.status_code, response.json()) == (200, {"status": "ok", "servers": {}, "store": "ok"})
+        assert (response.status_code, response.json()) == (
+            200,
+            {"status": "ok", "servers": {}, "store": "ok", "draining": False},
+        )
 
 
 async def test_list_changed_reaches_a_legacy_client() -> None:

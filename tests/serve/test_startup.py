@@ -37,7 +37,10 @@ async def test_http_answers_while_an_upstream_hangs_in_initialize(tmp_path: Path
     # The URL line is printed (within start_and_read_line's deadline) while the upstream hangs.
     served = start_http_gateway(tmp_path, config, f"hang-{uuid.uuid4().hex}", settle=False)
     try:
-        assert get(served.url, "/health") == (200, {"status": "ok", "servers": {"connecting": 1}, "store": "ok"})
+        assert get(served.url, "/health") == (
+            200,
+            {"status": "ok", "servers": {"connecting": 1}, "store": "ok", "draining": False},
+        )
         not_ready = {"ready": False, "not_ready": [{"name": "hangs", "status": "connecting"}]}
         assert get(served.url, "/ready") == (503, not_ready)
         assert text_of(await served.run("1 + 1")) == "2"

@@ -42,6 +42,7 @@ async def test_ready_turns_503_while_an_upstream_is_down_and_200_when_it_is_back
             "status": "ok",
             "servers": {"connected": 2, "disabled": 1, "quarantined": 1},
             "store": "ok",
+            "draining": False,
         }
         pid = json.loads(text_of(await served.run("fx.pid()")))
         flag.touch()
@@ -67,7 +68,7 @@ async def test_a_store_that_cannot_be_read_makes_the_replica_unready_until_it_ca
             assert body["not_ready"] == [{"name": "state store", "status": "unreachable"}]
             assert get(served.url, "/health") == (
                 200,
-                {"status": "ok", "servers": {"connected": 1}, "store": "unreachable"},
+                {"status": "ok", "servers": {"connected": 1}, "store": "unreachable", "draining": False},
             )
         finally:
             release(locker)

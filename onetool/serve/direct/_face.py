@@ -224,6 +224,7 @@ def build_direct_server(
     face = DirectFace(gateway, separator, management)
     server = face_server(
         gateway.subscribe,
+        gateway.drain,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,
