@@ -14,7 +14,7 @@ clear error; new work refused while the gateway drains.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -54,15 +54,20 @@ def drain_calls(drain: Drain) -> Any:
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "tools/call" or ctx.request_id is None:
             return await call_next(ctx)
-        if drain.draining:
-            return error_result(REFUSED)
-        with drain.call(carrier_of(ctx)) as scope:
-            return await call_next(ctx)
-        # Reached only when the drain's deadline cancelled the call.
-        assert scope.cancelled_caught
-        return stopped(drain.seconds)
+        return await drained(drain, carrier_of(ctx), lambda: call_next(ctx))
 
     return middleware
+
+
+async def drained(drain: Drain, carrier: Hashable, call: Callable[[], Awaitable[Any]]) -> Any:
+    """``call()``, counted by ``drain``: refused while it drains, stopped past its deadline, with an error result
+    either way."""
+    if drain.draining:
+        return error_result(REFUSED)
+    with drain.call(carrier):
+        return await call()
+    # Reached only when the drain's deadline cancelled the call.
+    return stopped(drain.seconds)
 
 
 def carrier_of(ctx: ServerRequestContext[Any, Any]) -> Hashable:

@@ -18,18 +18,20 @@ import anyio
 import pytest
 from mcp import Client, types
 
+from tests.admin_api import admin
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateways import ONETOOL, ServedGateway, get, origin, start_http_gateway, stop, text_of, until, write_config
 from tests.processes import START_DEADLINE
 
 SLEEP = "fx.sleep(seconds={})"
+ADMIN_TOKEN = "drain-admin-token"
 
 
 def config(drain_seconds: float) -> dict[str, Any]:
     return {
         "servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"], "timeout": 60}},
         "sandbox": {"timeout": 60},
-        "http": {"drain_seconds": drain_seconds},
+        "http": {"drain_seconds": drain_seconds, "admin_token": ADMIN_TOKEN},
     }
 
 
@@ -73,6 +75,7 @@ async def listed_run(gateway: ServedGateway, code: str) -> types.CallToolResult:
 
 async def run_through_signals(gateway: ServedGateway, seconds: float, *signals: signal.Signals) -> Any:
     """Start a run that sleeps ``seconds`` in fx; once fx has the call, send ``signals``; the run's result."""
+    busy = fx_calls(gateway)
     async with anyio.create_task_group() as tg:
         results: list[types.CallToolResult] = []
 
@@ -80,7 +83,7 @@ async def run_through_signals(gateway: ServedGateway, seconds: float, *signals: 
             results.append(await listed_run(gateway, SLEEP.format(seconds)))
 
         tg.start_soon(run)
-        await anyio.to_thread.run_sync(until, lambda: fx_calls(gateway) == 1)
+        await anyio.to_thread.run_sync(until, lambda: fx_calls(gateway) == busy + 1)
         for signum in signals:
             gateway.proc.send_signal(signum)
     return results[0]
@@ -130,11 +133,25 @@ async def test_a_run_in_flight_finishes_while_new_work_is_refused(
 
 @pytest.mark.parametrize("served", [1], indirect=True)
 async def test_past_drain_seconds_a_run_ends_with_a_clear_error(served: ServedGateway) -> None:
-    result = await run_through_signals(served, 30, signal.SIGTERM)
+    async with anyio.create_task_group() as tg:
+        admin_runs: list[tuple[int, Any]] = []
+
+        async def admin_run() -> None:  # what `onetool run` sends
+            body = {"code": SLEEP.format(30)}
+            admin_runs.append(
+                await anyio.to_thread.run_sync(admin, served.url, "POST", "/admin/run", body, ADMIN_TOKEN)
+            )
+
+        tg.start_soon(admin_run)
+        await anyio.to_thread.run_sync(until, lambda: fx_calls(served) == 1)
+        result = await run_through_signals(served, 30, signal.SIGTERM)
+    stopped = "OneTool is shutting down and stopped this call: it was still running 1 s after"
     assert result.is_error
-    assert "OneTool is shutting down and stopped this call: it was still running 1 s after" in text_of(result)
+    assert stopped in text_of(result)
+    [(status, body)] = admin_runs
+    assert status == 200 and body["isError"] and stopped in body["content"][0]["text"]
     assert await anyio.to_thread.run_sync(lambda: served.proc.wait(timeout=10)) == 0
-    assert "drained: 1 call(s) still running were stopped" in served.log.read_text()
+    assert "drained: 2 call(s) still running were stopped" in served.log.read_text()
 
 
 @pytest.mark.parametrize("served", [60], indirect=True)

@@ -8,7 +8,8 @@
                                            a model's proposal: starts it, quarantined, its "launch" says what runs)
                                            convert (serve a stdio server through the bridge), revert
     GET    /admin/held                     every held tool, for review
-    POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints)
+    POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints;
+                                           drained on SIGTERM like a tool call)
     POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
@@ -30,6 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route, Router
 
 from onetool.errors import ControlError, StateError
+from onetool.serve._drain import drained
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
 
@@ -133,7 +135,8 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         code = (await _body(request)).get("code")
         if not isinstance(code, str):
             raise ControlError('expected {"code": "..."}')
-        result = await gateway.run(code)
+        # Drained like a tool call: `onetool run` gets the run's result, or an error result that says why not.
+        result = await drained(gateway.drain, None, lambda: gateway.run(code))
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     router = Router(
