@@ -8,6 +8,7 @@
     │       └── UpstreamTimeout
     ├── ConfigError         the configuration cannot be used (the CLI exits with status 2)
     ├── StateError          the state store cannot be used: corrupt, locked, unreachable, too new (exit status 2)
+    │   ├── StoreUnreachable  its server cannot be reached now: `onetool serve --http` waits for it, unready
     │   └── ServerExists    a server of that name was already added at run time
     ├── ServeError          the gateway cannot serve (port in use, unsafe bind)
     └── BridgeError         ``onetool bridge`` refused a request; ``status`` is its HTTP status (400 ... 500)
@@ -41,6 +42,7 @@ __all__ = [
     "ServeError",
     "ServerExists",
     "StateError",
+    "StoreUnreachable",
     "ToolFailed",
     "UnknownPack",
     "UnknownTool",
@@ -61,6 +63,11 @@ class ConfigError(OneToolError):
 
 class StateError(OneToolError):
     """The state store cannot be used; the message names the file or URL (never its password) and what to do."""
+
+
+class StoreUnreachable(StateError):
+    """The state store's server cannot be reached (refused, unresolvable, starting up, full): a gateway serving
+    HTTP waits for it, unready, instead of exiting."""
 
 
 class ServerExists(StateError):

@@ -34,6 +34,7 @@ PUBLIC: dict[str, list[str]] = {
         "ServeError",
         "ServerExists",
         "StateError",
+        "StoreUnreachable",
         "ToolFailed",
         "UnknownPack",
         "UnknownTool",
@@ -45,7 +46,7 @@ PUBLIC: dict[str, list[str]] = {
     "onetool.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
     "onetool.gateway": ["Gateway", "limits_of"],
     "onetool.registry": ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"],
-    "onetool.serve.app": ["FACES", "Face", "MAIN_PATH", "main_face", "mounted", "serve_gateway"],
+    "onetool.serve.app": ["FACES", "Face", "MAIN_PATH", "main_face", "mounted", "serve_gateway", "serve_unready"],
     "onetool.upstream": ["ServerState", "ServerStatus", "UpstreamPool"],
     "onetool.control": ["HeldTool", "ServerControl", "ServerView"],
     # What snippets call as proxy.*: DESIGN's stable interface.

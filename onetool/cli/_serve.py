@@ -8,6 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onetool.config import Config
     from onetool.gateway import Gateway
     from onetool.serve import Listener
@@ -44,27 +46,91 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config, listener: Listener | None, mode: str = "run") -> None:
+    import contextlib
 
     import anyio
 
     from onetool import serve
+    from onetool.errors import StoreUnreachable
     from onetool.gateway import Gateway
     from onetool.logs import logger
     from onetool.serve.app import main_face
 
-    # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
-    async with Gateway(config, background=True) as gateway, anyio.create_task_group() as tg:
-        # A signal drains first: the calls in flight may finish, new ones go elsewhere.
-        tg.start_soon(cancel_on_signal, tg.cancel_scope, gateway.drain, config.http.drain_seconds)
-        if listener is None:
-            logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
-            await serve.serve_stdio(main_face(gateway, mode), gateway.drain)  # returns on stdin EOF
-        else:
-            await _serve_http(gateway, mode, listener)
+    announce = _Once(lambda: print(listener.url("/mcp"), flush=True)) if listener else None
+    async with contextlib.AsyncExitStack() as stack:
+        while True:
+            try:
+                # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
+                gateway = await stack.enter_async_context(Gateway(config, background=True))
+                break
+            except StoreUnreachable as e:
+                # A replica started before its database waits for it, unready; stdio has no one to tell.
+                if listener is None or announce is None:
+                    raise
+                if not await _wait_for_store(config, e, listener, announce):
+                    return  # stopped by a signal while it waited
+        async with anyio.create_task_group() as tg:
+            # A signal drains first: the calls in flight may finish, new ones go elsewhere.
+            tg.start_soon(cancel_on_signal, tg.cancel_scope, gateway.drain, config.http.drain_seconds)
+            if listener is None:
+                logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
+                await serve.serve_stdio(main_face(gateway, mode), gateway.drain)  # returns on stdin EOF
+            else:
+                assert announce is not None
+                await _serve_http(gateway, mode, listener, announce)
+            tg.cancel_scope.cancel()
+
+
+class _Once:
+    """Calls ``action`` the first time it is called, never again."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self._action: Callable[[], None] | None = action
+
+    def __call__(self) -> None:
+        action, self._action = self._action, None
+        if action is not None:
+            action()
+
+
+async def _wait_for_store(config: Config, unreachable: Exception, listener: Listener, announce: _Once) -> bool:
+    """Serve unready (:func:`onetool.serve.app.serve_unready`) and retry the state store, backing off up to
+    10 s, until it can be opened (True) or a signal stops the gateway (False). Another StateError (the database
+    refused us) ends the wait with it."""
+    import anyio
+
+    from onetool.errors import StateError, StoreUnreachable
+    from onetool.logs import logger
+    from onetool.serve.app import serve_unready
+    from onetool.state import StateStore
+
+    logger.warning("{}: serving unready (/ready answers 503) and retrying", unreachable)
+    opened, failure, delay = False, None, _FIRST_RETRY
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_on_signal, tg.cancel_scope)
+        tg.start_soon(serve_unready, listener, announce)
+        while not opened and failure is None:
+            await anyio.sleep(delay)
+            try:
+                await (await StateStore.open(config.state.url)).aclose()
+                opened = True
+            except StoreUnreachable as e:
+                delay = min(delay * 2, _LAST_RETRY)
+                logger.info("the state store is still unreachable ({}); next attempt in {:g} s", e, delay)
+            except StateError as e:
+                failure = e
         tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    if opened:
+        logger.info("the state store can be read: starting the gateway")
+    return opened
 
 
-async def _serve_http(gateway: Gateway, mode: str, listener: Listener) -> None:
+_FIRST_RETRY, _LAST_RETRY = 0.5, 10.0
+
+
+async def _serve_http(gateway: Gateway, mode: str, listener: Listener, announce: Callable[[], None]) -> None:
     from onetool import discovery
     from onetool.attach import ENV_ADMIN_TOKEN
     from onetool.logs import logger
@@ -73,12 +139,6 @@ async def _serve_http(gateway: Gateway, mode: str, listener: Listener) -> None:
     config = gateway.config
     url = listener.url("/mcp")
     admin_token = os.environ.get(ENV_ADMIN_TOKEN) or config.http.admin_token or discovery.generate_token()
-
-    def ready() -> None:
-        # Not the URL: stdout says it once, for scripts (the "serving HTTP" record has the address); last, and
-        # once, so a script that waits for the URL on stdout then finds the startup log complete.
-        print(url, flush=True)
-
     try:
         published = discovery.write(url, admin_token)
     except OSError as e:
@@ -94,7 +154,9 @@ async def _serve_http(gateway: Gateway, mode: str, listener: Listener) -> None:
             endpoints = ", ".join(mounted(config, mode))
             logger.info("endpoints: {}, /admin (its token is in {}), /health, /ready, /status", endpoints, published)
     try:
-        await serve_gateway(gateway, listener, mode, admin_token, ready)
+        # `announce` prints the URL on stdout, once, for scripts (the "serving HTTP" record has the address): last,
+        # so a script that waits for it finds the startup log complete; or already while the store was awaited.
+        await serve_gateway(gateway, listener, mode, admin_token, announce)
     finally:
         if published is not None:
             discovery.remove(path=published)

@@ -2,7 +2,8 @@
 
 A face is a folder under ``serve/`` whose builder makes its MCP server from the gateway; adding one is that folder
 and a row here. ``/mcp`` (and stdio) carry the face ``serve --mode`` names, ``run`` by default; every other face
-the config enables is mounted at its own path. Beside the faces, every HTTP gateway serves /health, /ready and
+the config enables is mounted at its own path. Until its state store can be read, a gateway serves
+:func:`serve_unready`. Beside the faces, every HTTP gateway serves /health, /ready and
 /status (:mod:`onetool.serve._ops`), ``/runtime/tools.py`` (:mod:`onetool.serve._tools_module`), /admin and the OAuth
 callback (:mod:`onetool.serve.admin`).
 """
@@ -14,9 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp.server import Server
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from onetool.config import Config
 from onetool.logs import logger
+from onetool.serve._drain import RETRY_AFTER
 from onetool.serve._ops import ops_routes
 from onetool.serve._tools_module import tools_module_routes
 from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
@@ -28,7 +33,7 @@ from onetool.serve.run import build_run_server
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = ["FACES", "MAIN_PATH", "Face", "main_face", "mounted", "serve_gateway"]
+__all__ = ["FACES", "MAIN_PATH", "Face", "main_face", "mounted", "serve_gateway", "serve_unready"]
 
 MAIN_PATH = "/mcp"
 
@@ -103,3 +108,19 @@ async def serve_gateway(
     async with running_logins(gateway, listener.url(CALLBACK_PATH)) as logins:
         admin: list[Routes] = [admin_routes(gateway, admin_token, authorize_routes(logins)), callback_routes(logins)]
         await serve_http(listener, [*routes, *admin], on_ready=ready)
+
+
+async def serve_unready(listener: Listener, on_ready: Callable[[], None]) -> None:
+    """Until cancelled, what a gateway whose state store cannot be read yet serves: /health (200, the store
+    unreachable), /ready 503 naming the store, /status with no server; every other request 503 with Retry-After.
+    It shows nothing else: which servers exist, and which are quarantined, is in the store."""
+
+    async def starting(_request: Request) -> JSONResponse:
+        return JSONResponse(
+            {"error": "OneTool is starting: its state store cannot be read yet; retry shortly"},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
+
+    waiting = Routes([Route("/{path:path}", starting, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
+    await serve_http(listener, [ops_routes(list, listener, store_readable=lambda: False), waiting], on_ready=on_ready)

@@ -244,7 +244,10 @@ async def serve_http(
         # so it can finish open responses instead of being torn down mid-write.
         with anyio.CancelScope(shield=True):
             try:
-                await web.serve(sockets=[listener.sock])
+                # uvicorn closes the sockets it served at shutdown: a duplicate, so the listener can serve again
+                # (after serve_unready) and stays the caller's to close.
+                with listener.sock.dup() as sock:
+                    await web.serve(sockets=[sock])
             except Exception as exc:
                 failure.append(exc)
             finally:

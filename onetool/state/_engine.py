@@ -17,7 +17,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from onetool.errors import StateError
+from onetool.errors import StateError, StoreUnreachable
 from onetool.state.paths import default_database, private_dir
 
 # A bare dialect name gets the async driver OneTool ships, so `postgresql://...` works as users write it.
@@ -80,7 +80,22 @@ class Target:
             reason = reason.replace(str(self.url.password), "***")
         fallback = "check the file and its folder" if self.file else "check state.url and that the server is reachable"
         advice = next((text for pattern, text in _ADVICE if pattern.search(reason)), fallback)
-        return StateError(f"state store {self.location}: cannot {doing}: {reason}; {advice}")
+        kind = StoreUnreachable if self.file is None and _unreachable(error) else StateError
+        return kind(f"state store {self.location}: cannot {doing}: {reason}; {advice}")
+
+
+# SQLSTATEs of a server that is there but cannot take us now: connection failures (class 08), shutting down or
+# starting up (57P01-57P03), too many connections (53300).
+_UNREACHABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the store's server cannot be reached now (worth retrying), not that it refused us."""
+    cause = getattr(error, "orig", None) or error  # SQLAlchemy wraps the driver's error
+    if isinstance(cause, OSError | TimeoutError):
+        return True
+    state = getattr(cause, "sqlstate", None)
+    return isinstance(state, str) and state.startswith(_UNREACHABLE_STATES)
 
 
 def create_engine(target: Target, timeout: float) -> AsyncEngine:
