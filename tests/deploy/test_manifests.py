@@ -1,7 +1,7 @@
 """The Dockerfile, deploy/compose.yaml, deploy/k8s/ and deploy/haproxy.cfg hold together and match the code: one
 port everywhere, the command line the real `onetool` parser accepts, probes on the right paths, grace periods
 longer than the drain, secrets and selectors that resolve, the config mounted where the command reads it and
-loading with the environment each manifest gives.
+loading with the environment each manifest gives, and the README's commands start these files.
 
 There is no Docker engine or cluster here: the files are read as data (tests/deploy/manifests.py). What needs a
 running gateway (the probe paths answer, the healthcheck command passes) is in test_served.py.
@@ -359,3 +359,34 @@ def test_haproxy_accepts_the_config_as_compose_and_the_tests_run_it() -> None:
     as_tests = {"ONETOOL_LB_BIND": "127.0.0.1:18765", "ONETOOL_A": "127.0.0.1:18001", "ONETOOL_B": "127.0.0.1:18002"}
     checked = haproxy.check_config(as_tests)
     assert checked.returncode == 0 and "warning" not in (checked.stdout + checked.stderr).lower(), checked.stderr
+
+
+def readme_commands() -> list[list[str]]:
+    """The commands of the README's Deploying section, each as words (continuation lines joined)."""
+    section = (REPO / "README.md").read_text().split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.replace("\\\n", " ").splitlines() if line.strip() and not line.startswith("#")]
+    return [shlex.split(line) for line in lines]
+
+
+def test_the_readme_commands_start_these_files() -> None:
+    docker, compose_up, kubectl = readme_commands()
+    options = serve_options(image_argv())
+
+    # docker build -t NAME . && docker run ... NAME: the port, the config's path, the gateway's home.
+    assert docker[:4] == ["docker", "build", "-t", docker[3]] and docker[4:6] == [".", "&&"]
+    run = docker[6:]
+    assert run[:2] == ["docker", "run"] and run[-1] == docker[3]
+    published_ports = [run[i + 1] for i, word in enumerate(run) if word == "-p"]
+    assert published_ports == [f"{options.port}:{options.port}"]
+    targets = [run[i + 1].split(":")[1] for i, word in enumerate(run) if word == "-v"]
+    assert options.config in targets and image_env()["HOME"] in targets
+    assert "ONETOOL_TOKEN" in {run[i + 1].split("=")[0] for i, word in enumerate(run) if word == "-e"}
+
+    # The variables compose refuses to start without, then `docker compose -f deploy/compose.yaml up`.
+    required = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?", COMPOSE.read_text()))
+    given = [word.split("=")[0] for word in compose_up if re.fullmatch(r"[A-Z_]+=.*", word)]
+    assert set(given) == required
+    assert compose_up[len(given) : len(given) + 5] == ["docker", "compose", "-f", "deploy/compose.yaml", "up"]
+
+    assert kubectl == ["kubectl", "apply", "-f", "deploy/k8s/"]
