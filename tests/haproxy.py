@@ -19,9 +19,12 @@ __all__ = ["HAPROXY_CFG", "check_config", "haproxy_bin", "missing", "running_hap
 HAPROXY_CFG = Path(__file__).resolve().parent.parent / "deploy" / "haproxy.cfg"
 
 
+DEBIAN_HAPROXY = "/usr/sbin/haproxy"
+"""Where Debian installs it: in /usr/sbin, which an unprivileged user's PATH often lacks."""
+
+
 def haproxy_bin() -> str | None:
-    # Debian installs it in /usr/sbin, which an unprivileged user's PATH often lacks.
-    return shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.access(p, os.X_OK)), None)
+    return shutil.which("haproxy") or (DEBIAN_HAPROXY if os.access(DEBIAN_HAPROXY, os.X_OK) else None)
 
 
 def missing() -> str | None:
