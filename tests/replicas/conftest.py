@@ -44,9 +44,21 @@ class Replica:
 
 
 @contextmanager
-def replicas(base: Path, state_url: str, count: int = 2) -> Iterator[list[Replica]]:
-    """``count`` gateways on the store at ``state_url``, each serving `fx` (the fault fixture server)."""
-    config = {"servers": {"fx": fx_spec()}, "state": {"url": state_url}, "http": {"admin_token": TOKEN}}
+def replicas(
+    base: Path,
+    state_url: str,
+    count: int = 2,
+    *,
+    servers: dict[str, Any] | None = None,
+    http: dict[str, Any] | None = None,
+) -> Iterator[list[Replica]]:
+    """``count`` gateways on the store at ``state_url``, each serving `fx` (the fault fixture server) and
+    ``servers``, with ``http`` added to their http section."""
+    config = {
+        "servers": {"fx": fx_spec(), **(servers or {})},
+        "state": {"url": state_url},
+        "http": {"admin_token": TOKEN, **(http or {})},
+    }
     with ExitStack() as stack:
         started = []
         for letter in "ABC"[:count]:
