@@ -1,7 +1,8 @@
 """How the CLI talks to a running gateway: its admin API, over the standard library only.
 
 This path must stay fast (``onetool run -c`` in well under a second), so it imports neither ``mcp`` nor
-pydantic nor anyio: the gateway is found through the discovery file (or ``--url``) and asked over HTTP.
+pydantic nor anyio: the gateway is found through the discovery file of the command's config (or ``--url``) and
+asked over HTTP.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -32,6 +34,8 @@ class Target:
     origin: str
     """scheme://host:port of the gateway."""
     token: str = field(repr=False)
+    note: str = ""
+    """Said to the user when this is not the gateway of the command's config (there was none to name)."""
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Send one admin request (as the CLI); its JSON answer, or AttachError / NotRunning."""
@@ -68,26 +72,45 @@ def server_path(name: str, action: str | None = None) -> str:
     return f"{path}/{action}" if action else path
 
 
-def find(url: str | None = None, token: str | None = None) -> Target | None:
-    """The gateway to talk to: at ``url`` if given, else at ``$ONETOOL_URL``, else the one the discovery file
-    names; None if none is.
+def find(url: str | None = None, token: str | None = None, config: Path | None = None) -> Target | None:
+    """The gateway to talk to: at ``url`` if given, else at ``$ONETOOL_URL``, else the one serving ``config`` (the
+    command's config file); with no config file, the only gateway running, with a ``note`` that says which. None
+    if there is none.
 
-    The token: ``token`` if given, else the discovery file's (when it names this gateway), else
-    ``$ONETOOL_ADMIN_TOKEN``. A gateway given by URL without any token is an AttachError.
+    The token: ``token`` if given, else the discovery file's of the gateway at that URL, else
+    ``$ONETOOL_ADMIN_TOKEN``. A gateway given by URL without any token is an AttachError, and so is a command with
+    no config file while several gateways run.
     """
-    found = discovery.read()
     url = url or os.environ.get(ENV_URL) or None
+    note = ""
     if url is None:
+        found = discovery.read(discovery.discovery_file(config))
+        if found is None and config is None:
+            found = _only_gateway()
+            if found is not None:
+                note = f"attached to the only gateway running, {found.url}, which serves {found.config or 'no config'}"
         if found is None:
             return None
         url = found.url
     origin = _origin(url)
-    if token is None and found is not None and _origin(found.url) == origin:
-        token = found.admin_token
+    if token is None:
+        token = next((g.admin_token for g in discovery.running() if _origin(g.url) == origin), None)
     token = token or os.environ.get(ENV_ADMIN_TOKEN)
     if not token:
         raise AttachError(f"no admin token for {origin}: pass --token or set ${ENV_ADMIN_TOKEN}", 401)
-    return Target(origin, token)
+    return Target(origin, token, note)
+
+
+def _only_gateway() -> discovery.Discovery | None:
+    running = discovery.running()
+    if len(running) > 1:
+        listed = "; ".join(f"{g.url} ({g.config or 'no config'})" for g in running)
+        raise AttachError(
+            f"no config file here (--config, $ONETOOL_CONFIG or ./onetool.yaml) and {len(running)} gateways are "
+            f"running: {listed}; name one with --config FILE or --url URL",
+            400,
+        )
+    return running[0] if running else None
 
 
 def _origin(url: str) -> str:

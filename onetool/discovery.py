@@ -1,10 +1,11 @@
-"""The discovery file: how the CLI finds the running gateway and its admin token.
+"""The discovery files: how the CLI finds the gateway serving a config, and its admin token.
 
-``onetool serve --http`` writes ``gateway.json`` to the user's runtime folder (``onetool.state.paths.runtime_dir``):
-URL, pid, admin token, start time and version, as JSON, mode 0600 in a 0700 folder, written atomically (a
-private temp file, then ``os.replace``), and removed on exit.
+``onetool serve --http`` writes ``gateways/<project key>.json`` in the user's runtime folder
+(``onetool.state.paths``: one project per config file): URL, pid, admin token, config file, start time and
+version, as JSON, mode 0600 in a 0700 folder, written atomically (a private temp file, then ``os.replace``), and
+removed on exit. :func:`running` lists every live one (``onetool status``).
 
-Who owns the file: the first live gateway keeps it. ``write`` leaves a file whose pid is alive and not ours
+Who owns a file: the first live gateway of the config keeps it. ``write`` leaves a file whose pid is alive and not ours
 alone (a gateway still serves there and the CLI should keep finding it) and returns None: the caller logs that
 this gateway is reachable by its URL only. A stale file (its pid is dead) or a malformed one is replaced.
 ``read`` never raises: an absent, stale, unreadable or malformed file is None.
@@ -25,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from onetool import __version__
-from onetool.state.paths import runtime_dir, write_private
+from onetool.state.paths import project_key, runtime_dir, write_private
 
-__all__ = ["FILENAME", "MAX_BYTES", "Discovery", "discovery_file", "generate_token", "read", "remove", "write"]
+__all__ = ["FOLDER", "MAX_BYTES", "Discovery", "discovery_file", "generate_token", "read", "remove", "running", "write"]
 
-FILENAME = "gateway.json"
+FOLDER = "gateways"
 MAX_BYTES = 64 * 1024  # a real file is about 200 bytes; anything far larger is not ours
 
 
@@ -40,10 +41,25 @@ class Discovery:
     admin_token: str = field(repr=False)
     started_at: datetime
     version: str
+    config: str | None = None
+    """The config file it serves (absolute), None when it runs without one."""
+    file: Path | None = field(default=None, compare=False)
+    """The discovery file this record was read from (it holds the admin token)."""
 
 
-def discovery_file() -> Path:
-    return runtime_dir() / FILENAME
+def discovery_file(config: Path | None) -> Path:
+    """Where the gateway serving ``config`` (None: no config file) is published."""
+    return runtime_dir() / FOLDER / f"{project_key(config)}.json"
+
+
+def running() -> list[Discovery]:
+    """Every live gateway of this user, oldest first."""
+    try:
+        files = sorted((runtime_dir() / FOLDER).glob("*.json"))
+    except OSError:
+        return []
+    found = [record for file in files if (record := read(file)) is not None]
+    return sorted(found, key=lambda record: record.started_at)
 
 
 def generate_token() -> str:
@@ -51,12 +67,13 @@ def generate_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def write(url: str, admin_token: str, *, path: Path | None = None) -> Path | None:
-    """Publish this process's gateway; None (nothing written) when another live gateway owns the file.
+def write(url: str, admin_token: str, config: Path | None) -> Path | None:
+    """Publish this process's gateway of ``config``; None (nothing written) when another live gateway of the same
+    config owns its file.
 
     Raises OSError when the runtime folder or the file cannot be written.
     """
-    path = path or discovery_file()
+    path = discovery_file(config)
     current = read(path)
     if current is not None and current.pid != os.getpid():
         return None
@@ -64,6 +81,7 @@ def write(url: str, admin_token: str, *, path: Path | None = None) -> Path | Non
         "url": url,
         "pid": os.getpid(),
         "admin_token": admin_token,
+        "config": str(config.resolve()) if config else None,
         "started_at": datetime.now(UTC).isoformat(),
         "version": __version__,
     }
@@ -71,15 +89,15 @@ def write(url: str, admin_token: str, *, path: Path | None = None) -> Path | Non
     return path
 
 
-def read(path: Path | None = None) -> Discovery | None:
-    """The live gateway's record, or None when the file is absent, stale (pid dead), unreadable or malformed."""
-    found = _load(path or discovery_file())
+def read(path: Path) -> Discovery | None:
+    """The live gateway's record in ``path``, or None when the file is absent, stale (pid dead), unreadable or
+    malformed."""
+    found = _load(path)
     return found if found is not None and _alive(found.pid) else None
 
 
-def remove(expected_pid: int | None = None, *, path: Path | None = None) -> bool:
+def remove(path: Path, expected_pid: int | None = None) -> bool:
     """Remove the file if it belongs to ``expected_pid`` (default: this process); True if it was removed."""
-    path = path or discovery_file()
     found = _load(path)
     if found is None or found.pid != (os.getpid() if expected_pid is None else expected_pid):
         return False
@@ -92,12 +110,12 @@ def _load(path: Path) -> Discovery | None:
     """The file's record, alive or not; None when it is absent, unreadable or malformed."""
     try:
         with path.open("rb") as f:
-            return _parse(json.loads(f.read(MAX_BYTES)))
+            return _parse(json.loads(f.read(MAX_BYTES)), path)
     except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
-def _parse(data: Any) -> Discovery:
+def _parse(data: Any, file: Path) -> Discovery:
     """A Discovery from the file's JSON; ValueError, TypeError or KeyError for anything else."""
     if not isinstance(data, dict):
         raise TypeError("not a JSON object")
@@ -108,12 +126,14 @@ def _parse(data: Any) -> Discovery:
         data["started_at"],
         data["version"],
     )
-    if not all(isinstance(v, str) for v in (url, token, started, version)):
+    config = data.get("config")
+    if not all(isinstance(v, str) for v in (url, token, started, version)) or not isinstance(config, str | None):
         raise TypeError("a field is not a string")
     # a pid of 0 or below would make os.kill address a whole process group
     if type(pid) is not int or pid <= 0:
         raise ValueError("pid is not a positive integer")
-    return Discovery(url=url, pid=pid, admin_token=token, started_at=datetime.fromisoformat(started), version=version)
+    started_at = datetime.fromisoformat(started)
+    return Discovery(url, pid, token, started_at, version, config, file)
 
 
 def _alive(pid: int) -> bool:

@@ -28,10 +28,12 @@ from onetool.control import ServerControl
 from onetool.describe import describe_run
 from onetool.drain import Drain
 from onetool.errors import ControlError
+from onetool.logs import logger
 from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
 from onetool.runs import Runs
 from onetool.state import StateStore
+from onetool.state.paths import legacy_notice
 from onetool.upstream import UpstreamPool
 from onetool.upstream.children import watched_children
 from sandbox import Limits, Sandbox
@@ -61,7 +63,9 @@ class Gateway:
         self._local = load_local_packs(self.config.packs.dirs)
         async with AsyncExitStack() as stack:
             # The store before any process starts: a corrupt or locked one is a startup error (StateError).
-            store = await StateStore.open(self.config.state.url)
+            if not self.config.state.url and (notice := legacy_notice(self.config.store_file)):
+                logger.warning(notice)
+            store = await StateStore.open(self.config.store_url)
             stack.push_async_callback(store.aclose)
             self.control = await ServerControl.load(self.config, store)
             self.tokens: TokenStore = StateTokenStore(store)

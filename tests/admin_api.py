@@ -14,8 +14,9 @@ from tests.gateways import ONETOOL, origin
 
 
 def discovered() -> dict[str, Any]:
-    """The discovery file of the gateway this test started (its runtime folder is the test's own)."""
-    return json.loads((Path(os.environ["ONETOOL_RUNTIME_DIR"]) / "gateway.json").read_text())
+    """The discovery file of the gateway this test started (its runtime folder is the test's own: one gateway)."""
+    [file] = (Path(os.environ["ONETOOL_RUNTIME_DIR"]) / "gateways").glob("*.json")
+    return json.loads(file.read_text())
 
 
 def admin(url: str, method: str, path: str, body: Any = None, token: str | None = "") -> tuple[int, Any]:
@@ -33,7 +34,11 @@ def admin(url: str, method: str, path: str, body: Any = None, token: str | None 
         return e.code, json.loads(e.read() or b"null")
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The onetool command, with the test's state and runtime folders (and no config from the environment)."""
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The onetool command, with the test's state and runtime folders, and no config but the one it is given: no
+    $ONETOOL_CONFIG, and run in ``cwd``, by default the test's own folder, where no ./onetool.yaml is (the
+    repository's would be)."""
     base = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
-    return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, env={**base, **(env or {})})
+    here = cwd or Path(os.environ["ONETOOL_STATE_DIR"]).parent
+    command = [ONETOOL, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env={**base, **(env or {})}, cwd=here)

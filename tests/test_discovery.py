@@ -1,4 +1,5 @@
-"""The discovery file: private, atomic, owned by one live gateway, and never a crash for its readers."""
+"""The discovery files: one per config, private, atomic, each owned by one live gateway, never a crash for its
+readers."""
 
 from __future__ import annotations
 
@@ -16,13 +17,21 @@ import pytest
 from onetool import __version__, discovery
 from onetool.state.paths import runtime_dir
 
+CONFIG = Path("/projects/app/onetool.yaml")
+
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The runtime folder, not created yet."""
+    """The runtime folder's folder of discovery files, not created yet."""
     run = tmp_path / "runtime" / "onetool"
     monkeypatch.setenv("ONETOOL_RUNTIME_DIR", str(run))
-    return run
+    return run / discovery.FOLDER
+
+
+@pytest.fixture
+def path(folder: Path) -> Path:
+    """The discovery file of CONFIG's gateway."""
+    return discovery.discovery_file(CONFIG)
 
 
 @pytest.fixture
@@ -58,18 +67,21 @@ def plant(path: Path, pid: int) -> dict[str, object]:
 
 def test_write_creates_a_private_file_in_a_private_folder(folder: Path) -> None:
     token = discovery.generate_token()
-    path = discovery.write("http://127.0.0.1:8765/mcp", token)
-    assert path == folder / "gateway.json" == discovery.discovery_file()
+    path = discovery.write("http://127.0.0.1:8765/mcp", token, CONFIG)
+    assert path == folder / f"app-{path.stem.rsplit('-', 1)[1]}.json" == discovery.discovery_file(CONFIG)
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(folder.parent).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert os.listdir(folder) == ["gateway.json"], "no temp file left behind"
-    found = discovery.read()
+    assert os.listdir(folder) == [path.name], "no temp file left behind"
+    found = discovery.read(path)
     assert found is not None
-    assert (found.url, found.pid, found.admin_token, found.version) == (
+    assert (found.url, found.pid, found.admin_token, found.version, found.config, found.file) == (
         "http://127.0.0.1:8765/mcp",
         os.getpid(),
         token,
         __version__,
+        str(CONFIG),
+        path,
     )
     assert abs(time.time() - found.started_at.timestamp()) < 60
     assert token not in repr(found)
@@ -81,16 +93,15 @@ def test_generated_tokens_are_long_and_fresh() -> None:
     assert all(len(t) >= 43 for t in tokens)
 
 
-def test_a_stale_file_is_ignored_and_replaced(folder: Path) -> None:
-    path = folder / "gateway.json"
+def test_a_stale_file_is_ignored_and_replaced(path: Path) -> None:
     plant(path, exited_pid())
-    assert discovery.read() is None
-    assert discovery.write("http://127.0.0.1:1234/mcp", "mine") == path
-    found = discovery.read()
+    assert discovery.read(path) is None
+    assert discovery.write("http://127.0.0.1:1234/mcp", "mine", CONFIG) == path
+    found = discovery.read(path)
     assert found is not None and (found.pid, found.admin_token) == (os.getpid(), "mine")
 
 
-def test_a_zombie_counts_as_dead(folder: Path) -> None:
+def test_a_zombie_counts_as_dead(path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])  # exits, and stays unreaped until wait()
     try:
         stat_file = Path(f"/proc/{proc.pid}/stat")
@@ -98,32 +109,30 @@ def test_a_zombie_counts_as_dead(folder: Path) -> None:
         while stat_file.read_text().rsplit(")", 1)[1].split()[0] != "Z":
             assert time.monotonic() < deadline, "the child never exited"
             time.sleep(0.02)
-        plant(folder / "gateway.json", proc.pid)
-        assert discovery.read() is None
+        plant(path, proc.pid)
+        assert discovery.read(path) is None
     finally:
         proc.wait()
 
 
-def test_a_live_gateways_file_is_kept(folder: Path, other_gateway: int) -> None:
-    path = folder / "gateway.json"
+def test_a_live_gateways_file_is_kept(path: Path, other_gateway: int) -> None:
     planted = plant(path, other_gateway)
     before = path.read_bytes()
-    found = discovery.read()
+    found = discovery.read(path)
     assert found is not None and (found.pid, found.admin_token) == (other_gateway, "theirs")
-    assert discovery.write("http://127.0.0.1:1234/mcp", "mine") is None
+    assert discovery.write("http://127.0.0.1:1234/mcp", "mine", CONFIG) is None
     assert path.read_bytes() == before
-    assert discovery.remove() is False
+    assert discovery.remove(path) is False
     assert json.loads(path.read_text()) == planted, "stopping must not remove another gateway's file"
 
 
-def test_remove_leaves_another_processs_file_alone(folder: Path, other_gateway: int) -> None:
-    path = folder / "gateway.json"
+def test_remove_leaves_another_processs_file_alone(path: Path, other_gateway: int) -> None:
     plant(path, other_gateway)
-    assert discovery.remove() is False
+    assert discovery.remove(path) is False
     assert path.exists()
-    assert discovery.remove(expected_pid=other_gateway) is True
+    assert discovery.remove(path, expected_pid=other_gateway) is True
     assert not path.exists()
-    assert discovery.remove() is False, "an absent file is not an error"
+    assert discovery.remove(path) is False, "an absent file is not an error"
 
 
 @pytest.mark.parametrize(
@@ -140,20 +149,36 @@ def test_remove_leaves_another_processs_file_alone(folder: Path, other_gateway: 
         b"{" + b" " * (discovery.MAX_BYTES + 10) + b"}",
     ],
 )
-def test_a_malformed_file_reads_as_none_and_is_replaced(folder: Path, content: bytes) -> None:
-    path = folder / "gateway.json"
-    folder.mkdir(parents=True)
+def test_a_malformed_file_reads_as_none_and_is_replaced(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True)
     path.write_bytes(content)
-    assert discovery.read() is None
-    assert discovery.remove() is False
+    assert discovery.read(path) is None
+    assert discovery.remove(path) is False
     assert path.read_bytes() == content
-    assert discovery.write("http://127.0.0.1:1/mcp", "mine") == path
-    assert discovery.read() is not None
+    assert discovery.write("http://127.0.0.1:1/mcp", "mine", CONFIG) == path
+    assert discovery.read(path) is not None
 
 
-def test_an_unreadable_path_reads_as_none(folder: Path) -> None:
-    (folder / "gateway.json").mkdir(parents=True)  # a folder where the file should be
-    assert discovery.read() is None
+def test_an_unreadable_path_reads_as_none(path: Path) -> None:
+    path.mkdir(parents=True)  # a folder where the file should be
+    assert discovery.read(path) is None
+    assert discovery.running() == []
+
+
+def test_each_config_has_its_own_file_and_running_lists_every_live_one(
+    path: Path, other_gateway: int, tmp_path: Path
+) -> None:
+    plant(path, other_gateway)  # CONFIG's gateway, another process
+    elsewhere = tmp_path / "app" / "onetool.yaml"  # another project whose folder has the same name
+    mine = discovery.write("http://127.0.0.1:2/mcp", "mine", elsewhere)
+    assert mine is not None and mine != path and mine.name.startswith("app-")
+    plant(discovery.discovery_file(None), exited_pid())  # a gateway without a config, gone
+    running = discovery.running()
+    assert [(g.url, g.admin_token, g.file) for g in running] == [
+        ("http://127.0.0.1:9/mcp", "theirs", path),  # started first
+        ("http://127.0.0.1:2/mcp", "mine", mine),
+    ]
+    assert running[1].config == str(elsewhere.resolve())
 
 
 def test_runtime_folder_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

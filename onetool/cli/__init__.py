@@ -19,6 +19,7 @@ from onetool.cli._logs import cmd_logs
 from onetool.cli._run import cmd_run
 from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
+from onetool.cli._status import cmd_status
 
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
@@ -62,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
     serve.set_defaults(func=cmd_serve)
+
+    status = sub.add_parser(
+        "status", help="list the gateways running for this user: URL, config file, where the admin token is"
+    )
+    status.add_argument("--tokens", action="store_true", help="show each gateway's admin token")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(func=cmd_status)
 
     run = sub.add_parser(
         "run", parents=[common, remote], help="run a snippet (on the running gateway, if any) and print its result"

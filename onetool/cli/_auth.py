@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from onetool.attach import Target
     from onetool.config import Config
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, print_table, setup
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, locate, print_table, setup
 
 AUTH_WAIT = 660.0
 """How long `onetool auth` waits on a gateway's flow: it expires there after 10 minutes, and then says so."""
@@ -20,7 +20,6 @@ AUTH_POLL = 30  # seconds per long-poll of the flow's outcome
 def cmd_auth(args: argparse.Namespace) -> int:
     import anyio
 
-    from onetool import attach
     from onetool.errors import AttachError, NotRunning
 
     config = setup(args, "WARNING")
@@ -33,7 +32,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
     if args.server and not args.logout:
         # A running gateway runs the flow itself: its callback receives the redirect, and it reconnects the server.
         try:
-            target = attach.find(args.gateway_url, args.token)
+            target = locate(args)
             if target is not None:
                 return _authorize_attached(target, args.server, not args.no_browser)
         except NotRunning:
@@ -103,7 +102,7 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
         return EXIT_OK
 
     async def go() -> None:
-        async with await StateStore.open(config.state.url) as store:
+        async with await StateStore.open(config.store_url) as store:
             enabled = {n: s for n, s in servers.items() if s.enabled}
             async with UpstreamPool(enabled, token_store=StateTokenStore(store)) as pool:
                 table = [("NAME", "OAUTH", "ERROR")]
@@ -119,7 +118,7 @@ async def _forget_tokens(config: Config, name: str) -> bool:
     from onetool.auth import StateTokenStore
     from onetool.state import StateStore
 
-    async with await StateStore.open(config.state.url) as store:
+    async with await StateStore.open(config.store_url) as store:
         return await StateTokenStore(store).forget(name)
 
 
@@ -141,7 +140,7 @@ async def _authorize(config: Config, name: str, server: Any, browser: bool) -> i
         _show_authorization_url(name, url, browser)
 
     pending = PendingFlows()
-    async with await StateStore.open(config.state.url) as state:
+    async with await StateStore.open(config.store_url) as state:
         store = StateTokenStore(state)
         stored = await store.load(name)
         reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import anyio
 
+    from onetool.attach import Target
     from onetool.config import Config
     from onetool.drain import Drain
 
@@ -55,6 +56,18 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def locate(args: argparse.Namespace) -> Target | None:
+    """The running gateway a command talks to (``attach.find`` with its --url, --token and config file), or None;
+    says on stderr when it attached to a gateway that is not its config's."""
+    from onetool import attach
+    from onetool.state.paths import find_config
+
+    target = attach.find(args.gateway_url, args.token, find_config(args.config))
+    if target is not None and target.note:
+        print(f"onetool: {target.note}", file=sys.stderr)
+    return target
+
+
 def attach_failed(command: str, error: Exception) -> int:
     print(f"onetool {command}: {error}", file=sys.stderr)
     return EXIT_USAGE if getattr(error, "status", 0) in (400, 401, 404) else EXIT_FAILED
@@ -74,7 +87,7 @@ def with_pool(config: Config, body: Any) -> Any:
 
     async def go() -> Any:
         local = load_local_packs(config.packs.dirs)
-        async with await StateStore.open(config.state.url) as store:
+        async with await StateStore.open(config.store_url) as store:
             control = await ServerControl.load(config, store)
             # Its stdio servers die with this command as with the gateway, even on `kill -9`.
             async with (

@@ -9,18 +9,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from onetool.config import Config
 
-from onetool.cli._common import EXIT_USAGE, attach_failed, print_result, setup
+from onetool.cli._common import EXIT_USAGE, attach_failed, locate, print_result, setup
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
-    from onetool import attach
     from onetool.errors import AttachError, NotRunning
 
     try:
-        target = attach.find(args.gateway_url, args.token)
+        target = locate(args)
         if target is not None:
             return print_result(target.request("POST", "/admin/run", {"code": code}), as_json=args.json)
     except NotRunning:

@@ -112,7 +112,7 @@ async def _wait_for_store(config: Config, unreachable: Exception, listener: List
         while not opened and failure is None:
             await anyio.sleep(delay)
             try:
-                await (await StateStore.open(config.state.url)).aclose()
+                await (await StateStore.open(config.store_url)).aclose()
                 opened = True
             except StoreUnreachable as e:
                 delay = min(delay * 2, _LAST_RETRY)
@@ -140,15 +140,17 @@ async def _serve_http(gateway: Gateway, mode: str, listener: Listener, announce:
     url = listener.url("/mcp")
     admin_token = os.environ.get(ENV_ADMIN_TOKEN) or config.http.admin_token or discovery.generate_token()
     try:
-        published = discovery.write(url, admin_token)
+        published = discovery.write(url, admin_token, config.path)
     except OSError as e:
         published = None
-        logger.warning("cannot write the discovery file {}: {}", discovery.discovery_file(), e)
+        logger.warning("cannot write the discovery file {}: {}", discovery.discovery_file(config.path), e)
     else:
         if published is None:
-            logger.info(
-                "another gateway owns the discovery file {}: the CLI finds this one only with --url and --token",
-                discovery.discovery_file(),
+            logger.warning(
+                "another gateway serves {} already and owns its discovery file {}: the CLI finds this one only "
+                "with --url and --token",
+                config.path or "no config file",
+                discovery.discovery_file(config.path),
             )
         else:
             endpoints = ", ".join(mounted(config, mode))
@@ -159,4 +161,4 @@ async def _serve_http(gateway: Gateway, mode: str, listener: Listener, announce:
         await serve_gateway(gateway, listener, mode, admin_token, announce)
     finally:
         if published is not None:
-            discovery.remove(path=published)
+            discovery.remove(published)

@@ -13,17 +13,16 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_OK, attach_failed, print_table, setup, with_pool
+from onetool.cli._common import EXIT_OK, attach_failed, locate, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
 
 
 def cmd_servers(args: argparse.Namespace) -> int:
-    from onetool import attach
     from onetool.errors import AttachError, NotRunning
 
     action = args.action or "list"
     try:
-        target = attach.find(args.gateway_url, args.token)
+        target = locate(args)
         if target is not None:
             return _servers_attached(target, action, args)
     except NotRunning:

@@ -5,7 +5,6 @@ models.py holds every key with its type and default; loading.py reads, expands a
 
 from onetool.config._loading import (
     expand_vars,
-    find_config,
     from_client_config,
     load_config,
     read_config_file,
@@ -13,11 +12,9 @@ from onetool.config._loading import (
     validate_server,
 )
 from onetool.config._models import (
-    DEFAULT_FILENAME,
     DEFAULT_MAX_DESCRIPTION_LEN,
     ENV_BRIDGE_TOKEN,
     ENV_BRIDGE_URL,
-    ENV_CONFIG,
     BridgeConfig,
     Config,
     DirectConfig,
@@ -33,6 +30,7 @@ from onetool.config._models import (
     TransportName,
     to_identifier,
 )
+from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG, find_config
 
 __all__ = [
     "DEFAULT_FILENAME",

@@ -18,19 +18,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from onetool.clients import MCP_SERVERS, Converted, Loc, convert
-from onetool.config._models import _VAR, DEFAULT_FILENAME, ENV_CONFIG, Config, ServerConfig
+from onetool.config._models import _VAR, Config, ServerConfig
 from onetool.errors import ConfigError
 from onetool.logs import logger
-
-
-def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """``--config``, else ``$ONETOOL_CONFIG``, else ``./onetool.yaml`` if it exists, else None."""
-    if explicit:
-        return Path(explicit)
-    if env := os.environ.get(ENV_CONFIG):
-        return Path(env)
-    default = Path(DEFAULT_FILENAME)
-    return default if default.is_file() else None
 
 
 def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None) -> Config:
@@ -191,4 +181,5 @@ def _resolve_paths(config: Config, path: Path) -> Config:
     }
     packs = config.packs.model_copy(update={"dirs": [base / d for d in config.packs.dirs]})
     log = config.log.model_copy(update={"file": base / config.log.file}) if config.log.file else config.log
-    return config.model_copy(update={"servers": servers, "packs": packs, "log": log, "path": path})
+    state = config.state.model_copy(update={"dir": base / config.state.dir}) if config.state.dir else config.state
+    return config.model_copy(update={"servers": servers, "packs": packs, "log": log, "state": state, "path": path})

@@ -13,9 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
 
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
+from onetool.state.paths import project_database
 
-DEFAULT_FILENAME = "onetool.yaml"
-ENV_CONFIG = "ONETOOL_CONFIG"
 ENV_BRIDGE_URL = "ONETOOL_BRIDGE_URL"
 ENV_BRIDGE_TOKEN = "ONETOOL_BRIDGE_TOKEN"
 DEFAULT_MAX_DESCRIPTION_LEN = 80
@@ -225,7 +224,13 @@ class StateConfig(_Strict):
     url: str | None = Field(
         default=None,
         repr=False,
-        description="SQLAlchemy URL of the state store (default: SQLite in the user's state folder)",
+        description="SQLAlchemy URL of the state store, e.g. one PostgreSQL for replicas (default: this config's "
+        "own SQLite file)",
+    )
+    dir: Path | None = Field(
+        default=None,
+        description="folder of this config's SQLite store (default: its own folder under the user's state folder, "
+        "keyed by the config file's path); relative to the config file",
     )
 
 
@@ -276,6 +281,16 @@ class Config(_Strict):
                 raise ValueError(f"servers '{seen[pack]}' and '{name}' both become pack '{pack}'; rename one of them")
             seen[pack] = name
         return self
+
+    @property
+    def store_url(self) -> str:
+        """The state store of this config: ``state.url``, else its project's SQLite file."""
+        return self.state.url or f"sqlite+aiosqlite:///{self.store_file}"
+
+    @property
+    def store_file(self) -> Path:
+        """This config's own SQLite store (used unless ``state.url`` names another)."""
+        return project_database(self.path, self.state.dir)
 
     @property
     def enabled_servers(self) -> dict[str, ServerConfig]:

@@ -32,7 +32,7 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
             "`onetool serve --http`",
             409,
         )
-    async with await StateStore.open(config.state.url) as store:
+    async with await StateStore.open(config.store_url) as store:
         added = await store.added_servers()
         names = [*config.servers, *(n for n in added if n not in config.servers)]
         if action == "add":

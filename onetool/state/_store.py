@@ -1,7 +1,7 @@
 """The state store: servers added at run time, per-server overrides, approved tool fingerprints, converted servers,
 OAuth credentials, an audit log.
 
-    store = await StateStore.open(config.state.url)     # or: async with await StateStore.open(...) as store:
+    store = await StateStore.open(config.store_url)     # or: async with await StateStore.open(...) as store:
     await store.set_quarantined("wix", True, actor="api")
     ...
     await store.aclose()

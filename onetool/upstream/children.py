@@ -6,15 +6,15 @@ warden went too (the OOM killer, a ``kill -9`` of both): the next gateway of the
 start, each only if its leader's start time still matches, so a pid the system has since given to another
 process is never signalled.
 
-A record is ``<runtime folder>/upstreams/<config key>/<gateway pid>.json``, 0600 in a 0700 folder: the gateway's
+A record is ``<runtime folder>/upstreams/<project key>/<gateway pid>.json``, 0600 in a 0700 folder: the gateway's
 pid and start time, the boot id, and for each child its server, pid, process group and start time (clock ticks
-since boot, from /proc). The config key is a hash of the config file's path: a gateway of another config keeps
-its upstreams, and two live gateways of one config leave each other's alone. No environment value is recorded.
+since boot, from /proc). The project key is the config file's (``onetool.state.paths``): a gateway of another
+config keeps its upstreams, and two live gateways of one config leave each other's alone. No environment value is
+recorded.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -28,10 +28,10 @@ import anyio
 from pydantic import TypeAdapter, ValidationError
 
 from onetool.logs import logger
-from onetool.state.paths import private_dir, runtime_dir, write_private
+from onetool.state.paths import private_dir, project_key, runtime_dir, write_private
 from onetool.upstream.groups import boot_id, end_group, start_time
 
-__all__ = ["RECORDS", "Children", "config_key", "watched_children"]
+__all__ = ["RECORDS", "Children", "watched_children"]
 
 RECORDS: Final = "upstreams"
 """The runtime folder's subfolder that holds the records."""
@@ -65,11 +65,6 @@ class _Record:
 
 
 _RECORD = TypeAdapter(_Record)
-
-
-def config_key(path: Path | None) -> str:
-    """The records' folder name for one config file: 16 hex digits of its absolute path's hash."""
-    return hashlib.sha256(str(path.resolve() if path else "").encode()).hexdigest()[:16]
 
 
 class Children:
@@ -130,7 +125,7 @@ class Children:
 @asynccontextmanager
 async def watched_children(config_path: Path | None) -> AsyncIterator[Children]:
     """End what gone gateways of this config left running, start the warden; at exit, let it end what is left."""
-    folder = runtime_dir() / RECORDS / config_key(config_path)
+    folder = runtime_dir() / RECORDS / project_key(config_path)
     reap_stale(folder)
     # -I -S: the standard library only and no environment, so it starts in milliseconds. A session of its own: a
     # terminal's Ctrl-C is for the gateway, and must not end the warden before the gateway is done.

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from onetool.state.paths import project_key
 from tests.gateways import ONETOOL, auth_command, write_config
 from tests.state.conftest import sqlite_execute
 from tests.upstream.test_oauth import OAuthServer, fetch, start_server  # noqa: F401 (fixture)
@@ -22,7 +23,8 @@ def onetool(home: Path, *args: str, timeout: float = 60) -> subprocess.Completed
 
 
 def oauth_records(home: Path) -> list[str]:
-    rows = sqlite_execute(home / "state" / "onetool.db", "SELECT server FROM oauth_tokens ORDER BY server")
+    store = home / "state" / "projects" / project_key(home / "onetool.yaml") / "onetool.db"  # the config's own
+    rows = sqlite_execute(store, "SELECT server FROM oauth_tokens ORDER BY server")
     return [str(row[0]) for row in rows]
 
 

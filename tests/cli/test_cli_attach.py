@@ -1,5 +1,6 @@
-"""The CLI on a running gateway: found through the discovery file (or --url), the same output as standalone,
-no heavy imports on that path; with no gateway, changes wait in the state store."""
+"""The CLI on a running gateway: the one serving its config, found through that config's discovery file (or
+--url), the same output as standalone, no heavy imports on that path; with no gateway, changes wait in the
+config's state store."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from onetool import discovery
+from onetool.state.paths import project_database
 from tests.admin_api import cli, discovered
 from tests.conftest import PYTHON, TIME_SERVER
 from tests.gateways import ONETOOL, start_http_gateway, stop, write_config
@@ -37,10 +40,11 @@ def runtime() -> Path:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_the_discovery_file_is_private_and_removed_on_exit(tmp_path: Path, signum: signal.Signals) -> None:
     served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
-    path = runtime() / "gateway.json"
+    path = discovery.discovery_file(tmp_path / "onetool.yaml")
     try:
         record = discovered()
         assert record["url"] == served.url and record["pid"] == served.proc.pid and len(record["admin_token"]) >= 40
+        assert record["config"] == str(tmp_path / "onetool.yaml")
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(runtime().stat().st_mode) == 0o700
     finally:
         served.proc.send_signal(signum)
@@ -55,7 +59,7 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
     config = str(tmp_path / "onetool.yaml")
     try:
         for code in SNIPPETS:
-            attached = cli("run", "-c", code)  # no --config: only the gateway knows `time`
+            attached = cli("run", "--config", config, "-c", code)
             standalone = cli("run", "--config", config, "-c", code, env={"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")})
             assert (attached.returncode, attached.stdout, attached.stderr) == (
                 standalone.returncode,
@@ -64,7 +68,7 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
             ), code
             assert not [c for c in "\x1b\x07\x9b\u202e" if c in attached.stdout + attached.stderr], code
         assert served.log.read_text().count("span=run ") == len(SNIPPETS)
-        exact = cli("run", "--json", "-c", SNIPPETS[-1])
+        exact = cli("run", "--config", config, "--json", "-c", SNIPPETS[-1])
         assert exact.returncode == 1 and exact.stdout.isascii()
         assert json.loads(exact.stdout)["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\n"
         # Given by URL and token, from anywhere.
@@ -86,8 +90,9 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
 
 def test_the_attached_path_imports_nothing_heavy(tmp_path: Path) -> None:
     served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    config = str(tmp_path / "onetool.yaml")
     probe = (
-        "import sys; from onetool.cli import main; status = main(['run', '-c', '1 + 1']); "
+        f"import sys; from onetool.cli import main; status = main(['run', '--config', {config!r}, '-c', '1 + 1']); "
         "print(status, sorted({'.'.join(m.split('.')[:2]) for m in sys.modules}"
         " & {'mcp', 'pydantic', 'anyio', 'sandbox.host', 'sandbox.worker'}))"
     )
@@ -101,7 +106,8 @@ def test_the_attached_path_imports_nothing_heavy(tmp_path: Path) -> None:
 def test_a_stale_or_dead_gateway_means_standalone(tmp_path: Path) -> None:
     write_config(tmp_path, CONFIG)
     config = str(tmp_path / "onetool.yaml")
-    runtime().mkdir(parents=True, mode=0o700)
+    published = discovery.discovery_file(Path(config))
+    published.parent.mkdir(parents=True, mode=0o700)
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
@@ -115,7 +121,7 @@ def test_a_stale_or_dead_gateway_means_standalone(tmp_path: Path) -> None:
             "started_at": "2026-01-01T00:00:00+00:00",
             "version": "0",
         }
-        (runtime() / "gateway.json").write_text(json.dumps(record))
+        published.write_text(json.dumps(record))
         proc = cli("run", "--config", config, "-c", "time.get_current_time(timezone='UTC')['timezone']")
         assert (proc.returncode, proc.stdout) == (0, "UTC\n"), proc.stderr
 
@@ -151,12 +157,13 @@ def test_changes_without_a_gateway_wait_for_it(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None:
-    state = Path(os.environ["ONETOOL_STATE_DIR"])
-    state.mkdir(parents=True)
-    (state / "onetool.db").write_text("not a database")
-    proc = cli("serve", "--http", "--config", str(write_config(tmp_path, CONFIG)))
+    config = write_config(tmp_path, CONFIG)
+    store = project_database(config)
+    store.parent.mkdir(parents=True)
+    store.write_text("not a database")
+    proc = cli("serve", "--http", "--config", str(config))
     assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
-    assert (state / "onetool.db").read_text() == "not a database"
+    assert store.read_text() == "not a database"
 
 
 def test_serve_prints_the_url_once(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from onetool.config import Config
+from onetool.config import Config, load_config
 from onetool.errors import ControlError
 from onetool.gateway import Gateway
 from onetool.state import StateStore
@@ -99,7 +99,7 @@ async def test_quarantined_until_approved_then_a_changed_or_new_tool_is_held(tmp
     finally:
         assert stop(served.proc) == 0
 
-    async with await StateStore.open() as store:
+    async with await StateStore.open(load_config(tmp_path / "onetool.yaml").store_url) as store:  # the gateway's
         audit = [(e.actor, e.action) for e in reversed(await store.audit_log(server="rug"))]
     assert audit == [
         ("cli", "approve_server"),

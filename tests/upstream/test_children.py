@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from onetool.upstream.children import RECORDS, config_key, watched_children
+from onetool.state.paths import project_key
+from onetool.upstream.children import RECORDS, watched_children
 from onetool.upstream.groups import boot_id, start_time
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +42,7 @@ def leader() -> Iterator[Start]:
 
 
 def records(config: Path) -> Path:
-    return Path(os.environ["ONETOOL_RUNTIME_DIR"]) / RECORDS / config_key(config)
+    return Path(os.environ["ONETOOL_RUNTIME_DIR"]) / RECORDS / project_key(config)
 
 
 def write_record(config: Path, gateway: int, started: int | None, children: list[dict[str, Any]]) -> Path:
