@@ -26,6 +26,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onetool.errors import ServeError
 
     config = setup(args, "INFO")
+    from onetool.upstream import ancestry
+
+    ancestry.enter(config.path)  # a ConfigError (exit status 2) under a gateway of the same config
     token = os.environ.get("ONETOOL_TOKEN") or config.http.token or None
     status = EXIT_OK
     try:

@@ -21,6 +21,7 @@ from onetool.clients import MCP_SERVERS, Converted, Loc, convert
 from onetool.config._models import _VAR, Config, ServerConfig
 from onetool.errors import ConfigError
 from onetool.logs import logger
+from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG
 
 
 def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None) -> Config:
@@ -40,7 +41,9 @@ def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str
             logger.warning("{}: ignoring {}", path, dropped)
         raw, where = converted.raw, converted.where
     raw = _expand(raw, environ if environ is not None else dict(os.environ), path, (), where)
-    return _resolve_paths(validate(raw, path, where), path)
+    config = _resolve_paths(validate(raw, path, where), path)
+    _refuse_itself(config, path)
+    return config
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -183,3 +186,35 @@ def _resolve_paths(config: Config, path: Path) -> Config:
     log = config.log.model_copy(update={"file": base / config.log.file}) if config.log.file else config.log
     state = config.state.model_copy(update={"dir": base / config.state.dir}) if config.state.dir else config.state
     return config.model_copy(update={"servers": servers, "packs": packs, "log": log, "state": state, "path": path})
+
+
+def _refuse_itself(config: Config, path: Path) -> None:
+    """A stdio server that is OneTool serving this very config would start itself again and again (the runtime
+    guard, :mod:`onetool.upstream.ancestry`, catches what this cannot see, such as a wrapper script)."""
+    me = path.resolve()
+    for name, server in config.servers.items():
+        served = _served_config(server)
+        if served is not None and served.resolve() == me:
+            raise ConfigError(
+                f"{path}: servers.{name} runs OneTool on this same config ({server.command} "
+                f"{' '.join(server.args)}): a gateway cannot be its own upstream; remove it"
+            )
+
+
+def _served_config(server: ServerConfig) -> Path | None:
+    """The config file a stdio server serves if it is ``onetool serve`` (also as ``python -m onetool``, ``uvx
+    onetool``, ...), else None."""
+    if not server.command:
+        return None
+    words = [Path(server.command).name, *server.args]
+    start = next((i for i, word in enumerate(words) if Path(word).name == "onetool"), None)
+    if start is None or words[start + 1 : start + 2] != ["serve"]:
+        return None
+    options, named = words[start + 2 :], None
+    for i, option in enumerate(options):
+        if option == "--config" and i + 1 < len(options):
+            named = options[i + 1]
+        elif option.startswith("--config="):
+            named = option.split("=", 1)[1]
+    found = named or server.env.get(ENV_CONFIG) or DEFAULT_FILENAME
+    return (server.cwd or Path.cwd()) / found

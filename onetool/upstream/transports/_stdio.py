@@ -27,6 +27,7 @@ from mcp.shared.message import SessionMessage
 from onetool.config import ServerConfig
 from onetool.logs import logger
 from onetool.upstream._stderr import bounded_lines
+from onetool.upstream.ancestry import inherited
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
@@ -59,7 +60,7 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     ``link.children`` records its process group until the group has ended.
     """
     name, config, stderr, children = link.name, link.config, link.stderr, link.children
-    env = get_default_environment() | config.env
+    env = get_default_environment() | inherited() | config.env
     command = resolve_command(config, env)
     process = await anyio.open_process(
         [command, *config.args],
