@@ -11,7 +11,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,19 +59,22 @@ class OAuthServer:
         return httpx2.request(method, f"{self.base}/fixture/{path}").json()
 
 
+@contextmanager
+def oauth_server(*flags: str) -> Iterator[OAuthServer]:
+    """The fixture server (tests/fixtures/oauth_server.py, access tokens living TTL seconds) while inside."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags])
+    try:
+        wait_for_port(port)
+        yield OAuthServer(port)
+    finally:
+        stop(proc, 5)
+
+
 @pytest.fixture
 def start_server() -> Iterator[Callable[..., OAuthServer]]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(*flags: str) -> OAuthServer:
-        port = free_port()
-        procs.append(subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags]))
-        wait_for_port(port)
-        return OAuthServer(port)
-
-    yield start
-    for proc in procs:
-        stop(proc, 5)
+    with ExitStack() as started:
+        yield lambda *flags: started.enter_context(oauth_server(*flags))
 
 
 @pytest.fixture
@@ -179,7 +182,8 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
     assert record.url == server.url and record.tokens.refresh_token
     assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
     assert stat.S_IMODE((store.folder / "fx.json").stat().st_mode) == 0o600
-    assert [p.name for p in store.folder.iterdir()] == ["fx.json"]  # no temporary file left behind
+    assert stat.S_IMODE((store.folder / "fx.lock").stat().st_mode) == 0o600  # what refreshes lock; empty
+    assert sorted(p.name for p in store.folder.iterdir()) == ["fx.json", "fx.lock"]  # no temporary file left behind
 
     async with pool_of({"fx": code_config(server)}, store) as pool:
         status = pool.server_status("fx")
