@@ -217,17 +217,19 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
         with pytest.raises(UpstreamUnavailable) as caught:
             await pool.call("fx", "add", {"a": 1, "b": 2})
         status = pool.server_status("fx")
-    reason = "authorization required: the token refresh was refused (HTTP 400 invalid_grant)"
+    cause = "invalid_grant: refresh token does not exist"  # the fixture's (the SDK's) error_description
+    reason = f"authorization required: the authorization server refused the stored refresh token ({cause})"
     assert str(caught.value) == f"server 'fx' is unavailable: {reason}; run `onetool auth fx`"
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
     record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
+    assert record.refused == cause  # for every process sharing the record to report
     # Stored credentials stopped working: an ERROR, once, with what to do; the refusal itself is a refresh event.
     assert oauth_reports(log_records) == [
         ("INFO", "server 'fx': OAuth authenticated"),
         ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
     ]
-    assert levels(log_records, "the OAuth token refresh was refused (HTTP 400 invalid_grant)") == ["DEBUG"]
+    assert levels(log_records, f"the OAuth token refresh was refused ({cause})") == ["DEBUG"]
 
 
 async def test_a_connect_reads_the_stored_record_once_and_the_next_attempt_reads_it_again(
