@@ -44,9 +44,13 @@ class Replica:
 
 
 @contextmanager
-def replicas(base: Path, state_url: str, count: int = 2) -> Iterator[list[Replica]]:
-    """``count`` gateways on the store at ``state_url``, each serving `fx` (the fault fixture server)."""
-    config = {"servers": {"fx": fx_spec()}, "state": {"url": state_url}, "http": {"admin_token": TOKEN}}
+def replicas(
+    base: Path, state_url: str, count: int = 2, servers: dict[str, Any] | None = None
+) -> Iterator[list[Replica]]:
+    """``count`` gateways on the store at ``state_url``, each serving ``servers`` (by default `fx`, the fault fixture
+    server)."""
+    servers = {"fx": fx_spec()} if servers is None else servers
+    config = {"servers": servers, "state": {"url": state_url}, "http": {"admin_token": TOKEN}}
     with ExitStack() as stack:
         started = []
         for letter in "ABC"[:count]:
