@@ -37,12 +37,13 @@ __all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "RefreshUnav
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/oauth/callback"  # never used: only `onetool auth` runs a browser step
 
-TOKEN_REQUEST_TIMEOUT: Final = 5.0
+TOKEN_REQUEST_TIMEOUT: Final = 10.0
 """Seconds for each step (connect, send, read) of a refresh request. The SDK's token requests have no timeout of
 their own, and this one runs while the server's record is held: every other process's refresh waits for it."""
-HOLD_WAIT: Final = 20.0
-"""Seconds a refresh waits for another process's refresh of the same record: more than one can take (its token
-request's steps at their timeouts), so a waiter gives up only on a holder that hangs."""
+HOLD_WAIT: Final = 25.0
+"""Seconds a refresh waits for another process's refresh of the same record: longer than one takes whose token
+request connects and is answered within TOKEN_REQUEST_TIMEOUT each, so a waiter gives up only on a holder that
+hangs (or on a token endpoint that crawls)."""
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""

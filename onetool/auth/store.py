@@ -86,7 +86,7 @@ class TokenStore(Protocol):
         ...
 
     async def forget(self, server: str) -> bool:
-        """Drop the server's record; False when there was none."""
+        """Drop the server's record; False when there was none. Waits while another process holds it."""
         ...
 
     def hold(self, server: str, wait: float) -> AbstractAsyncContextManager[HeldRecord]:
@@ -155,7 +155,8 @@ class FileTokenStore:
     def __init__(self, folder: Path | None = None, *, wait: float = 5.0) -> None:
         self.folder = folder or state_dir() / "oauth"
         self.wait = wait
-        """How long :meth:`save` waits for a holder elsewhere (a refresh holds the record for a token request)."""
+        """How long :meth:`save` and :meth:`forget` wait for a holder elsewhere (a refresh holds the record for a
+        token request), as the state store's writes wait its timeout."""
 
     def _path(self, server: str, suffix: str = ".json") -> Path:
         return self.folder / f"{to_identifier(server)}{suffix}"
@@ -176,11 +177,12 @@ class FileTokenStore:
         write_private(self._path(server), _dump(record))
 
     async def forget(self, server: str) -> bool:
-        try:
-            self._path(server).unlink()
-        except FileNotFoundError:
-            return False
-        return True
+        async with self._locked(server, self.wait):  # not under a refresh, which would store the record again
+            try:
+                self._path(server).unlink()
+            except FileNotFoundError:
+                return False
+            return True
 
     @asynccontextmanager
     async def hold(self, server: str, wait: float) -> AsyncIterator[HeldRecord]:

@@ -44,20 +44,22 @@ async def test_a_holder_waits_for_the_hold_then_reads_what_it_stored(shared: Sha
     assert seen == [record(1)]
 
 
-async def test_a_save_waits_for_the_hold_and_lands_after_it(shared: SharedStore) -> None:
+@pytest.mark.parametrize("write", ["save", "forget"])
+async def test_a_write_waits_for_the_hold_and_lands_after_it(shared: SharedStore, write: str) -> None:
+    """`onetool auth` (save) or a logout (forget) while a refresh holds the record: theirs is the last word."""
     await shared.a.save("fx", record(0))
-    saved = anyio.Event()
+    written = anyio.Event()
 
-    async def save() -> None:
-        await shared.b.save("fx", record(2))
-        saved.set()
+    async def other_write() -> None:
+        await (shared.b.save("fx", record(2)) if write == "save" else shared.b.forget("fx"))
+        written.set()
 
     async with anyio.create_task_group() as tg, shared.a.hold("fx", 10) as held:
-        tg.start_soon(save)
+        tg.start_soon(other_write)
         await anyio.sleep(0.3)
-        assert not saved.is_set(), "a save landed while the record was held"
+        assert not written.is_set(), "a write landed while the record was held"
         await held.save(record(1))
-    assert await shared.a.load("fx") == record(2)  # not overwritten by the holder's write
+    assert await shared.a.load("fx") == (record(2) if write == "save" else None)  # not the holder's
 
 
 async def test_a_holder_waits_at_most_its_wait_then_fails_clearly(shared: SharedStore) -> None:
