@@ -148,8 +148,8 @@ def _parse(server: str, text: str, where: str) -> StoredAuth | None:
 class FileTokenStore:
     """One JSON file per server in ``<state dir>/oauth``: folder 0700, files 0600, replaced atomically.
 
-    Beside each, an empty ``<server>.lock`` that :meth:`hold` and :meth:`save` lock (``flock``), so processes sharing
-    the folder refresh one at a time, as replicas sharing a state store do.
+    Beside each, an empty ``<server>.lock`` that :meth:`hold`, :meth:`save` and :meth:`forget` lock (``flock``), so
+    processes sharing the folder refresh one at a time, as replicas sharing a state store do.
     """
 
     def __init__(self, folder: Path | None = None, *, wait: float = 5.0) -> None:
