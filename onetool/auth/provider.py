@@ -1,35 +1,52 @@
 """The ``mcp`` SDK's OAuth client providers, configured from ``servers.NAME.oauth`` and made observable.
 
 The SDK does the protocol: protected-resource and authorization-server discovery, dynamic client
-registration, PKCE, the code and client-credentials exchanges, refresh on expiry. This module adds what
-a gateway needs around it: a per-server token store, log records without secrets, the reason a flow stopped
-(for the server's status), and a non-interactive mode in which a flow that would need a browser stops with
-:class:`AuthorizationRequired` instead. Only OAuth servers and ``onetool auth`` import it (the flow choice is
-in ``choice``).
+registration, PKCE, the code and client-credentials exchanges. This module adds what a gateway needs around it:
+a per-server token store, log records without secrets, the reason a flow stopped (for the server's status), and a
+non-interactive mode in which a flow that would need a browser stops with :class:`AuthorizationRequired` instead.
+
+It also refreshes the access token itself, in place of the SDK, once across every process sharing the token store
+(replicas): authorization servers rotate refresh tokens and refuse one used twice, so two processes refreshing at
+once would end one login. See :meth:`_Observed._refresh_flow`. Only OAuth servers and ``onetool auth`` import this
+module (the flow choice is in ``choice``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
+import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from onetool.auth.choice import Flow
-from onetool.auth.store import ServerStorage
+from onetool.auth.store import ServerStorage, StoredAuth
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import OAuthConfig
+from onetool.errors import StateError
 from onetool.logs import logger
 
-__all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "build_provider"]
+__all__ = ["AuthorizationRequired", "Interaction", "OAuthProvider", "RefreshUnavailable", "build_provider"]
 
 PLACEHOLDER_REDIRECT = "http://127.0.0.1/oauth/callback"  # never used: only `onetool auth` runs a browser step
+
+TOKEN_REQUEST_TIMEOUT: Final = 10.0
+"""Seconds for each step (connect, send, read) of a refresh request. The SDK's token requests have no timeout of
+their own, and this one runs while the server's record is held: every other process's refresh waits for it."""
+HOLD_WAIT: Final = 25.0
+"""Seconds a refresh waits for another process's refresh of the same record: longer than one takes whose token
+request connects and is answered within TOKEN_REQUEST_TIMEOUT each, so a waiter gives up only on a holder that
+hangs (or on a token endpoint that crawls)."""
+FLOW_RUNS: Final = 4
+"""Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
+token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
 
 
 class AuthorizationRequired(OAuthFlowError):
@@ -39,6 +56,22 @@ class AuthorizationRequired(OAuthFlowError):
         super().__init__(reason)
         self.first = first
         """No tokens were stored yet: expected until someone authorizes, not a failure of stored credentials."""
+
+
+class RefreshUnavailable(OAuthFlowError):
+    """The access token could not be refreshed now, for a reason that time may cure: the token store could not be
+    read or held (another process's refresh outlasted :data:`HOLD_WAIT`), or the token endpoint failed (a 5xx, an
+    answer it could not read). The stored tokens are kept; the next attempt refreshes again."""
+
+    def __init__(self, reason: str, detail: str | None = None) -> None:
+        super().__init__(reason)
+        self.detail = detail
+        """For operators only: the store's own words, which name its file or URL."""
+
+
+class _ExpiredMeanwhile(Exception):
+    """The SDK found the access token expired although :meth:`_Observed._refresh_flow` had just found it valid: it
+    expired while this request waited for the SDK's lock. Nothing was sent; the flow starts over, and refreshes."""
 
 
 class Interaction:
@@ -59,11 +92,12 @@ class Interaction:
 
 
 class _Observed(OAuthClientProvider):
-    """Hooks into the SDK provider's flow: expiry kept across restarts, logging, and why a flow stopped.
+    """Hooks into the SDK provider's flow: expiry kept across restarts, logging, why a flow stopped, and the
+    refresh, which this class does instead of the SDK (:meth:`_refresh_flow`).
 
-    The overridden ``_initialize``, ``_refresh_token``, ``_handle_refresh_response`` and
-    ``_handle_token_response`` are private SDK methods (mcp 2.3.0); ``tests/upstream/test_oauth.py``
-    exercises each of them.
+    It overrides the SDK's private ``_initialize``, ``_auth_flow``, ``_refresh_token`` and ``_handle_token_response``
+    (mcp 2.3.0), and its refresh calls the SDK's own ``_refresh_token`` and ``_handle_refresh_response``;
+    ``tests/upstream/test_oauth.py`` and ``tests/auth/test_refresh.py`` exercise each of them.
     """
 
     server: str
@@ -71,7 +105,7 @@ class _Observed(OAuthClientProvider):
     interaction: Interaction | None
     fixed_client: OAuthClientInformationFull | None
     problem: OAuthFlowError | None
-    refresh_refused: str | None
+    _refreshing: anyio.Lock
 
     def _setup(self, server: str, storage: ServerStorage, interaction: Interaction | None) -> None:
         self.server = server
@@ -79,7 +113,7 @@ class _Observed(OAuthClientProvider):
         self.interaction = interaction
         self.fixed_client = None
         self.problem = None
-        self.refresh_refused = None
+        self._refreshing = anyio.Lock()
 
     @property
     def _log(self) -> Any:
@@ -94,6 +128,11 @@ class _Observed(OAuthClientProvider):
     def first_authorization(self) -> bool:
         """It stopped so because no tokens were stored yet (not because stored ones were refused)."""
         return isinstance(self.problem, AuthorizationRequired) and self.problem.first
+
+    @property
+    def refresh_problem(self) -> RefreshUnavailable | None:
+        """Why the flow stopped, when the token could not be refreshed now (the stored login stands)."""
+        return self.problem if isinstance(self.problem, RefreshUnavailable) else None
 
     def reload(self) -> None:
         """Read the store again before the next request (another process may have authorized meanwhile)."""
@@ -111,35 +150,111 @@ class _Observed(OAuthClientProvider):
         if self.fixed_client is not None:
             self.context.client_info = self.fixed_client
 
-    async def _refresh_token(self) -> httpx2.Request:
-        self._log.debug("server '{}': refreshing the OAuth access token", self.server)
-        return await super()._refresh_token()
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, after this class's refresh when the token needs one."""
+        for flow in (self._refresh_flow(), super()._auth_flow(request)):
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    outgoing = await flow.asend((yield outgoing))
+            except StopAsyncIteration:
+                pass
+            finally:
+                await flow.aclose()
 
-    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
-        if response.status_code != 200:
-            await response.aread()  # for the error code; the SDK reads only a successful answer
-        refreshed = await super()._handle_refresh_response(response)
-        if refreshed:
-            self._log.debug("server '{}': OAuth access token refreshed", self.server)
-            self.refresh_refused = None
-        else:
-            error = _oauth_error(response)
-            self.refresh_refused = f"HTTP {response.status_code}" + (f" {error}" if error else "")
-            await self.storage.clear_tokens()  # the refresh token is spent; keep the client registration
-            # A refresh event, so DEBUG: the failure it leads to is logged once, at ERROR with what to do, by the
-            # server's status report (pending_authorization, "the token refresh was refused").
-            self._log.debug("server '{}': the OAuth token refresh was refused ({})", self.server, self.refresh_refused)
-        return refreshed
+    def _refresh_due(self) -> bool:
+        return not self.context.is_token_valid() and self.context.can_refresh_token()
+
+    async def _refresh_flow(self) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """Refresh an expired access token once, however many requests and processes need it at that moment.
+
+        The requests of this process wait for the one that refreshes (``_refreshing``). That one holds the server's
+        record in the token store (:meth:`ServerStorage.held`) from reading it to storing the new tokens, so a
+        replica that needs a refresh at the same moment waits, then finds the new tokens in the record and uses
+        them instead of spending the refresh token again.
+        """
+        if not self._initialized:
+            await self._initialize()
+        if not self._refresh_due():
+            return
+        async with self._refreshing:
+            if not self._refresh_due():
+                return  # the request this one waited for has refreshed
+            try:
+                async with self.storage.held(HOLD_WAIT) as stored:
+                    self._adopt(stored)
+                    if not self._refresh_due():
+                        return
+                    sent = self.context.current_tokens
+                    assert sent is not None  # _refresh_due: there is a refresh token
+                    refresh = await super()._refresh_token()
+                    refresh.extensions["timeout"] = httpx2.Timeout(TOKEN_REQUEST_TIMEOUT).as_dict()
+                    self._log.debug("server '{}': refreshing the OAuth access token", self.server)
+                    response = yield refresh
+                    if response.status_code == 200 and await super()._handle_refresh_response(response):
+                        self._log.debug("server '{}': OAuth access token refreshed", self.server)
+                    else:
+                        await self._refused(response, sent)
+            except StateError as e:
+                reason = "the token store could not be read or held (another process may be refreshing)"
+                raise RefreshUnavailable(reason, detail=str(e)) from None
+
+    def _adopt(self, stored: StoredAuth) -> None:
+        """Use the stored tokens when they are not the ones this process holds: another process refreshed them (or
+        authorized again, or logged out) since this one read them."""
+        if _same(stored.tokens, self.context.current_tokens):
+            return
+        if stored.tokens is None:
+            self.context.clear_tokens()
+            return
+        self._log.debug("server '{}': using the OAuth tokens another process stored", self.server)
+        self.context.current_tokens = stored.tokens
+        self.context.token_expiry_time = stored.expires_at
+
+    async def _refused(self, response: httpx2.Response, sent: OAuthToken) -> None:
+        """The token endpoint did not refresh. If the store now holds other tokens, another process spent the refresh
+        token first (one that does not hold the record while it refreshes: an older OneTool): use its tokens. Else
+        a refusal (400, 401) ends the stored login, and the record keeps its cause, for every process to report
+        (:meth:`_required`); anything else is the token endpoint's own failure, and the tokens stay for the next
+        attempt."""
+        await response.aread()  # for the error; the SDK reads only a successful answer
+        client = self.context.client_info
+        cause = _refusal(response, (sent.access_token, sent.refresh_token, client.client_secret if client else None))
+        stored = await self.storage.reread()
+        if stored.tokens is not None and not _same(stored.tokens, sent):
+            self._log.debug(
+                "server '{}': the OAuth token refresh was refused ({}); another process had refreshed, using its"
+                " tokens",
+                self.server,
+                cause,
+            )
+            self._adopt(stored)
+            return
+        if response.status_code not in (400, 401):
+            # the SDK dropped the tokens it could not refresh; they stay, expired, so the next attempt refreshes
+            self.context.current_tokens, self.context.token_expiry_time = sent, 0.0
+            raise RefreshUnavailable(f"the token endpoint answered {cause}; the stored tokens are kept")
+        self.context.clear_tokens()
+        await self.storage.clear_tokens(refused=cause)  # the refresh token is spent; keep the client registration
+        # A refresh event, so DEBUG: the failure it leads to is logged once, at ERROR with what to do, by the
+        # server's status report (pending_authorization, "the authorization server refused the stored refresh token").
+        self._log.debug("server '{}': the OAuth token refresh was refused ({})", self.server, cause)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        # The SDK refreshes when it finds the token expired under its own lock, which _refresh_flow did already; so
+        # the token expired after that, while this request waited for the SDK's lock. Refreshing here would escape
+        # the hold on the record: start over instead.
+        raise _ExpiredMeanwhile
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
-        self.refresh_refused = None
         self._log.info("server '{}': OAuth authorization succeeded; tokens stored", self.server)
         if self.interaction is not None:
             self.interaction.done(None)
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        for attempt in range(2):
+        retried_401 = False
+        for run in range(FLOW_RUNS):
             flow = super().async_auth_flow(request)
             try:
                 outgoing = await flow.__anext__()
@@ -148,11 +263,16 @@ class _Observed(OAuthClientProvider):
                         outgoing.extensions[OAUTH_REQUEST] = True
                         await self._before_auth_request(outgoing)
                     response = yield outgoing
-                    if attempt == 0 and outgoing is request and self._refresh_first(response):
-                        break  # run the SDK's flow again: it refreshes before it resends
+                    if outgoing is request and not retried_401 and self._refresh_first(response):
+                        retried_401 = True
+                        break  # run the flow again: it refreshes before it resends
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return
+            except _ExpiredMeanwhile:
+                if run == FLOW_RUNS - 1:
+                    self.problem = RefreshUnavailable("the access token kept expiring before the request was sent")
+                    raise self.problem from None
             except OAuthFlowError as e:
                 self.problem = e
                 if self.interaction is not None:
@@ -182,9 +302,12 @@ class _Observed(OAuthClientProvider):
             raise await self._required()
 
     async def _required(self) -> AuthorizationRequired:
-        if self.refresh_refused:
-            return AuthorizationRequired(f"the token refresh was refused ({self.refresh_refused})")
-        if (await self.storage.record()).tokens is not None:
+        record = await self.storage.record()
+        if record.tokens is None and record.refused:  # a refresh here or in another process found the login over
+            return AuthorizationRequired(
+                f"the authorization server refused the stored refresh token ({record.refused})"
+            )
+        if record.tokens is not None:
             return AuthorizationRequired("the server refused the stored token")
         return AuthorizationRequired("no stored tokens", first=True)
 
@@ -258,13 +381,39 @@ def build_provider(
     return provider
 
 
-def _oauth_error(response: httpx2.Response) -> str | None:
-    """The RFC 6749 ``error`` code of a token endpoint's answer (never its other fields)."""
+def _same(a: OAuthToken | None, b: OAuthToken | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.access_token, a.refresh_token) == (b.access_token, b.refresh_token)
+
+
+# RFC 6749 5.2: the characters an error code and its description may hold (printable ASCII, no quote, no backslash)
+_ERROR_CODE = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]{1,64}")
+_DESCRIPTION = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]{1,200}")
+
+
+def _refusal(response: httpx2.Response, secrets: tuple[str | None, ...]) -> str:
+    """Why a token endpoint did not refresh, safe to show and log: its RFC 6749 ``error`` and ``error_description``
+    (``invalid_grant: refresh token expired``), else its HTTP status. A description out of the RFC's character set or
+    length is left out, and any secret of ours in the text is masked."""
     try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError, httpx2.ResponseNotRead):
-        return None
-    return error if isinstance(error, str) and error.isascii() and len(error) < 64 else None
+        body = response.json()
+    except (ValueError, httpx2.ResponseNotRead):
+        body = None
+    found = body if isinstance(body, dict) else {}
+    error, description = found.get("error"), found.get("error_description")
+    if not (isinstance(error, str) and _ERROR_CODE.fullmatch(error)):
+        text = (
+            "HTTP 200 with no token response in it" if response.status_code == 200 else f"HTTP {response.status_code}"
+        )
+    elif isinstance(description, str) and _DESCRIPTION.fullmatch(description):
+        text = f"{error}: {description}"
+    else:
+        text = error
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 class _SdkLogBridge(logging.Handler):

@@ -3,29 +3,47 @@
 The gateway and the CLI keep them in the state store (:class:`StateTokenStore`); :class:`FileTokenStore`
 (a file per server, readable only by the user) serves a pool built without a state store.
 
+A token refresh holds the server's record (:meth:`TokenStore.hold`) from reading it to storing the new tokens, so
+processes sharing a store (replicas) refresh one at a time, and the others find the new tokens instead of spending
+the refresh token again: authorization servers rotate them, and refuse one used twice.
+
 The record never reaches a log, a status or a snippet; only :mod:`onetool.auth` reads it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
+import anyio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from onetool.config import to_identifier
+from onetool.errors import StateError
 from onetool.logs import logger
 from onetool.state.paths import state_dir, write_private
 
 if TYPE_CHECKING:
-    from onetool.state import StateStore
+    from onetool.state import HeldOAuthRecord, StateStore
 
-__all__ = ["FileTokenStore", "ServerStorage", "StateTokenStore", "StoredAuth", "TokenStore", "state_dir"]
+__all__ = [
+    "FileTokenStore",
+    "HeldRecord",
+    "ServerStorage",
+    "StateTokenStore",
+    "StoredAuth",
+    "TokenStore",
+    "state_dir",
+]
+
+FILE_LOCK_POLL: Final = 0.02
+"""Seconds between tries of a file lock held elsewhere: a blocking flock could not be cancelled, nor bounded."""
 
 
 class StoredAuth(BaseModel):
@@ -40,6 +58,19 @@ class StoredAuth(BaseModel):
     """When the access token expires (epoch seconds); the SDK only knows ``expires_in`` at issue time."""
     client: OAuthClientInformationFull | None = None
     """A dynamic registration (RFC 7591), reused until the redirect URI changes."""
+    refused: str | None = None
+    """Why the tokens were dropped: the authorization server refused the refresh token (its error, safe to show).
+    Kept so every process sharing the record names the real cause; gone once tokens are stored again."""
+
+
+class HeldRecord(Protocol):
+    """One server's record while :meth:`TokenStore.hold` keeps every other holder out."""
+
+    async def load(self) -> StoredAuth | None:
+        """The record as stored now (read again on each call)."""
+        ...
+
+    async def save(self, record: StoredAuth) -> None: ...
 
 
 class TokenStore(Protocol):
@@ -50,10 +81,18 @@ class TokenStore(Protocol):
 
     async def load(self, server: str) -> StoredAuth | None: ...
 
-    async def save(self, server: str, record: StoredAuth) -> None: ...
+    async def save(self, server: str, record: StoredAuth) -> None:
+        """Replace the record; waits while another process holds it (:meth:`hold`)."""
+        ...
 
     async def forget(self, server: str) -> bool:
-        """Drop the server's record; False when there was none."""
+        """Drop the server's record; False when there was none. Waits while another process holds it."""
+        ...
+
+    def hold(self, server: str, wait: float) -> AbstractAsyncContextManager[HeldRecord]:
+        """Keep every other holder of the server's record out, in this process and in any other sharing the store,
+        until the context exits: a token refresh reads, refreshes and saves inside. Waits at most ``wait`` seconds
+        for another holder, then raises StateError. A holder that dies releases the record."""
         ...
 
 
@@ -68,10 +107,33 @@ class StateTokenStore:
         return None if text is None else _parse(server, text, f"in {self.state.location}")
 
     async def save(self, server: str, record: StoredAuth) -> None:
-        await self.state.save_oauth_record(server, record.model_dump_json(exclude_none=True))
+        await self.state.save_oauth_record(server, _dump(record))
 
     async def forget(self, server: str) -> bool:
         return await self.state.forget_oauth_record(server)
+
+    @asynccontextmanager
+    async def hold(self, server: str, wait: float) -> AsyncIterator[HeldRecord]:
+        async with self.state.held_oauth_record(server, wait) as held:
+            yield _HeldRow(server, held, f"in {self.state.location}")
+
+
+class _HeldRow:
+    def __init__(self, server: str, held: HeldOAuthRecord, where: str) -> None:
+        self._server = server
+        self._held = held
+        self._where = where
+
+    async def load(self) -> StoredAuth | None:
+        text = await self._held.read()
+        return None if text is None else _parse(self._server, text, self._where)
+
+    async def save(self, record: StoredAuth) -> None:
+        await self._held.write(_dump(record))
+
+
+def _dump(record: StoredAuth) -> str:
+    return record.model_dump_json(exclude_none=True)
 
 
 def _parse(server: str, text: str, where: str) -> StoredAuth | None:
@@ -84,13 +146,20 @@ def _parse(server: str, text: str, where: str) -> StoredAuth | None:
 
 
 class FileTokenStore:
-    """One JSON file per server in ``<state dir>/oauth``: folder 0700, files 0600, replaced atomically."""
+    """One JSON file per server in ``<state dir>/oauth``: folder 0700, files 0600, replaced atomically.
 
-    def __init__(self, folder: Path | None = None) -> None:
+    Beside each, an empty ``<server>.lock`` that :meth:`hold`, :meth:`save` and :meth:`forget` lock (``flock``), so
+    processes sharing the folder refresh one at a time, as replicas sharing a state store do.
+    """
+
+    def __init__(self, folder: Path | None = None, *, wait: float = 5.0) -> None:
         self.folder = folder or state_dir() / "oauth"
+        self.wait = wait
+        """How long :meth:`save` and :meth:`forget` wait for a holder elsewhere (a refresh holds the record for a
+        token request), as the state store's writes wait its timeout."""
 
-    def _path(self, server: str) -> Path:
-        return self.folder / f"{to_identifier(server)}.json"
+    def _path(self, server: str, suffix: str = ".json") -> Path:
+        return self.folder / f"{to_identifier(server)}{suffix}"
 
     async def load(self, server: str) -> StoredAuth | None:
         path = self._path(server)
@@ -101,16 +170,66 @@ class FileTokenStore:
         return _parse(server, text, str(path))
 
     async def save(self, server: str, record: StoredAuth) -> None:
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)  # also when it existed with wider permissions
-        write_private(self._path(server), record.model_dump_json(exclude_none=True))
+        async with self._locked(server, self.wait):
+            self._write(server, record)
+
+    def _write(self, server: str, record: StoredAuth) -> None:
+        write_private(self._path(server), _dump(record))
 
     async def forget(self, server: str) -> bool:
+        async with self._locked(server, self.wait):  # not under a refresh, which would store the record again
+            try:
+                self._path(server).unlink()
+            except FileNotFoundError:
+                return False
+            return True
+
+    @asynccontextmanager
+    async def hold(self, server: str, wait: float) -> AsyncIterator[HeldRecord]:
+        async with self._locked(server, wait):
+            yield _HeldFile(self, server)
+
+    @asynccontextmanager
+    async def _locked(self, server: str, wait: float) -> AsyncIterator[None]:
+        """An exclusive ``flock`` on the server's lock file while inside. The kernel drops it when its holder
+        exits, however it exits; two opens of the file conflict even within one process."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)  # also when it existed with wider permissions
+        lock = self._path(server, ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            self._path(server).unlink()
-        except FileNotFoundError:
-            return False
-        return True
+            locked = False
+            with anyio.move_on_after(wait):
+                while not (locked := _try_lock(fd)):
+                    await anyio.sleep(FILE_LOCK_POLL)
+            if not locked:
+                raise StateError(
+                    f"{lock}: another process has held the OAuth record of '{server}' for over {wait:g} s"
+                    " (refreshing its token?); try again"
+                )
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+class _HeldFile:
+    def __init__(self, store: FileTokenStore, server: str) -> None:
+        self._store = store
+        self._server = server
+
+    async def load(self) -> StoredAuth | None:
+        return await self._store.load(self._server)
+
+    async def save(self, record: StoredAuth) -> None:
+        self._store._write(self._server, record)
 
 
 class ServerStorage:
@@ -123,6 +242,7 @@ class ServerStorage:
         self.has_tokens = False
         """Whether the record last read or written held tokens: for a status asked outside any await."""
         self._held: StoredAuth | None = None
+        self._hold: HeldRecord | None = None
 
     @asynccontextmanager
     async def one_read(self) -> AsyncIterator[None]:
@@ -135,10 +255,33 @@ class ServerStorage:
         finally:
             self._held = None
 
+    @asynccontextmanager
+    async def held(self, wait: float) -> AsyncIterator[StoredAuth]:
+        """Hold the record against every other holder, in any process (:meth:`TokenStore.hold`); yields it as read
+        under the hold. Inside, :meth:`record` is that record (or what was written since), :meth:`reread` reads it
+        again, and every write goes through the hold."""
+        async with self.store.hold(self.server, wait) as hold:
+            self._hold = hold
+            try:
+                self._held = self._usable(await hold.load())
+                yield self._held
+            finally:
+                self._hold = self._held = None
+
     async def record(self) -> StoredAuth:
         if self._held is not None:
             return self._held
-        found = await self.store.load(self.server)
+        return await self.reread()
+
+    async def reread(self) -> StoredAuth:
+        """The record as stored now, whatever :meth:`one_read` or :meth:`held` read before."""
+        found = await (self._hold.load() if self._hold is not None else self.store.load(self.server))
+        record = self._usable(found)
+        if self._held is not None:
+            self._held = record
+        return record
+
+    def _usable(self, found: StoredAuth | None) -> StoredAuth:
         if found is not None and found.url != self.url:
             logger.bind(server=self.server).info(
                 "server '{}': stored OAuth credentials are for another URL; not using them", self.server
@@ -149,7 +292,10 @@ class ServerStorage:
         return record
 
     async def _save(self, record: StoredAuth) -> None:
-        await self.store.save(self.server, record)
+        if self._hold is not None:
+            await self._hold.save(record)
+        else:
+            await self.store.save(self.server, record)
         self.has_tokens = record.tokens is not None
         if self._held is not None:
             self._held = record
@@ -159,7 +305,8 @@ class ServerStorage:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         expires_at = time.time() + tokens.expires_in if tokens.expires_in is not None else None
-        await self._save((await self.record()).model_copy(update={"tokens": tokens, "expires_at": expires_at}))
+        update = {"tokens": tokens, "expires_at": expires_at, "refused": None}
+        await self._save((await self.record()).model_copy(update=update))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self.record()).client
@@ -167,11 +314,11 @@ class ServerStorage:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         await self._save((await self.record()).model_copy(update={"client": client_info}))
 
-    async def clear_tokens(self) -> None:
-        """Forget the tokens, keep the client registration."""
+    async def clear_tokens(self, refused: str | None = None) -> None:
+        """Forget the tokens, keep the client registration; ``refused`` says why (see :attr:`StoredAuth.refused`)."""
         record = await self.record()
         if record.tokens is not None:
-            await self._save(record.model_copy(update={"tokens": None, "expires_at": None}))
+            await self._save(record.model_copy(update={"tokens": None, "expires_at": None, "refused": refused}))
 
     async def clear_client(self) -> None:
         record = await self.record()

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from onetool.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from onetool.state._store import Snapshot, StateStore
+    from onetool.state._store import HeldOAuthRecord, Snapshot, StateStore
     from onetool.state.fingerprint import canonical_json, describe_change, tool_fingerprint
     from onetool.state.paths import runtime_dir, state_dir
     from onetool.state.records import Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
 
 _EXPORTS = {
+    "HeldOAuthRecord": "_store",
     "Snapshot": "_store",
     "StateStore": "_store",
     "Actor": "records",
@@ -38,6 +39,7 @@ __all__ = [
     "ApprovedTool",
     "AuditEntry",
     "ConvertedServer",
+    "HeldOAuthRecord",
     "Override",
     "Snapshot",
     "StateStore",

@@ -25,6 +25,8 @@ _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncp
 
 # The execution option that marks a transaction as read-only (see read_only).
 _READ_ONLY = "onetool_read_only"
+# The execution option that gives a SQLite transaction its own wait for the write lock (see waiting).
+_LOCK_WAIT = "onetool_lock_wait"
 
 _ADVICE = (
     (
@@ -114,7 +116,7 @@ def create_engine(target: Target, timeout: float) -> AsyncEngine:
     except (SQLAlchemyError, ImportError, OSError) as e:
         raise target.explain("open it", e) from None
     if target.url.get_backend_name() == "sqlite":
-        _transactions_for_sqlite(engine)
+        _transactions_for_sqlite(engine, timeout)
     return engine
 
 
@@ -132,7 +134,16 @@ def read_only(engine: AsyncEngine) -> AsyncEngine:
     return engine.execution_options(**{_READ_ONLY: True})
 
 
-def _transactions_for_sqlite(engine: AsyncEngine) -> None:
+def waiting(engine: AsyncEngine, seconds: float) -> AsyncEngine:
+    """The same engine (same pool) for a SQLite transaction that waits up to ``seconds`` for the write lock, instead
+    of the store's timeout: a holder may keep it longer than the store's usual transactions (an OAuth refresh).
+
+    PostgreSQL takes its row locks inside the transaction: set the transaction's ``lock_timeout`` there.
+    """
+    return engine.execution_options(**{_LOCK_WAIT: seconds})
+
+
+def _transactions_for_sqlite(engine: AsyncEngine, timeout: float) -> None:
     """Take SQLite's write lock when a writing transaction begins, and keep DDL inside it.
 
     The sqlite3 module begins transactions lazily and commits before DDL, so a migration could stop half done,
@@ -150,8 +161,15 @@ def _transactions_for_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _begin(connection: Any) -> None:
-        read = connection.get_execution_options().get(_READ_ONLY, False)
-        connection.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+        options = connection.get_execution_options()
+        # The busy timeout belongs to the connection (the pool reuses it): set it for this transaction when it
+        # differs from what the connection has now, so a longer wait never outlives the transaction that asked.
+        busy_ms = int(options.get(_LOCK_WAIT, timeout) * 1000)
+        info = connection.connection.info
+        if info.get(_LOCK_WAIT) != busy_ms:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout = {busy_ms}")
+            info[_LOCK_WAIT] = busy_ms
+        connection.exec_driver_sql("BEGIN" if options.get(_READ_ONLY, False) else "BEGIN IMMEDIATE")
 
 
 def _private_file(file: Path) -> None:

@@ -23,13 +23,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from sqlalchemy import Table, delete, insert, select, text, update
+from sqlalchemy import Table, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from onetool.errors import LostRace, ServerExists, StateError
-from onetool.state._engine import Target, create_engine, read_only
+from onetool.state._engine import Target, create_engine, read_only, waiting
 from onetool.state._migrate import upgrade
 from onetool.state._models import approved_tools, audit_log, changes, conversions, oauth_tokens, overrides, servers
 from onetool.state.fingerprint import canonical_json, fingerprint_of
@@ -43,6 +43,9 @@ DEFAULT_TIMEOUT = 5.0
 
 CHANNEL = "onetool_changes"
 """The PostgreSQL notification channel: every write that bumps the change counter notifies it on commit."""
+
+_DB_ERRORS = (SQLAlchemyError, OSError, TimeoutError)
+"""What a database failure raises (the driver, the socket, a wait that ran out): each becomes a StateError."""
 
 
 @dataclass(frozen=True)
@@ -339,14 +342,41 @@ class StateStore:
             return row.record if row is not None else None
 
     async def save_oauth_record(self, server: str, record: str) -> None:
-        """Replace the server's record. Not audited: tokens refresh every few minutes, and the record is secret."""
+        """Replace the server's record. Not audited: tokens refresh every few minutes, and the record is secret.
+
+        Waits (up to the store's timeout) while :meth:`held_oauth_record` holds it elsewhere."""
         async with self._transaction(f"store the OAuth record of '{server}'") as conn:
-            values = {"record": record, "updated_at": _now()}
-            await conn.execute(
-                _insert(conn, oauth_tokens)
-                .values(server=server, **values)
-                .on_conflict_do_update(index_elements=[oauth_tokens.c.server], set_=values)
-            )
+            await _save_oauth(conn, server, record)
+
+    @asynccontextmanager
+    async def held_oauth_record(self, server: str, wait: float) -> AsyncIterator[HeldOAuthRecord]:
+        """The server's OAuth record, held in one transaction until the context exits: every other holder and
+        writer of it, in any process, waits meanwhile. For a token refresh, which must not spend a single-use
+        refresh token twice (replicas).
+
+        PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``); SQLite's writing transaction
+        (``BEGIN IMMEDIATE``) holds the whole file. Either waits at most ``wait`` seconds for another holder, then
+        raises StateError; a holder that died releases at once (its connection, or its file lock, goes with it).
+        What the body raises passes through untouched (it is no failure of the store), and nothing is written then.
+        """
+        doing = f"hold the OAuth record of '{server}'"
+        passing = False
+        try:
+            async with waiting(self._engine, wait).begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    # this transaction's own wait: a holder keeps the row for a whole token request
+                    await conn.execute(select(func.set_config("lock_timeout", f"{int(wait * 1000)}ms", True)))
+                held = HeldOAuthRecord(conn, server, self._target)
+                await held.read()  # on PostgreSQL, this takes the row lock
+                try:
+                    yield held
+                except BaseException:
+                    passing = True
+                    raise
+        except _DB_ERRORS as e:
+            if passing:
+                raise
+            raise self._target.explain(doing, e) from None
 
     async def forget_oauth_record(self, server: str) -> bool:
         """Drop the server's record; False when there was none."""
@@ -390,7 +420,7 @@ class StateStore:
             return
         try:
             conn = await self._engine.connect()
-        except (SQLAlchemyError, OSError, TimeoutError) as e:
+        except _DB_ERRORS as e:
             raise self._target.explain("listen for changes", e) from None
         try:
             driver = (await conn.get_raw_connection()).driver_connection
@@ -399,7 +429,7 @@ class StateStore:
         except BaseException as e:
             with anyio.CancelScope(shield=True):
                 await conn.invalidate()
-            if isinstance(e, SQLAlchemyError | OSError | TimeoutError):
+            if isinstance(e, _DB_ERRORS):
                 raise self._target.explain("listen for changes", e) from None
             raise
         try:
@@ -450,8 +480,34 @@ class StateStore:
                 yield conn
         except StateError:
             raise
-        except (SQLAlchemyError, OSError, TimeoutError) as e:
+        except _DB_ERRORS as e:
             raise self._target.explain(doing, e) from None
+
+
+class HeldOAuthRecord:
+    """One server's OAuth record inside :meth:`StateStore.held_oauth_record`: read and replaced in that transaction,
+    so no other holder comes between the two."""
+
+    def __init__(self, conn: AsyncConnection, server: str, target: Target) -> None:
+        self._conn = conn
+        self._server = server
+        self._target = target
+
+    async def read(self) -> str | None:
+        """The record as stored now (a fresh read each time)."""
+        query = select(oauth_tokens.c.record).where(oauth_tokens.c.server == self._server).with_for_update()
+        try:
+            row = (await self._conn.execute(query)).first()
+        except _DB_ERRORS as e:
+            raise self._target.explain(f"read the OAuth record of '{self._server}'", e) from None
+        return row.record if row is not None else None
+
+    async def write(self, record: str) -> None:
+        """Replace the record; it is stored when the holding context exits without an error."""
+        try:
+            await _save_oauth(self._conn, self._server, record)
+        except _DB_ERRORS as e:
+            raise self._target.explain(f"store the OAuth record of '{self._server}'", e) from None
 
 
 def _now() -> datetime:
@@ -535,6 +591,15 @@ async def _approve(conn: AsyncConnection, server: str, tools: Iterable[Tool], ac
         ],
     )
     return names
+
+
+async def _save_oauth(conn: AsyncConnection, server: str, record: str) -> None:
+    values = {"record": record, "updated_at": _now()}
+    await conn.execute(
+        _insert(conn, oauth_tokens)
+        .values(server=server, **values)
+        .on_conflict_do_update(index_elements=[oauth_tokens.c.server], set_=values)
+    )
 
 
 async def _forget(conn: AsyncConnection, name: str) -> None:

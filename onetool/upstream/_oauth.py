@@ -45,6 +45,9 @@ class UpstreamAuth:
     def failure(self, statuses: HttpStatuses | None) -> Failure | None:
         """Why the last attempt failed, when it was about authorization; None otherwise."""
         problem = self.provider.problem
+        if (refresh := self.provider.refresh_problem) is not None:
+            # for now: the stored login stands, and the next attempt refreshes again
+            return Failure(f"OAuth token refresh failed: {refresh}", detail=refresh.detail)
         if self.provider.authorization_required:
             return Failure(
                 f"authorization required: {problem}",

@@ -53,7 +53,7 @@ def replicas(
     http: dict[str, Any] | None = None,
 ) -> Iterator[list[Replica]]:
     """``count`` gateways on the store at ``state_url``, each serving `fx` (the fault fixture server) and
-    ``servers``, with ``http`` added to their http section."""
+    ``servers`` (which may replace `fx`), with ``http`` added to their http section."""
     config = {
         "servers": {"fx": fx_spec(), **(servers or {})},
         "state": {"url": state_url},

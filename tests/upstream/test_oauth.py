@@ -11,7 +11,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,19 +59,22 @@ class OAuthServer:
         return httpx2.request(method, f"{self.base}/fixture/{path}").json()
 
 
+@contextmanager
+def oauth_server(*flags: str) -> Iterator[OAuthServer]:
+    """The fixture server (tests/fixtures/oauth_server.py, access tokens living TTL seconds) while inside."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags])
+    try:
+        wait_for_port(port)
+        yield OAuthServer(port)
+    finally:
+        stop(proc, 5)
+
+
 @pytest.fixture
 def start_server() -> Iterator[Callable[..., OAuthServer]]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(*flags: str) -> OAuthServer:
-        port = free_port()
-        procs.append(subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags]))
-        wait_for_port(port)
-        return OAuthServer(port)
-
-    yield start
-    for proc in procs:
-        stop(proc, 5)
+    with ExitStack() as started:
+        yield lambda *flags: started.enter_context(oauth_server(*flags))
 
 
 @pytest.fixture
@@ -179,7 +182,8 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
     assert record.url == server.url and record.tokens.refresh_token
     assert stat.S_IMODE(store.folder.stat().st_mode) == 0o700
     assert stat.S_IMODE((store.folder / "fx.json").stat().st_mode) == 0o600
-    assert [p.name for p in store.folder.iterdir()] == ["fx.json"]  # no temporary file left behind
+    assert stat.S_IMODE((store.folder / "fx.lock").stat().st_mode) == 0o600  # what refreshes lock; empty
+    assert sorted(p.name for p in store.folder.iterdir()) == ["fx.json", "fx.lock"]  # no temporary file left behind
 
     async with pool_of({"fx": code_config(server)}, store) as pool:
         status = pool.server_status("fx")
@@ -213,17 +217,19 @@ async def test_a_refused_refresh_turns_the_server_to_pending_authorization(
         with pytest.raises(UpstreamUnavailable) as caught:
             await pool.call("fx", "add", {"a": 1, "b": 2})
         status = pool.server_status("fx")
-    reason = "authorization required: the token refresh was refused (HTTP 400 invalid_grant)"
+    cause = "invalid_grant: refresh token does not exist"  # the fixture's (the SDK's) error_description
+    reason = f"authorization required: the authorization server refused the stored refresh token ({cause})"
     assert str(caught.value) == f"server 'fx' is unavailable: {reason}; run `onetool auth fx`"
     assert (status.oauth_status, status.error, status.fix) == ("pending_authorization", reason, "run `onetool auth fx`")
     record = await store.load("fx")
     assert record is not None and record.tokens is None and record.client is not None  # registration kept
+    assert record.refused == cause  # for every process sharing the record to report
     # Stored credentials stopped working: an ERROR, once, with what to do; the refusal itself is a refresh event.
     assert oauth_reports(log_records) == [
         ("INFO", "server 'fx': OAuth authenticated"),
         ("ERROR", f"server 'fx': {reason}; run `onetool auth fx`"),
     ]
-    assert levels(log_records, "the OAuth token refresh was refused (HTTP 400 invalid_grant)") == ["DEBUG"]
+    assert levels(log_records, f"the OAuth token refresh was refused ({cause})") == ["DEBUG"]
 
 
 async def test_a_connect_reads_the_stored_record_once_and_the_next_attempt_reads_it_again(
