@@ -5,8 +5,11 @@ queued without waiting, so a slow or vanished client never holds up the run or a
 and one task sends them in order (started with the first report, in a task group the gateway owns: most runs
 report nothing and cost nothing); when the queue is full, reports are dropped. Progress notifications of one
 run are at most PROGRESS_RATE a second and their ``progress`` value always increases, as the spec requires,
-even when the snippet's own reports and several upstream calls interleave. A run receives the log messages of
-each upstream it has called, from its first call there until the run ends, at or above the client's level.
+even when the snippet's own reports and several upstream calls interleave: a report that does not increase it is
+dropped, and numbers are passed on as they came (3 of 3, never 3.0000000000000004 of None). The latest report the
+rate held back, unless a later one went out, is sent before the run's result: the last step is never lost. A run
+receives the log messages of each upstream it has called, from its first call there until the run ends, at or
+above the client's level.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Relay:
         self._closed = False
         self._last = -math.inf
         self._ration = Ration(PROGRESS_RATE)
+        self._held: Report | None = None  # the latest progress report the rate held back
         self._followed: dict[str, Callable[[], None]] = {}
         self._logs = 0
 
@@ -81,6 +85,8 @@ class Relay:
     async def __aexit__(self, *exc: object) -> None:
         """Stop following upstream logs; what is queued goes out before the result, unless the client does not
         read it within FLUSH_TIMEOUT."""
+        if self._held is not None:
+            self._put(self._held)
         self._closed = True
         for stop in self._followed.values():
             stop()
@@ -95,7 +101,7 @@ class Relay:
 
     # ----- progress ------------------------------------------------------------------------
 
-    def snippet_progress(self, done: float, total: float | None, message: str | None) -> None:
+    def snippet_progress(self, done: int | float, total: int | float | None, message: str | None) -> None:
         """The snippet's progress(), already checked and cut by the sandbox."""
         self._progress(done, total, message)
 
@@ -111,15 +117,16 @@ class Relay:
 
         return forward
 
-    def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        if not self._client.wants_progress or not self._ration.take(anyio.current_time()):
+    def _progress(self, progress: int | float, total: int | float | None, message: str | None) -> None:
+        if not self._client.wants_progress or progress <= self._last:
             return
-        if progress <= self._last:
-            progress = math.nextafter(self._last, math.inf)
-            if total is not None and total < progress:
-                total = None
         self._last = progress
-        self._put(partial(self._client.progress, progress, total, message))
+        report = partial(self._client.progress, progress, total, message)
+        if self._ration.take(anyio.current_time()):
+            self._held = None
+            self._put(report)
+        else:
+            self._held = report
 
     # ----- logs ----------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 __all__ = [
     "MAX_CALL_ID",
     "MAX_DEPTH",
+    "MAX_EXACT_INT",
     "MAX_IN_FLIGHT",
     "MAX_NAME",
     "MAX_PROGRESS_MESSAGE",
@@ -79,7 +80,8 @@ class Ration:
         return True
 
 
-_MAX_EXACT_INT = 2**53
+MAX_EXACT_INT = 2**53
+"""The largest int a float holds exactly: a progress number past it is refused, as JSON decoders may round it."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -133,8 +135,8 @@ class Call:
 class Progress:
     """The snippet's own progress report (progress(done, total, message)); it gets no reply."""
 
-    done: float
-    total: float | None
+    done: int | float
+    total: int | float | None
     message: str | None
 
 
@@ -221,7 +223,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
             and (text is None or isinstance(text, str))
         ):
             message_text = None if text is None else one_line(text, MAX_PROGRESS_MESSAGE) or None
-            return Progress(float(done), None if total is None else float(total), message_text)
+            return Progress(done, total, message_text)  # an int stays an int: a client shows 3 of 3
     elif op == "sites":
         sites = message.get("sites")
         if (
@@ -262,7 +264,7 @@ def _is_number(value: Any) -> bool:
     """A finite float, or an int a float holds (decoding turned NaN and infinities into strings; bool is no
     number here)."""
     if type(value) is int:
-        return abs(value) <= _MAX_EXACT_INT
+        return abs(value) <= MAX_EXACT_INT
     return type(value) is float and math.isfinite(value)
 
 

@@ -160,6 +160,7 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the snippet ends, the worker reports
         error = describe(exc, lines, limits)
         del exc
+    session.send_progress(force=True)  # the last step the rate held back
     for limit_error in (session.limit_error, output.limit_error):
         if limit_error is not None:
             error = describe(limit_error, lines, limits)

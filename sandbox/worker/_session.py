@@ -17,7 +17,7 @@ from typing import Any
 
 from sandbox.protocol.channel import ProtocolError, encode
 from sandbox.protocol.errors import TOOL_ERRORS, LimitError, ToolError
-from sandbox.protocol.messages import MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
+from sandbox.protocol.messages import MAX_EXACT_INT, MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._jsonable import TooDeep, text_of, to_json
 from sandbox.worker._record import Record
@@ -96,6 +96,7 @@ class Session:
         self._next_id = 0
         self._recording: list[Pending] | None = None
         self._progress_sent = -math.inf
+        self._progress_held: dict[str, Any] | None = None  # the latest report the rate held back
 
     def call(self, pack: str, tool: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         pending = self._prepare(pack, tool, args, kwargs)
@@ -103,6 +104,7 @@ class Session:
             self._recording.append(pending)
             return pending
         self._reserve(1)
+        self.send_progress(force=False)  # a step held back is shown while the call runs
         self.channel.send(pending._request)
         outcome = _outcome(self.channel.receive(Record))
         if isinstance(outcome, BaseException):
@@ -139,7 +141,9 @@ class Session:
         return outcomes
 
     def progress(self, done: Any, total: Any = None, message: Any = None) -> None:
-        """Report progress to the client that asked for the run; at most PROGRESS_RATE a second get through."""
+        """Report progress to the client that asked for the run; at most PROGRESS_RATE a second get through. One
+        the rate holds back goes out with the next pack call the rate allows, or at the end of the run: the last
+        step (3 of 3) is never lost."""
         report = {
             "op": "progress",
             "done": _progress_number("done", done),
@@ -150,10 +154,16 @@ class Session:
             if not isinstance(message, str):
                 raise TypeError(f"progress() message must be a str, not {type(message).__name__}")
             report["message"] = text_of(message)[:MAX_PROGRESS_MESSAGE]
+        self._progress_held = report
+        self.send_progress(force=False)
+
+    def send_progress(self, *, force: bool) -> None:
+        """Send the report held back, if any, when the rate allows it or ``force`` (the run ends)."""
         now = time.monotonic()
-        if now - self._progress_sent < 1 / PROGRESS_RATE:
+        if self._progress_held is None or (not force and now - self._progress_sent < 1 / PROGRESS_RATE):
             return
         self._progress_sent = now
+        report, self._progress_held = self._progress_held, None
         self.channel.send(report)
 
     def _prepare(self, pack: str, tool: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pending:
@@ -227,13 +237,15 @@ def _check_late_binding(calls: Sequence[Any], pendings: list[Pending]) -> None:
             )
 
 
-def _progress_number(name: str, value: Any) -> float:
+def _progress_number(name: str, value: Any) -> int | float:
+    """The number as JSON carries it: an int stays an int (a client shows 3 of 3, not 3.0), a float a float."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"progress() {name} must be a number, not {type(value).__name__}")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
+    if isinstance(value, int):
+        if abs(value) > MAX_EXACT_INT:
+            raise ValueError(f"progress() {name} must be at most {MAX_EXACT_INT} in magnitude")
+        return int(value)  # an int subclass's own methods never reach the channel
+    number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"progress() {name} must be a finite number")
     return number

@@ -94,6 +94,28 @@ async def test_snippet_progress_reaches_the_client_as_one_line(gateway: ServedGa
     assert seen.progress_notifications == 3  # what the no-token test below counts on
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_last_step_arrives_however_fast_the_steps_come(gateway: ServedGateway, mode: str) -> None:
+    # Twenty steps at once: the rate lets a few through, and the last one is never among those it holds back.
+    result, seen = await call_run(gateway, "for i in range(20):\n    progress(i + 1, 20)\n'done'", mode)
+    assert result.structured_content == {"result": "done"}, text_of(result)
+    assert 1 < len(seen.progress) < 20, seen.progress
+    assert seen.progress[-1] == (20, 20, None)
+    assert all(total == 20 and progress == int(progress) for progress, total, _ in seen.progress), seen.progress
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_report_that_would_not_increase_progress_is_dropped_not_nudged(
+    gateway: ServedGateway, mode: str
+) -> None:
+    # The upstream's own 1/2 and 2/2 come after the snippet said 5 of 10: they would go backwards.
+    upstream = "brave.trigger_long_running_operation(duration=0.4, steps=2)"
+    code = f"progress(5, 10)\n{upstream}\nprogress(5, 10)\nprogress(10, 10)"
+    result, seen = await call_run(gateway, code, mode)
+    assert not result.is_error, text_of(result)
+    assert [(p, t) for p, t, _ in seen.progress] == [(5, 10), (10, 10)]
+
+
 async def test_without_a_progress_token_nothing_is_sent_and_the_run_works(gateway: ServedGateway) -> None:
     code = "progress(1, 2, 'half')\nbrave.trigger_long_running_operation(duration=0.3, steps=2)\nprogress(2, 2)\n7"
     result, seen = await call_run(gateway, code, "legacy", progress=False)
