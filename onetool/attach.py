@@ -11,6 +11,8 @@ import http.client
 import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,32 +41,59 @@ class Target:
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Send one admin request (as the CLI); its JSON answer, or AttachError / NotRunning."""
+        with self._exchange(method, path, body) as response:
+            try:
+                raw = response.read()
+            except OSError as e:
+                raise AttachError(f"the gateway at {self.origin} did not answer: {e}", 0) from None
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
+
+    def lines(self, method: str, path: str, body: dict[str, Any] | None = None) -> Iterator[Any]:
+        """Send one admin request whose answer is NDJSON (``POST /admin/run`` with progress); each line's JSON as
+        it arrives."""
+        with self._exchange(method, path, body) as response:
+            try:
+                while line := response.readline():
+                    yield json.loads(line)
+            except (OSError, http.client.HTTPException) as e:
+                raise AttachError(f"the gateway at {self.origin} stopped answering: {e}", 0) from None
+
+    @contextmanager
+    def _exchange(self, method: str, path: str, body: dict[str, Any] | None) -> Iterator[http.client.HTTPResponse]:
+        """The response to one admin request, its status checked: AttachError for 400 and above, NotRunning when
+        nothing listens."""
         parts = urlsplit(self.origin)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         conn = kind(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
         payload = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", ACTOR_HEADER: "cli", "Content-Type": "application/json"}
         try:
-            conn.request(method, path, body=payload, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
-        except (ConnectionRefusedError, socket.gaierror) as e:
-            raise NotRunning(f"no gateway answers at {self.origin}: {e}") from None
-        except OSError as e:
-            raise AttachError(f"the gateway at {self.origin} did not answer: {e}", 0) from None
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+                response = conn.getresponse()
+            except (ConnectionRefusedError, socket.gaierror) as e:
+                raise NotRunning(f"no gateway answers at {self.origin}: {e}") from None
+            except OSError as e:
+                raise AttachError(f"the gateway at {self.origin} did not answer: {e}", 0) from None
+            if response.status >= 400:
+                raise AttachError(_failure(response.read()), response.status)
+            yield response
         finally:
             conn.close()
-        try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
-            data = None
-        if response.status >= 400:
-            if isinstance(data, dict):
-                message = data.get("error_description") or data.get("error") or raw.decode(errors="replace")
-            else:
-                message = raw.decode(errors="replace")
-            raise AttachError(str(message), response.status)
-        return data
+
+
+def _failure(raw: bytes) -> str:
+    """What an admin API error answer says."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        return str(data.get("error_description") or data.get("error") or raw.decode(errors="replace"))
+    return raw.decode(errors="replace")
 
 
 def server_path(name: str, action: str | None = None) -> str:

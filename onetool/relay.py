@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from onetool.upstream import UpstreamPool
     from onetool.upstream.connection import ProgressCallback
 
-__all__ = ["MAX_LOGS", "MAX_LOG_TEXT", "Relay", "RunClient"]
+__all__ = ["MAX_LOGS", "MAX_LOG_TEXT", "ProgressClient", "Relay", "RunClient"]
 
 QUEUE = 64
 """Reports waiting for a slow client; more are dropped."""
@@ -56,6 +56,25 @@ class RunClient(Protocol):
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
     async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None: ...
+
+
+class ProgressClient:
+    """A :class:`RunClient` that takes only the run's progress, handing each report to ``report`` (``onetool run``'s
+    progress line, the NDJSON lines of ``POST /admin/run``); no log messages."""
+
+    wants_progress = True
+
+    def __init__(self, report: Callable[[float, float | None, str | None], Awaitable[None]]) -> None:
+        self._report = report
+
+    def wants_log(self, level: LoggingLevel) -> bool:
+        return False
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._report(progress, total, message)
+
+    async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None:
+        """Never called: it wants no log messages."""
 
 
 Report = Callable[[], Awaitable[None]]

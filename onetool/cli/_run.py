@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from onetool.attach import Target
     from onetool.config import Config
 
 from onetool.cli._common import EXIT_USAGE, attach_failed, locate, print_result, setup
+from onetool.cli._progress import ProgressLine
+from onetool.errors import AttachError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
-    from onetool.errors import AttachError, NotRunning
+    from onetool.errors import NotRunning
 
     try:
         target = locate(args)
         if target is not None:
-            return print_result(target.request("POST", "/admin/run", {"code": code}), as_json=args.json)
+            return print_result(_attached_run(target, code), as_json=args.json)
     except NotRunning:
         pass  # a stale discovery file: run here instead
     except AttachError as e:
@@ -52,9 +55,33 @@ def _read_code(args: argparse.Namespace) -> str | None:
         return None
 
 
+def _attached_run(target: Target, code: str) -> dict[str, Any]:
+    """The run on the gateway at ``target``, its progress on a line of the terminal (if stderr is one)."""
+    if not ProgressLine.wanted():
+        return dict(target.request("POST", "/admin/run", {"code": code}))
+    line = ProgressLine()
+    try:
+        for item in target.lines("POST", "/admin/run", {"code": code, "progress": True}):
+            if "result" in item:
+                return dict(item["result"])
+            line.show(item["progress"], item["total"], item["message"])
+    finally:
+        line.clear()
+    raise AttachError(f"the gateway at {target.origin} ended the run's answer before its result", 0)
+
+
 async def _run(config: Config, code: str, as_json: bool) -> int:
     from onetool.gateway import Gateway
+    from onetool.relay import ProgressClient
+
+    line = ProgressLine()
+
+    async def show(progress: float, total: float | None, message: str | None) -> None:
+        line.show(progress, total, message)
 
     async with Gateway(config, warm_workers=1) as gateway:
-        result = await gateway.run(code)
+        try:
+            result = await gateway.run(code, ProgressClient(show) if ProgressLine.wanted() else None)
+        finally:
+            line.clear()
     return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True), as_json=as_json)

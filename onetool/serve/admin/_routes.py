@@ -9,7 +9,9 @@
                                            convert (serve a stdio server through the bridge), revert
     GET    /admin/held                     every held tool, for review
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints;
-                                           drained on SIGTERM like a tool call)
+                                           drained on SIGTERM like a tool call); with "progress": true, NDJSON
+                                           lines instead: {"progress", "total", "message"} as the run reports
+                                           them, then {"result": the CallToolResult}
     POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
@@ -27,10 +29,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
+from starlette.types import Receive, Scope, Send
 
 from onetool.errors import ControlError, StateError
+from onetool.relay import ProgressClient
 from onetool.serve._drain import drained
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
@@ -47,12 +51,14 @@ _ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "convert", 
 Handler = Callable[[Request], Awaitable[Any]]
 
 
-def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[JSONResponse]]:
-    """One place that turns a handler's value or failure into the API's JSON."""
+def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+    """One place that turns a handler's value or failure into the API's JSON (a Response it returns goes as it
+    is)."""
 
-    async def endpoint(request: Request) -> JSONResponse:
+    async def endpoint(request: Request) -> Response:
         try:
-            return JSONResponse(await handler(request), status_code=status)
+            answer = await handler(request)
+            return answer if isinstance(answer, Response) else JSONResponse(answer, status_code=status)
         except ControlError as e:
             body: dict[str, Any] = {"error": str(e)}
             if e.status == 409 and e.current is not None:
@@ -132,9 +138,12 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         return {"held": [h.to_dict() for h in control.held()]}
 
     async def run(request: Request) -> Any:
-        code = (await _body(request)).get("code")
+        body = await _body(request)
+        code = body.get("code")
         if not isinstance(code, str):
             raise ControlError('expected {"code": "..."}')
+        if body.get("progress") is True:
+            return _ReportedRun(gateway, code)
         # Drained like a tool call: `onetool run` gets the run's result, or an error result that says why not.
         result = await drained(gateway.drain, None, lambda: gateway.run(code))
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -152,3 +161,29 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         ]
     )
     return Routes([Mount("/admin", app=BearerGuard(router, admin_token))])
+
+
+class _ReportedRun(Response):
+    """``POST /admin/run`` with ``"progress": true``: the run's progress as NDJSON lines while it runs, then its
+    result. Written here rather than by a streaming generator: the reports come from the run's own sender task, one
+    at a time, and the result only after they all went out (the run's relay flushes them first)."""
+
+    media_type = "application/x-ndjson"
+
+    def __init__(self, gateway: Gateway, code: str) -> None:
+        super().__init__()
+        self._gateway, self._code = gateway, code
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        async def line(item: dict[str, Any], more: bool = True) -> None:
+            await send({"type": "http.response.body", "body": (json.dumps(item) + "\n").encode(), "more_body": more})
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            await line({"progress": progress, "total": total, "message": message})
+
+        client = ProgressClient(report)
+        result = await drained(self._gateway.drain, None, lambda: self._gateway.run(self._code, client))
+        await line({"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}, more=False)
