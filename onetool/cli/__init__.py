@@ -14,6 +14,7 @@ from onetool.cli._auth import cmd_auth
 from onetool.cli._bridge import cmd_bridge
 from onetool.cli._catalogue import cmd_check, cmd_stubs, cmd_tools
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from onetool.cli._completion import SHELLS, completion_script
 from onetool.cli._importing import cmd_import
 from onetool.cli._logs import cmd_logs
 from onetool.cli._run import cmd_run
@@ -118,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     stubs.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
     stubs.set_defaults(func=cmd_stubs)
 
+    completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
+    completion.add_argument("shell", choices=SHELLS)
+    completion.set_defaults(func=_cmd_completion)
+
     check = sub.add_parser("check", parents=[common], help="validate the config and try each server")
     check.set_defaults(func=cmd_check)
 
@@ -209,6 +214,11 @@ def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway"
         "--token", metavar="TOKEN", help="its admin token (default: from the discovery file, else $ONETOOL_ADMIN_TOKEN)"
     )
     return remote
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    print(completion_script(args.shell, build_parser()), end="")
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
