@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 NODE_SERVERS := tests/node_modules/.package-lock.json
+WHEELHOUSE := .wheels/.built
+DIST   ?= dist
 PORT   ?= 8765
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test bench lint clean wheel
 
 install: $(VENV)/.installed $(NODE_SERVERS)
 
@@ -16,6 +18,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The wheels of OneTool's dependencies (and pip), for the test that installs the built wheel with pipx offline.
+$(WHEELHOUSE): pyproject.toml $(VENV)/.installed
+	$(BIN)/pip wheel --quiet --wheel-dir .wheels . pip
+	touch $@
+
+# OneTool as a wheel, to install without a clone: pipx install dist/onetool-*.whl (or uv tool install).
+wheel: $(VENV)/.installed
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(DIST) .
+
 $(NODE_SERVERS): tests/package.json tests/package-lock.json
 	cd tests && npm ci --no-audit --no-fund --loglevel=error
 
@@ -23,7 +34,7 @@ $(NODE_SERVERS): tests/package.json tests/package-lock.json
 run: install
 	$(BIN)/onetool serve --http --port $(PORT) --config onetool.yaml
 
-test: install
+test: install $(WHEELHOUSE)
 	$(BIN)/ruff check .
 	$(BIN)/mypy onetool sandbox
 	$(BIN)/lint-imports --no-cache
@@ -39,4 +50,4 @@ lint: install
 	$(BIN)/lint-imports --no-cache
 
 clean:
-	rm -rf $(VENV) tests/node_modules
+	rm -rf $(VENV) tests/node_modules .wheels dist

@@ -81,7 +81,9 @@ def test_fish_offers_the_same(tmp_path: Path) -> None:
     (tmp_path / "onetool.fish").write_text(script("fish"))
 
     def offered(line: str) -> list[str]:
-        return [row.split("\t")[0] for row in run_shell("fish", f"source ./onetool.fish; complete -C '{line}'", tmp_path)]
+        return [
+            row.split("\t")[0] for row in run_shell("fish", f"source ./onetool.fish; complete -C '{line}'", tmp_path)
+        ]
 
     assert sorted(w for w in offered("onetool ") if not w.startswith("-")) == commands()
     assert offered("onetool servers ap") == ["approve"]
