@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shlex
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_OK, attach_failed, count, print_table, setup, with_pool
+from onetool.cli._common import EXIT_OK, EXIT_USAGE, attach_failed, count, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
 
 _STDIO_KEYS = ("command", "args", "env", "cwd")
@@ -28,18 +29,23 @@ def cmd_servers(args: argparse.Namespace) -> int:
     from onetool.errors import AttachError, NotRunning
 
     action = args.action or "list"
+    entry = _entry(args) if action in ("add", "edit") else None
+    if action == "edit" and not entry:
+        what = "give an option (--timeout 30, --env K=V ...) or -- COMMAND [ARGS...]"
+        print(f"onetool servers edit: nothing to change: {what}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         target = attach.find(args.gateway_url, args.token)
         if target is not None:
-            return _servers_attached(target, action, args)
+            return _servers_attached(target, action, args, entry)
     except NotRunning:
         pass  # a stale discovery file: no gateway runs
     except AttachError as e:
         return attach_failed("servers", e)
-    return _servers_here(action, args)
+    return _servers_here(action, args, entry)
 
 
-def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> int:
+def _servers_attached(target: Target, action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
     from onetool.attach import server_path
 
     if action == "list":
@@ -47,9 +53,9 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> 
     elif action == "show":
         _print_report(target.request("GET", server_path(args.name)), args.json)
     elif action == "add":
-        _print_view(target.request("POST", "/admin/servers", {"name": args.name, "spec": _entry(args)}), args.json)
+        _print_view(target.request("POST", "/admin/servers", {"name": args.name, "spec": entry}), args.json)
     elif action == "edit":
-        _print_view(target.request("PATCH", server_path(args.name), _entry(args)), args.json)
+        _print_view(target.request("PATCH", server_path(args.name), entry), args.json)
     elif action == "remove":
         removed = target.request("DELETE", server_path(args.name))
         print(json.dumps(removed) if args.json else f"removed server '{args.name}'")
@@ -59,7 +65,7 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> 
     return EXIT_OK
 
 
-def _servers_here(action: str, args: argparse.Namespace) -> int:
+def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
     """No gateway runs: connect the servers here to show them, or record a change in the state store."""
     import anyio
 
@@ -81,7 +87,6 @@ def _servers_here(action: str, args: argparse.Namespace) -> int:
             return attach_failed("servers", e)
         return EXIT_OK
     try:
-        entry = _entry(args) if action in ("add", "edit") else None
         done = anyio.run(change_offline, config, action, args.name, entry)
     except ControlError as e:
         return attach_failed("servers", e)

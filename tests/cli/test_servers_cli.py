@@ -214,3 +214,12 @@ def test_a_wrong_add_says_what_to_type(tmp_path: Path, args: list[str], message:
     proc = cli("servers", "add", "x", *args, "--config", str(write_config(tmp_path, {})))
     assert proc.returncode == 2 and proc.stdout == ""
     assert message in proc.stderr, proc.stderr
+
+
+def test_an_edit_that_gives_nothing_to_change_says_so(tmp_path: Path) -> None:
+    proc = cli("servers", "edit", "x", "--config", str(write_config(tmp_path, {})))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "onetool servers edit: nothing to change: give an option (--timeout 30, --env K=V ...) or "
+        "-- COMMAND [ARGS...]\n"
+    )
