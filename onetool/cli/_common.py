@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | None = None) -> Config:
     """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``). Given
-    ``warnings``, every WARNING logged from now on is also added to it (`onetool check` shows them all)."""
+    ``warnings``, every WARNING logged from now on is also added to it (`onetool check` shows them all), but
+    LogSpan records: a failed connect is its server's own line in what `check` prints."""
     from onetool.config import find_config, load_config
     from onetool.logs import logger, setup_logging
 
@@ -30,7 +31,7 @@ def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | No
     def log_to(file: str | os.PathLike[str] | None, **rotate: Any) -> None:
         setup_logging(level, file, **rotate)
         if warnings is not None:
-            logger.add(lambda m: warnings.append(m.record["message"]), level="WARNING", filter=_only("WARNING"))
+            logger.add(lambda m: warnings.append(m.record["message"]), level="WARNING", filter=_warning)
 
     # Loading may warn (client settings a converted mcpServers file drops): those go where the options say; the
     # config's own log settings apply from then on.
@@ -40,8 +41,8 @@ def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | No
     return config
 
 
-def _only(level: str) -> Callable[[Any], bool]:
-    return lambda record: bool(record["level"].name == level)
+def _warning(record: Any) -> bool:
+    return bool(record["level"].name == "WARNING" and "span" not in record["extra"])
 
 
 def count(n: int, noun: str) -> str:

@@ -134,7 +134,9 @@ def test_tools_of_one_server(config: Path) -> None:
 def test_check_reports_each_server(config: Path) -> None:
     proc = onetool("check", "--config", str(config))
     assert proc.returncode == 1  # broken-server fails
-    assert "ok      time" in proc.stdout and "FAILED  broken-server" in proc.stdout
+    assert "ok      time: 2 tools (stdio, protocol 2026-07-28)" in proc.stdout
+    assert "  FAILED  broken-server: command not found: mcp-server (searched PATH and " in proc.stdout
+    assert "warning" not in proc.stdout  # its failed connect is its own line, not a warning as well
 
 
 def test_check_config_error(tmp_path: Path) -> None:
