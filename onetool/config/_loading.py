@@ -89,10 +89,7 @@ def _expand_servers(
             continue
         if _enabled(expanded[name]):
             loc, var = missing[0]
-            raise ConfigError(
-                f"{path}: {_dotted(where(loc))}: environment variable {var} is not set (set it, write "
-                f"${{{var}:-default}}, or disable server '{name}')"
-            )
+            raise _unset(path, where(loc), var, server=str(name))
         unset[str(name)] = tuple(dict.fromkeys(var for _, var in missing))
         for loc, var in missing:
             logger.warning(
@@ -209,12 +206,17 @@ def _expand(
         if missing is not None:
             missing.append((at, var))
             return m.group(0)
-        raise ConfigError(
-            f"{path}: {_dotted(where(at))}: environment variable {var} is not set "
-            f"(set it, or write ${{{var}:-default}})"
-        )
+        raise _unset(path, where(at), var)
 
     return _VAR.sub(sub, value)
+
+
+def _unset(path: Path, loc: Loc, var: str, server: str | None = None) -> ConfigError:
+    """An unset variable without a default, where it is used, and the ways out (for a server: disabling it)."""
+    ways = ["set it", f"write ${{{var}:-default}}", *([f"disable server '{server}'"] if server else [])]
+    return ConfigError(
+        f"{path}: {_dotted(loc)}: environment variable {var} is not set ({', '.join(ways[:-1])}, or {ways[-1]})"
+    )
 
 
 def _describe(path: Path, error: ValidationError, where: Callable[[Loc], Loc]) -> str:
