@@ -24,6 +24,18 @@ from onetool.cli._status import cmd_status
 
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
+SERVER_ENTRY_ACTIONS = {
+    "add": ("add a server (kept in the state store)", "(-- COMMAND [ARGS...] | --url URL)"),
+    "edit": (
+        "change a server added at run time: only what the options give (a running one restarts with it)",
+        "[-- COMMAND [ARGS...] | --url URL]",
+    ),
+}
+SERVER_ENTRY_HELP = (
+    "A stdio server's command and its arguments come last, after --, so that options of its own (-y) stay its "
+    "own: onetool servers add wix --env WIX_TOKEN=... -- npx -y @wix/mcp. An HTTP server takes --url instead. "
+    "Checked as a config entry is."
+)
 SERVER_ACTIONS = {
     "remove": "remove a server added at run time",
     "enable": "enable a server",
@@ -49,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"onetool {__version__}")
     common, remote = _common_options(None), _remote_options(None)
     # Under `servers ACTION` too, where a default would overwrite what was given before ACTION.
-    later = [_common_options(argparse.SUPPRESS), _remote_options(argparse.SUPPRESS)]
-    later_add = [later[0], _remote_options(argparse.SUPPRESS, ("--gateway",))]
+    later = [_common_options(argparse.SUPPRESS), _remote_options(argparse.SUPPRESS), _json_option(argparse.SUPPRESS)]
+    later_entry = [later[0], _remote_options(argparse.SUPPRESS, ("--gateway",)), later[2]]
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", parents=[common], help="serve MCP over stdio (default) or streamable HTTP")
@@ -83,25 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     servers = sub.add_parser(
-        "servers", parents=[common, remote], help="show or change the servers (of the running gateway, if any)"
+        "servers",
+        parents=[common, remote, _json_option(None)],
+        help="show or change the servers (of the running gateway, if any)",
     )
-    servers.add_argument("--json", action="store_true", help="print JSON")
     servers.set_defaults(func=cmd_servers)
     actions = servers.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser(
         "show", parents=later, help="one server: its tools, held changes, last error, last stderr lines"
     )
     show.add_argument("name")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    add = actions.add_parser("add", parents=later_add, help="add a server (kept in the state store)")
-    add.add_argument("name")
-    kind = add.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--command", help="a stdio server: the command to start")
-    kind.add_argument("--url", dest="server_url", metavar="URL", help="an HTTP server: its URL")
-    add.add_argument("--arg", action="append", default=[], help="an argument of --command (repeat)")
-    add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
-    add.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
-    add.add_argument("--quarantined", action="store_true", help="show none of its tools until approved")
+    for verb, (summary, what) in SERVER_ENTRY_ACTIONS.items():
+        actions.add_parser(
+            verb,
+            parents=[*later_entry, _entry_options(editing=verb == "edit")],
+            help=summary,
+            usage=f"onetool servers {verb} NAME [options] {what}",
+            description=f"{summary[0].upper()}{summary[1:]}. {SERVER_ENTRY_HELP}",
+        )
     for action, summary in SERVER_ACTIONS.items():
         one = actions.add_parser(action, parents=later, help=summary)
         one.add_argument("name")
@@ -123,7 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=SHELLS)
     completion.set_defaults(func=_cmd_completion)
 
-    check = sub.add_parser("check", parents=[common], help="validate the config and try each server")
+    check = sub.add_parser(
+        "check", parents=[common], help="validate the config (every warning shown) and try each server"
+    )
+    check.add_argument(
+        "--no-connect",
+        action="store_true",
+        help="check the config file and its local packs only: start no server, open no state store",
+    )
     check.set_defaults(func=cmd_check)
 
     logs = sub.add_parser(
@@ -201,8 +219,46 @@ def _common_options(default: Any) -> argparse.ArgumentParser:
     return common
 
 
+def _json_option(default: Any) -> argparse.ArgumentParser:
+    as_json = argparse.ArgumentParser(add_help=False, argument_default=default)
+    as_json.add_argument("--json", action="store_true", help="print JSON")
+    return as_json
+
+
+def _entry_options(*, editing: bool) -> argparse.ArgumentParser:
+    """What `servers add` and `servers edit` take: the keys of one server entry (edit: those to change)."""
+    entry = argparse.ArgumentParser(add_help=False)
+    entry.add_argument("name")
+    entry.set_defaults(argv=[])  # the command line after -- (see _parse)
+    entry.add_argument("--url", dest="server_url", metavar="URL", help="an HTTP server's URL")
+    entry.add_argument(
+        "--type", choices=("stdio", "http", "sse"), help="the transport (default: stdio for a command, http for a URL)"
+    )
+    entry.add_argument("--timeout", type=float, metavar="S", help="seconds per tool call (servers.NAME.timeout)")
+    entry.add_argument("--connect-timeout", type=float, metavar="S", help="seconds to connect and list tools")
+    entry.add_argument("--cwd", metavar="DIR", help="the folder a stdio server runs in")
+    entry.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
+    entry.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
+    if editing:
+        entry.add_argument("--unset-env", action="append", default=[], metavar="K", help="drop a variable (repeat)")
+        entry.add_argument("--unset-header", action="append", default=[], metavar="K", help="drop a header (repeat)")
+    else:
+        entry.add_argument("--quarantined", action="store_true", help="show none of its tools until approved")
+    for gone in ("--command", "--arg"):
+        entry.add_argument(gone, nargs=0, action=_CommandAfterDashes, dest="gone", help=argparse.SUPPRESS)
+    return entry
+
+
+class _CommandAfterDashes(argparse.Action):
+    """The `--command C --arg A` form of earlier versions: `--arg -y` could not work (argparse takes -y for an
+    option), so the command now comes after --; this says so instead of "unrecognized arguments"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+        parser.error(f"{option} is gone: give the command and its arguments last, after --: {parser.usage}")
+
+
 def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway")) -> argparse.ArgumentParser:
-    """How to reach the running gateway. ``servers add`` takes ``--url`` for the server, so only ``--gateway``."""
+    """How to reach the running gateway (``servers add`` and ``edit`` take ``--url`` for the server: ``--gateway``)."""
     remote = argparse.ArgumentParser(add_help=False, argument_default=default)
     remote.add_argument(
         *flags,
@@ -222,7 +278,7 @@ def _cmd_completion(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), sys.argv[1:] if argv is None else argv)
     from onetool.errors import ConfigError, StateError
 
     try:
@@ -233,6 +289,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments; for `servers add|edit ... -- COMMAND ARGS...`, everything after the first -- is the server's
+    command line, as it is: argparse would take its own options (`npx -y`) for onetool's."""
+    args, extra = parser.parse_known_args(argv)
+    action = getattr(args, "action", None) if args.command == "servers" else None
+    if action not in SERVER_ENTRY_ACTIONS:
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")  # as parse_args says it
+        return args
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, extra = parser.parse_known_args(argv[:cut])
+    if extra and extra[0].startswith("-"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # a word where an option belongs: a command given without -- before it
+        parser.error(
+            f"unrecognized arguments: {' '.join(extra)}; a stdio server's command and its arguments go last, after "
+            f"--: onetool servers {action} NAME [options] {SERVER_ENTRY_ACTIONS[action][1]}"
+        )
+    args.argv = argv[cut + 1 :]
+    return args
 
 
 def _check_log_level(args: argparse.Namespace) -> None:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from onetool.attach import Target
     from onetool.config import Config
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, locate, print_table, setup
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, print_table, setup
 
 AUTH_WAIT = 660.0
 """How long `onetool auth` waits on a gateway's flow: it expires there after 10 minutes, and then says so."""
@@ -78,7 +78,8 @@ def _authorize_attached(target: Target, name: str, browser: bool) -> int:
     if outcome["status"] == "failed":
         print(f"onetool auth: {outcome['error']}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"server '{name}': authorized; {outcome['tool_count']} tools (reconnected by the gateway at {target.origin})")
+    tools = count(outcome["tool_count"], "tool")
+    print(f"server '{name}': authorized; {tools} (reconnected by the gateway at {target.origin})")
     return EXIT_OK
 
 
@@ -152,5 +153,5 @@ async def _authorize(config: Config, name: str, server: Any, browser: bool) -> i
         except AuthError as e:
             print(f"onetool auth: {e}", file=sys.stderr)
             return EXIT_FAILED
-    print(f"server '{name}': authorized; {done.tool_count} tools")
+    print(f"server '{name}': authorized; {count(done.tool_count, 'tool')}")
     return EXIT_OK

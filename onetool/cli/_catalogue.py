@@ -7,11 +7,13 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from onetool.config import Config, ServerConfig
     from onetool.control import ServerControl
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, setup, with_pool
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, count, setup, with_pool
+from onetool.text import escape_unsafe
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -53,22 +55,61 @@ def cmd_stubs(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    config = setup(args, "ERROR")
-    where = str(config.path) if config.path else "no config file (empty configuration)"
-    print(f"config: {where}: OK")
+    """The config file checked, with every warning, then each server tried (unless ``--no-connect``): exit 0, 1
+    when a server failed, 2 when there is no usable config (none found, or an error)."""
+    from onetool.config import find_config, no_config_found
+    from onetool.errors import ConfigError, StateError
 
-    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
-        local = [p.name for p in registry.packs.values() if any(t.source == "local" for t in p.tools.values())]
-        print(f"local packs: {', '.join(local) or 'none'}")
-        failed = 0
-        for s in pool.status():
-            if s.connected:
-                print(f"  ok      {s.name}: {s.tool_count} tools ({s.type}, protocol {s.protocol_version})")
-            elif not s.enabled:
-                print(f"  -       {s.name}: disabled")
-            else:
-                failed += 1
-                print(f"  FAILED  {s.name}: {s.report or s.status}")
-        return EXIT_FAILED if failed else EXIT_OK
+    if find_config(args.config) is None:
+        print(f"onetool check: {no_config_found()}", file=sys.stderr)
+        return EXIT_USAGE
+    warnings: list[str] = []
+    try:
+        config = setup(args, "ERROR", warnings)
+        if args.no_connect:
+            return _check_file(config, warnings)
+        return int(with_pool(config, lambda _control, pool, registry: _check_servers(config, warnings, pool, registry)))
+    except (ConfigError, StateError):
+        for warning in warnings:  # what came before the error may explain it
+            print(f"onetool check: warning: {escape_unsafe(warning)}", file=sys.stderr)
+        raise
 
-    return int(with_pool(config, show))
+
+def _check_file(config: Config, warnings: list[str]) -> int:
+    """``check --no-connect``: the file and its local packs; no server started, no state store opened."""
+    from onetool.registry import load_local_packs
+
+    _print_config(config, warnings, list(load_local_packs(config.packs.dirs)))
+    for name, server in config.servers.items():
+        if server.enabled:
+            print(f"  -       {name}: not tried ({server.transport})")
+        else:
+            _print_disabled(name, server)
+    return EXIT_OK
+
+
+def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, registry: Registry) -> int:
+    local = [p.name for p in registry.packs.values() if any(t.source == "local" for t in p.tools.values())]
+    _print_config(config, warnings, local)
+    failed = 0
+    for s in pool.status():
+        if s.connected:
+            print(f"  ok      {s.name}: {count(s.tool_count, 'tool')} ({s.type}, protocol {s.protocol_version})")
+        elif not s.enabled:
+            _print_disabled(s.name, config.servers.get(s.name))
+        else:
+            failed += 1
+            print(f"  FAILED  {s.name}: {s.report or s.status}")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print_config(config: Config, warnings: list[str], local: list[str]) -> None:
+    print(f"config: {config.path}: OK" + (f" ({count(len(warnings), 'warning')})" if warnings else ""))
+    for warning in warnings:
+        print(f"  warning: {escape_unsafe(warning)}")
+    print(f"local packs: {', '.join(local) or 'none'}")
+
+
+def _print_disabled(name: str, server: ServerConfig | None) -> None:
+    unset = server.unset_vars if server is not None else ()
+    print(f"  -       {name}: disabled" + (f" (needs {', '.join(unset)} set)" if unset else ""))

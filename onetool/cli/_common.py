@@ -20,18 +20,35 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def setup(args: argparse.Namespace, default_level: str) -> Config:
-    """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``)."""
+def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | None = None) -> Config:
+    """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``). Given
+    ``warnings``, every WARNING logged from now on is also added to it (`onetool check` shows them all), but
+    LogSpan records: a failed connect is its server's own line in what `check` prints."""
     from onetool.config import find_config, load_config
-    from onetool.logs import setup_logging
+    from onetool.logs import logger, setup_logging
 
     level = args.log_level or os.environ.get("LOG_LEVEL") or default_level
+
+    def log_to(file: str | os.PathLike[str] | None, **rotate: Any) -> None:
+        setup_logging(level, file, **rotate)
+        if warnings is not None:
+            logger.add(lambda m: warnings.append(m.record["message"]), level="WARNING", filter=_warning)
+
     # Loading may warn (client settings a converted mcpServers file drops): those go where the options say; the
     # config's own log settings apply from then on.
-    setup_logging(level, args.log_file)
+    log_to(args.log_file)
     config = load_config(find_config(args.config))
-    setup_logging(level, args.log_file or config.log.file, rotation=config.log.rotation, retention=config.log.retention)
+    log_to(args.log_file or config.log.file, rotation=config.log.rotation, retention=config.log.retention)
     return config
+
+
+def _warning(record: Any) -> bool:
+    return bool(record["level"].name == "WARNING" and "span" not in record["extra"])
+
+
+def count(n: int, noun: str) -> str:
+    """``1 tool``, ``2 tools``: a count and its noun, in the number it takes."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
@@ -52,7 +69,7 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
     for text in texts:
         print(escape_unsafe(text, keep_lines=True), file=out)
     if others:
-        print(escape_unsafe(f"[{len(others)} more content part(s): {', '.join(others)}]"), file=out)
+        print(escape_unsafe(f"[{count(len(others), 'more content part')}: {', '.join(others)}]"), file=out)
     return EXIT_FAILED if failed else EXIT_OK
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from onetool.cli._common import EXIT_OK, EXIT_USAGE
+from onetool.cli._common import EXIT_OK, EXIT_USAGE, count
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     servers: dict[str, Any] = converted.raw["servers"]
     text = yaml.safe_dump(converted.raw, sort_keys=False, allow_unicode=True, width=120)
     output.write_text(f"# Written by `onetool import {source.name}`.\n{text}", encoding="utf-8")
-    print(f"wrote {output} ({len(servers)} server{'' if len(servers) == 1 else 's'}) from {source}")
+    print(f"wrote {output} ({count(len(servers), 'server')}) from {source}")
     for change in converted.renamed:
         print(f"  renamed  {change}")
     for dropped in converted.dropped:

@@ -1,10 +1,13 @@
-"""`onetool servers`: list, show, add, remove, enable, disable, restart, quarantine, approve."""
+"""`onetool servers`: list, show, add, edit, remove, enable, disable, restart, quarantine, approve, convert,
+revert; each prints a table, or with --json what the admin API answers."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,26 +16,35 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_OK, attach_failed, locate, print_table, setup, with_pool
+from onetool.cli._common import EXIT_OK, EXIT_USAGE, attach_failed, count, locate, print_table, setup, with_pool
 from onetool.text import escape_unsafe, visible
+
+_STDIO_KEYS = ("command", "args", "env", "cwd")
+_HTTP_KEYS = ("url", "headers", "oauth", "type")
+"""An entry's keys of each kind of server (type: only http and sse need it)."""
 
 
 def cmd_servers(args: argparse.Namespace) -> int:
     from onetool.errors import AttachError, NotRunning
 
     action = args.action or "list"
+    entry = _entry(args) if action in ("add", "edit") else None
+    if action == "edit" and not entry:
+        what = "give an option (--timeout 30, --env K=V ...) or -- COMMAND [ARGS...]"
+        print(f"onetool servers edit: nothing to change: {what}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         target = locate(args)
         if target is not None:
-            return _servers_attached(target, action, args)
+            return _servers_attached(target, action, args, entry)
     except NotRunning:
         pass  # a stale discovery file: no gateway runs
     except AttachError as e:
         return attach_failed("servers", e)
-    return _servers_here(action, args)
+    return _servers_here(action, args, entry)
 
 
-def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> int:
+def _servers_attached(target: Target, action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
     from onetool.attach import server_path
 
     if action == "list":
@@ -40,18 +52,19 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace) -> 
     elif action == "show":
         _print_report(target.request("GET", server_path(args.name)), args.json)
     elif action == "add":
-        view = target.request("POST", "/admin/servers", {"name": args.name, "spec": _spec(args)})
-        _print_servers([view], False)
+        _print_view(target.request("POST", "/admin/servers", {"name": args.name, "spec": entry}), args.json)
+    elif action == "edit":
+        _print_view(target.request("PATCH", server_path(args.name), entry), args.json)
     elif action == "remove":
-        target.request("DELETE", server_path(args.name))
-        print(f"removed server '{args.name}'")
+        removed = target.request("DELETE", server_path(args.name))
+        print(json.dumps(removed) if args.json else f"removed server '{args.name}'")
     else:
         body = {"tools": args.tool} if action == "approve" and args.tool else None
-        _print_servers([target.request("POST", server_path(args.name, action), body)], False)
+        _print_view(target.request("POST", server_path(args.name, action), body), args.json)
     return EXIT_OK
 
 
-def _servers_here(action: str, args: argparse.Namespace) -> int:
+def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
     """No gateway runs: connect the servers here to show them, or record a change in the state store."""
     import anyio
 
@@ -73,23 +86,39 @@ def _servers_here(action: str, args: argparse.Namespace) -> int:
             return attach_failed("servers", e)
         return EXIT_OK
     try:
-        spec = _spec(args) if action == "add" else None
-        print(anyio.run(change_offline, config, action, args.name, spec))
+        done = anyio.run(change_offline, config, action, args.name, entry)
     except ControlError as e:
         return attach_failed("servers", e)
+    print(json.dumps({"server": args.name, "action": action, "pending": True, "message": done}) if args.json else done)
     return EXIT_OK
 
 
-def _spec(args: argparse.Namespace) -> dict[str, Any]:
-    """The config entry `servers add` describes."""
-    spec: dict[str, Any]
-    if args.command is not None:
-        spec = {"command": args.command, "args": args.arg, "env": _pairs(args.env, "--env")}
-    else:
-        spec = {"url": args.server_url, "headers": _pairs(args.header, "--header")}
-    if args.quarantined:
-        spec["quarantined"] = True
-    return {k: v for k, v in spec.items() if v or k in ("command", "url")}
+def _entry(args: argparse.Namespace) -> dict[str, Any]:
+    """The keys of a server entry the options of `add` (the entry) or `edit` (a merge patch: null drops a key)
+    give; the gateway checks them as a config entry."""
+    entry: dict[str, Any] = {}
+    if args.action == "edit":
+        # A command makes it a stdio server, a URL an HTTP one: the other kind's keys go, so an edit may switch.
+        if args.argv:
+            entry.update(dict.fromkeys(_HTTP_KEYS))
+        if args.server_url is not None:
+            entry.update(dict.fromkeys(_STDIO_KEYS))
+    if args.argv:
+        entry.update(command=args.argv[0], args=args.argv[1:])
+    if args.server_url is not None:
+        entry["url"] = args.server_url
+    options = {"type": args.type, "timeout": args.timeout, "connect_timeout": args.connect_timeout}
+    entry.update({key: value for key, value in options.items() if value is not None})
+    if args.cwd is not None:
+        entry["cwd"] = os.path.abspath(args.cwd)  # the gateway runs elsewhere: the folder as this shell means it
+    for key, flag, pairs in (("env", "--env", args.env), ("headers", "--header", args.header)):
+        values: dict[str, str | None] = dict(_pairs(pairs, flag))
+        values.update(dict.fromkeys(getattr(args, f"unset_{flag[2:]}", [])))
+        if values:
+            entry[key] = values
+    if getattr(args, "quarantined", False):
+        entry["quarantined"] = True
+    return entry
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -102,6 +131,14 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
             raise ConfigError(f"{flag} {item.split('=')[0]!r}: expected KEY=VALUE")
         pairs[key] = value
     return pairs
+
+
+def _print_view(view: dict[str, Any], as_json: bool) -> None:
+    """One server, as an action that changed it answers."""
+    if as_json:
+        print(json.dumps(view, indent=2))
+    else:
+        _print_servers([view], False)
 
 
 def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
@@ -125,7 +162,7 @@ def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
             str(len(v["held_tools"])),
             v["protocol_version"] or "-",
             *((v.get("oauth_status") or "-",) if oauth else ()),
-            v["added_by"] or "config",
+            v["added_by"],
             *((v.get("converted_to") or "-",) if converted else ()),
             _error(v),
         )
@@ -171,7 +208,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
             f"\ncalls in flight: {report['calls_in_flight']} (servers.{report['name']}.max_concurrent_calls caps them)"
         )
     if report["stderr"]:
-        print(f"\nlast {len(report['stderr'])} stderr lines (for you only: they may hold secrets):")
+        print(f"\nlast {count(len(report['stderr']), 'stderr line')} (for you only: they may hold secrets):")
         for line in report["stderr"]:
             print(f"  {escape_unsafe(line)}")
     print(f"\ntools ({len(report['tools'])}):")

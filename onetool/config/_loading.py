@@ -1,8 +1,10 @@
 """Reading a config file: YAML or JSON, a client's ``mcpServers`` layout, ``${VAR}`` expansion, validation.
 
 Every problem (unreadable file, bad YAML, unknown key, wrong type, unset ``${VAR}``, a name clash after
-sanitising) raises one :class:`ConfigError` whose message names the file, the key path and what was expected.
-Secret values (env values, header values, tokens) never appear in those messages.
+sanitising) raises one :class:`ConfigError` whose message names the file, the key path and what was expected (for
+an unknown key, the key it may be a typo of). Secret values (env values, header values, tokens) never appear in
+those messages. A disabled server's unset ``${VAR}`` is no error: nothing uses that entry until it is enabled,
+which its :attr:`ServerConfig.unset_vars` then forbids.
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ from pathlib import Path
 from typing import Any, get_args
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from onetool.clients import MCP_SERVERS, Converted, Loc, convert
 from onetool.config._models import _VAR, Config, ServerConfig
 from onetool.errors import ConfigError
 from onetool.logs import logger
 from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG
+from onetool.text import closest
+
+
+def no_config_found() -> str:
+    """What :func:`find_config` looked at when it found nothing, in its order."""
+    here = Path.cwd() / DEFAULT_FILENAME
+    return f"no config found; looked at: --config (not given), ${ENV_CONFIG} (not set), {here} (no such file)"
 
 
 def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str, str] | None = None) -> Config:
@@ -40,10 +49,63 @@ def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str
         for dropped in converted.dropped:
             logger.warning("{}: ignoring {}", path, dropped)
         raw, where = converted.raw, converted.where
-    raw = _expand(raw, environ if environ is not None else dict(os.environ), path, (), where)
-    config = _resolve_paths(validate(raw, path, where), path)
+    env = environ if environ is not None else dict(os.environ)
+    servers = raw.get("servers")
+    raw = _expand({k: v for k, v in raw.items() if k != "servers"}, env, path, (), where)
+    unset: dict[str, tuple[str, ...]] = {}
+    if servers is not None:
+        raw["servers"], unset = _expand_servers(servers, env, path, where)
+    config = validate(raw, path, where)
+    if unset:
+        config = config.model_copy(
+            update={"servers": {n: s.with_unset_vars(unset.get(n, ())) for n, s in config.servers.items()}}
+        )
+    config = _resolve_paths(config, path)
     _refuse_itself(config, path)
     return config
+
+
+def _expand_servers(
+    servers: Any, environ: dict[str, str], path: Path, where: Callable[[Loc], Loc]
+) -> tuple[Any, dict[str, tuple[str, ...]]]:
+    """Each server entry expanded; an unset ``${VAR}`` is an error only in an enabled one. A disabled entry keeps
+    the reference as written, and its name maps to the variables it lacks (warned about)."""
+    if not isinstance(servers, dict):
+        return _expand(servers, environ, path, ("servers",), where), {}
+    expanded, unset = {}, {}
+    for name, entry in servers.items():
+        at: Loc = ("servers", str(name))
+        missing: list[tuple[Loc, str]] = []
+        expanded[name] = _expand(entry, environ, path, at, where, missing)
+        if not missing:
+            continue
+        if _enabled(expanded[name]):
+            loc, var = missing[0]
+            raise _unset(path, where(loc), var, server=str(name))
+        unset[str(name)] = tuple(dict.fromkeys(var for _, var in missing))
+        for loc, var in missing:
+            logger.warning(
+                "{}: {}: environment variable {} is not set; server '{}' is disabled, so nothing uses it until the "
+                "server is enabled (which needs it set)",
+                path,
+                _dotted(where(loc)),
+                var,
+                name,
+            )
+    return expanded, unset
+
+
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def _enabled(entry: Any) -> bool:
+    """Whether a server entry is enabled, as validation will read its ``enabled`` (an invalid one counts as on)."""
+    if not isinstance(entry, dict):
+        return True
+    try:
+        return _BOOL.validate_python(entry.get("enabled", True))
+    except ValidationError:
+        return True
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -108,12 +170,20 @@ def expand_vars(value: Any, source: str, environ: Mapping[str, str] | None = Non
     return _expand(value, dict(os.environ if environ is None else environ), Path(source), (), _as_is)
 
 
-def _expand(value: Any, environ: dict[str, str], path: Path, at: Loc, where: Callable[[Loc], Loc]) -> Any:
-    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${VAR}`` stays literal."""
+def _expand(
+    value: Any,
+    environ: dict[str, str],
+    path: Path,
+    at: Loc,
+    where: Callable[[Loc], Loc],
+    missing: list[tuple[Loc, str]] | None = None,
+) -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string; ``$${VAR}`` stays literal. An unset variable is
+    an error, or, given ``missing``, noted there (with its key path) and left as written."""
     if isinstance(value, dict):
-        return {k: _expand(v, environ, path, (*at, str(k)), where) for k, v in value.items()}
+        return {k: _expand(v, environ, path, (*at, str(k)), where, missing) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, environ, path, (*at, i), where) for i, v in enumerate(value)]
+        return [_expand(v, environ, path, (*at, i), where, missing) for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
 
@@ -125,12 +195,20 @@ def _expand(value: Any, environ: dict[str, str], path: Path, at: Loc, where: Cal
             return environ[var]
         if default is not None:
             return default
-        raise ConfigError(
-            f"{path}: {_dotted(where(at))}: environment variable {var} is not set "
-            f"(set it, or write ${{{var}:-default}})"
-        )
+        if missing is not None:
+            missing.append((at, var))
+            return m.group(0)
+        raise _unset(path, where(at), var)
 
     return _VAR.sub(sub, value)
+
+
+def _unset(path: Path, loc: Loc, var: str, server: str | None = None) -> ConfigError:
+    """An unset variable without a default, where it is used, and the ways out (for a server: disabling it)."""
+    ways = ["set it", f"write ${{{var}:-default}}", *([f"disable server '{server}'"] if server else [])]
+    return ConfigError(
+        f"{path}: {_dotted(loc)}: environment variable {var} is not set ({', '.join(ways[:-1])}, or {ways[-1]})"
+    )
 
 
 def _describe(path: Path, error: ValidationError, where: Callable[[Loc], Loc]) -> str:
@@ -139,10 +217,23 @@ def _describe(path: Path, error: ValidationError, where: Callable[[Loc], Loc]) -
         loc = _dotted(where(err["loc"])) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"unknown key (allowed here: {', '.join(_allowed_keys(err['loc']))})"
+            msg = _unknown_key(err["loc"])
+        elif err["loc"][-1:] == ("[key]",):
+            # YAML reads an unquoted off, on, yes, no or 123 as no string: a server named `off:` is false
+            loc = _dotted(where(err["loc"][:-2])) or "(top level)"
+            msg = "a name YAML reads as no text (unquoted off, on, yes, no, a number): quote it, as in 'off':"
         lines.append(f"{loc}: {msg}")
     head = f"{path}: invalid configuration"
     return head + (": " + lines[0] if len(lines) == 1 else ":\n  " + "\n  ".join(lines))
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """What an unknown key may be a typo of, else every key allowed where it sits."""
+    allowed = _allowed_keys(loc)
+    meant = closest(str(loc[-1]), allowed)
+    if meant:
+        return f"unknown key; did you mean '{meant[0]}'?"
+    return f"unknown key (allowed here: {', '.join(allowed)})"
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, PrivateAttr, model_validator
 
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 from onetool.state.paths import project_database
@@ -87,7 +87,9 @@ class ServerConfig(_Strict):
 
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
-    type: Literal["http", "sse"] | None = None
+    type: TransportName | None = Field(
+        default=None, description="stdio (implied by command), http (streamable HTTP, the default for url) or sse"
+    )
     oauth: OAuthConfig | None = None
 
     timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
@@ -101,18 +103,25 @@ class ServerConfig(_Strict):
         default=False, description="connect and read its tools, but show and call none until an admin approves it"
     )
 
+    _unset_vars: tuple[str, ...] = PrivateAttr(default=())
+
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
-        if (self.command is None) == (self.url is None):
+        if self.command is None and self.url is None:
+            raise ValueError("give 'command' (a stdio server) or 'url' (an HTTP server)")
+        if self.command is not None and self.url is not None:
             raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both")
         stray: list[str]
         if self.command is not None:
-            stray = [k for k in ("headers", "type", "oauth") if k in self.model_fields_set]
+            stray = [k for k in ("headers", "oauth") if k in self.model_fields_set]
+            stray += ["type"] if self.type not in (None, "stdio") else []
         else:
             stray = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+            stray += ["type"] if self.type == "stdio" else []
         if stray:
             kind = "stdio ('command')" if self.command is not None else "HTTP ('url')"
-            raise ValueError(f"{', '.join(stray)} cannot be used with a {kind} server")
+            what = f"type: {self.type}" if stray == ["type"] else ", ".join(stray)
+            raise ValueError(f"{what} cannot be used with a {kind} server")
         return self
 
     @property
@@ -120,6 +129,17 @@ class ServerConfig(_Strict):
         if self.command is not None:
             return "stdio"
         return self.type or "http"
+
+    @property
+    def unset_vars(self) -> tuple[str, ...]:
+        """The environment variables this (disabled) server's entry names that were not set when the config was
+        loaded: its entry is not usable, so it cannot be enabled until they are set and the config is read again."""
+        return self._unset_vars
+
+    def with_unset_vars(self, names: tuple[str, ...]) -> ServerConfig:
+        copy = self.model_copy()
+        copy._unset_vars = names
+        return copy
 
 
 class PacksConfig(_Strict):

@@ -37,6 +37,68 @@ def new_server(name: str, spec: Any, existing: Iterable[str], actor: Actor) -> t
     return config, dict(spec)
 
 
+_NOT_EDITED = {"enabled": "enable|disable", "quarantined": "quarantine|approve"}
+"""Spec keys an edit may not change: each has its own action, which the audit log and a model's limits know."""
+
+
+def edited_server(name: str, spec: Mapping[str, Any], patch: Any) -> tuple[ServerConfig, dict[str, Any]]:
+    """An added server's ``spec`` changed by ``patch``, a JSON merge patch (RFC 7396: a key given replaces, null
+    removes it, ``env`` and ``headers`` merge key by key), validated as a config entry; and the spec to store
+    (:func:`changed_keys` says what differs)."""
+    if not isinstance(patch, Mapping) or not patch:
+        raise ControlError("expected a JSON object: the keys of the server's entry to change (null removes one)")
+    for key, actions in _NOT_EDITED.items():
+        if key in patch:
+            raise ControlError(f"'{key}' is not changed by an edit: use `onetool servers {actions} {name}`")
+    edited = _merge_patch(spec, patch)
+    try:
+        return validate_server(name, edited), edited
+    except ConfigError as e:
+        raise ControlError(str(e)) from None
+
+
+def changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The keys of a server entry whose value an edit changed: what its log line and audit entry name (never the
+    values: env and headers may hold secrets)."""
+    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, Mapping):
+        return patch
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
+
+
+def check_editable(name: str, *, from_config: bool, converted_to: str | None, path: Path | None) -> None:
+    """Only a server added at run time is edited at run time, and not while the bridge runs what it was."""
+    if from_config:
+        where = f"the config file {path}" if path else "the config file"
+        raise ControlError(f"server '{name}' comes from {where}: edit it there, then restart the gateway", 409)
+    if converted_to is not None:
+        raise ControlError(
+            f"server '{name}' is converted (the bridge serves it at {converted_to}): revert it first "
+            f"(`onetool servers revert {name}`), edit it, then convert it again",
+            409,
+        )
+
+
+def check_usable(name: str, config: ServerConfig) -> None:
+    """A server whose entry names unset environment variables cannot run: they are read with the config."""
+    if config.unset_vars:
+        names = ", ".join(config.unset_vars)
+        raise ControlError(
+            f"server '{name}' cannot be enabled: its entry uses {names}, not set when the config was read; set "
+            f"{'it' if len(config.unset_vars) == 1 else 'them'} and restart the gateway",
+            409,
+        )
+
+
 def proposes(actor: Actor) -> bool:
     """Whether what ``actor`` adds is only a proposal: anything but an operator's add starts nothing."""
     return actor not in OPERATORS

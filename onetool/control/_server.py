@@ -32,7 +32,7 @@ from onetool.config import Config, ServerConfig, to_identifier, validate_server
 from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
 from onetool.control._trust import Trust
-from onetool.control._views import PROPOSED, HeldTool, ServerView, launch
+from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch
 from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor
@@ -68,6 +68,8 @@ class _Server:
     """Who last enabled or disabled it (None: nobody, the config or the add decides)."""
     version: int = 0
     """The version of its overrides in the store this gateway knows (0: none): each change is written over it."""
+    spec: dict[str, Any] | None = None
+    """An added server's entry as stored (what an edit changes); None for a config-file server."""
 
     def pool_config(self) -> ServerConfig:
         connect = self.bridged or self.config
@@ -189,6 +191,7 @@ class ServerControl:
             if same and (old.version, old.enabled_by, old.added_by) == (new.version, new.enabled_by, new.added_by):
                 continue
             old.config, old.added_by, old.enabled, old.bridged = new.config, new.added_by, new.enabled, new.bridged
+            old.spec = new.spec
             old.proposed, old.enabled_by, old.version = new.proposed, new.enabled_by, new.version
             # the same Trust object: what it already reported about held tools is not reported again
             old.trust.quarantined, old.trust.approved_at = new.trust.quarantined, new.trust.approved_at
@@ -302,14 +305,15 @@ class ServerControl:
 
     # builtins.list: in this class, after it, `list` names the method above.
     def held(self) -> builtins.list[HeldTool]:
-        out: builtins.list[HeldTool] = []
+        return [held for name, s in self._servers.items() for held in self._held_by(name, s)]
+
+    def _held_by(self, name: str, s: _Server) -> builtins.list[HeldTool]:
+        """What no face shows of this server until an admin approves it: every tool while it is quarantined, else
+        those changed or new since its approval."""
+        if not s.trust.quarantined:
+            return builtins.list(s.trust.held.values())
         pool = self._live()
-        for name, s in self._servers.items():
-            if s.trust.quarantined:
-                out += [_quarantined(name, t) for t in (pool.tools(name) if name in pool else [])]
-            else:
-                out += s.trust.held.values()
-        return out
+        return [_quarantined(name, t) for t in (pool.tools(name) if name in pool else [])]
 
     # ----- changes -------------------------------------------------------------------------------
 
@@ -322,7 +326,9 @@ class ServerControl:
             except ServerExists as e:  # added by another replica since this one last read the store
                 await self._lost(name, e)
             trust = Trust(config.quarantined)
-            self._servers[name] = _Server(config, added.added_by, config.enabled, trust, proposed=proposed)
+            self._servers[name] = _Server(
+                config, added.added_by, config.enabled, trust, proposed=proposed, spec=dict(added.spec)
+            )
             if proposed:
                 self._log(name, "proposed", actor, **launch(config))
             else:
@@ -353,6 +359,8 @@ class ServerControl:
     async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
         async with self._lock:
             s = self._started(name, "enable" if enabled else "disable", actor)
+            if enabled:
+                rules.check_usable(name, s.config)
             try:
                 s.version = (await self._store.set_enabled(name, enabled, actor, expected=s.version)).version
             except LostRace as e:
@@ -362,6 +370,31 @@ class ServerControl:
                 s.enabled = enabled
                 await self._live().put(name, s.pool_config())
             self._log(name, "enabled" if enabled else "disabled", actor)
+            return await self._changed(name)
+
+    async def edit(self, name: str, patch: Mapping[str, Any], *, actor: Actor) -> ServerView:
+        """Change an added server's entry (``patch``: see :func:`rules.edited_server`); a running one restarts with
+        it, a proposal stays one. Written over the server's version, as every change (a lost race is a 409)."""
+        async with self._lock:
+            s = self._require(name)
+            rules.check_model_may_change(name, "edit", actor, s.added_by, s.enabled_by, self._config_path)
+            converted_to = s.bridged.url if s.bridged is not None else None
+            rules.check_editable(name, from_config=s.spec is None, converted_to=converted_to, path=self._config_path)
+            assert s.spec is not None  # an added server's
+            config, spec = rules.edited_server(name, s.spec, patch)
+            changed = rules.changed_keys(s.spec, spec)
+            if not changed:
+                return self._view(name)  # nothing to write, nothing to restart
+            try:
+                s.version = (
+                    await self._store.edit_server(name, spec, actor, changed=changed, expected=s.version)
+                ).version
+            except LostRace as e:
+                await self._lost(name, e)
+            s.config, s.spec = config, spec
+            self._log(name, "edited", actor, keys=changed)
+            if not s.proposed:
+                await self._live().put(name, s.pool_config())
             return await self._changed(name)
 
     async def restart(self, name: str, *, actor: Actor) -> ServerView:
@@ -530,7 +563,7 @@ class ServerControl:
                 detail=None,
                 fix=f"an operator approves it to run it: onetool servers approve {name}",
                 tool_count=0,
-                added_by=s.added_by,
+                added_by=s.added_by or FROM_CONFIG,
                 launch=launch(s.config),
             )
         st = self._live().server_status(name)
@@ -545,10 +578,10 @@ class ServerControl:
             detail=st.detail,
             fix=st.fix,
             tool_count=st.tool_count,
-            held_tools=sorted(s.trust.held),
+            held_tools=sorted(h.tool for h in self._held_by(name, s)),
             protocol_version=st.protocol_version,
             instructions=st.instructions,
-            added_by=s.added_by,
+            added_by=s.added_by or FROM_CONFIG,
             oauth_status=st.oauth_status,
             converted_to=s.bridged.url if s.bridged is not None else None,
             unresponsive=st.unresponsive,
@@ -580,8 +613,8 @@ def _quarantined(server: str, tool: types.Tool) -> HeldTool:
 
 async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quiet: bool) -> dict[str, _Server]:
     """The config's servers with the store's: added servers, overrides, approvals, conversions."""
-    servers: dict[str, tuple[ServerConfig, Actor | None, bool]] = {
-        name: (s, None, False) for name, s in config.servers.items()
+    servers: dict[str, tuple[ServerConfig, Actor | None, bool, dict[str, Any] | None]] = {
+        name: (s, None, False, None) for name, s in config.servers.items()
     }
     packs = {to_identifier(name): name for name in servers}
     for name, added in snapshot.added.items():
@@ -596,7 +629,7 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
             )
             continue
         try:
-            servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed)
+            servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed, dict(added.spec))
         except ConfigError as e:
             if not quiet:
                 logger.error("{}; remove it with `onetool servers remove {}`", e, name)
@@ -604,9 +637,17 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
         packs[to_identifier(name)] = name
     overrides, approvals = snapshot.overrides, snapshot.approvals
     loaded: dict[str, _Server] = {}
-    for name, (server, added_by, proposed) in servers.items():
+    for name, (server, added_by, proposed, spec) in servers.items():
         o = overrides.get(name)
         enabled = server.enabled if o is None or o.enabled is None else o.enabled
+        if enabled and server.unset_vars:
+            enabled = False  # its entry is not usable: a disabled server's unset ${VAR} (onetool.config)
+            if not quiet:
+                logger.error(
+                    "server '{}' was enabled at run time, but stays disabled: {} not set when the config was read",
+                    name,
+                    ", ".join(server.unset_vars),
+                )
         quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
         approved_at = o.approved_at if o is not None else None
         approved = approvals.get(name, {}) if approved_at is not None else {}
@@ -614,7 +655,7 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
         enabled_by = o.enabled_by if o is not None else None
         version = o.version if o is not None else 0
         loaded[name] = _Server(
-            server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by, version=version
+            server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by, version=version, spec=spec
         )
     for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
         loaded[name].bridged = entry

@@ -8,6 +8,8 @@ from typing import Any, Literal
 from onetool.config import ServerConfig
 
 HeldReason = Literal["server quarantined", "changed after approval"]
+FROM_CONFIG = "config"
+"""Who added a server of the config file (``ServerView.added_by``)."""
 PROPOSED = "proposed"
 """The status of a server a model proposed: nothing runs it until an operator approves it."""
 
@@ -32,8 +34,8 @@ class ServerView:
     """Tools changed (or new) after approval, awaiting approval again."""
     protocol_version: str | None = None
     instructions: str | None = None
-    added_by: str | None = None
-    """None for a config-file server, else the actor that added it."""
+    added_by: str = FROM_CONFIG
+    """FROM_CONFIG for a config-file server, else the actor that added it."""
     oauth_status: str | None = None
     """For an OAuth server: authenticated, pending_authorization or authentication_failed."""
     converted_to: str | None = None

@@ -1,6 +1,6 @@
 """Server changes while no gateway runs: straight to the state store, applied when the gateway starts.
 
-Only what needs no live server can wait: add, remove, enable, disable, quarantine. Approval records the
+Only what needs no live server can wait: add, edit, remove, enable, disable, quarantine. Approval records the
 tools as they are now, and restart, convert and revert change a running connection, so they need the gateway.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from onetool.config import Config
 from onetool.control import _rules as rules
-from onetool.errors import ControlError
+from onetool.errors import ControlError, LostRace
 from onetool.state import StateStore
 
 __all__ = ["LATER", "change_offline"]
@@ -25,7 +25,8 @@ _NEEDS_GATEWAY = {
 
 
 async def change_offline(config: Config, action: str, name: str, spec: dict[str, Any] | None = None) -> str:
-    """Record ``action`` on ``name`` in the store (as the CLI); what was done, for the user."""
+    """Record ``action`` on ``name`` in the store (as the CLI); what was done, for the user. ``spec``: the entry
+    to add, or the merge patch of an edit (see ``rules.edited_server``)."""
     if action in _NEEDS_GATEWAY:
         raise ControlError(
             f"no gateway is running, and {action} needs one ({_NEEDS_GATEWAY[action]}); start it with "
@@ -41,6 +42,8 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
             return f"added server '{name}'; {LATER}"
         if name not in names:
             raise rules.unknown(name, names)
+        if action == "edit":
+            return await _edit(store, config, name, added[name].spec if name in added else None, spec)
         if action == "remove":
             if name in config.servers:
                 raise rules.in_config_file(name, config.path)
@@ -53,3 +56,22 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
         else:
             raise ControlError(f"unknown action '{action}'")
         return f"{action}d server '{name}'; {LATER}"
+
+
+async def _edit(
+    store: StateStore, config: Config, name: str, current: dict[str, Any] | None, patch: dict[str, Any] | None
+) -> str:
+    conversion = await store.conversion(name)
+    converted_to = conversion.url if conversion is not None else None
+    rules.check_editable(name, from_config=name in config.servers, converted_to=converted_to, path=config.path)
+    assert current is not None  # a name the store holds and the file does not
+    _, edited = rules.edited_server(name, current, patch)
+    changed = rules.changed_keys(current, edited)
+    if not changed:
+        return f"nothing to change: server '{name}' already has these settings"
+    override = (await store.overrides()).get(name)
+    try:
+        await store.edit_server(name, edited, "cli", changed=changed, expected=override.version if override else 0)
+    except LostRace as e:
+        raise ControlError(str(e), 409) from None
+    return f"edited server '{name}' ({', '.join(changed)}); {LATER}"

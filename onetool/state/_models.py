@@ -44,7 +44,8 @@ metadata = MetaData(
     }
 )
 
-# Servers added at run time. A spec change is a remove and an add, so there is no updated_at.
+# Servers added at run time. An edit of one bumps its override's version (the one version a server's changes are
+# written over) and leaves its audit entry; the row keeps only the spec.
 servers = Table(
     "servers",
     metadata,

@@ -114,10 +114,7 @@ class StateStore:
         ``proposed``: a model's proposal, which nothing runs until :meth:`accept_proposal`.
         """
         _check_actor(actor)
-        try:
-            data: dict[str, Any] = json.loads(json.dumps(spec))
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"server spec for '{name}' must be JSON data: {e}") from None
+        data = _json_data(name, spec)
         async with self._transaction(f"add server '{name}'") as conn:
             existing = (await conn.execute(select(servers).where(servers.c.name == name))).first()
             if existing is not None:
@@ -152,6 +149,30 @@ class StateStore:
             await _bump(conn)
             await _audit(conn, actor, "accept_proposal", name, dict(details))
             return True
+
+    async def edit_server(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        actor: Actor,
+        *,
+        changed: Sequence[str],
+        expected: int | None = None,
+    ) -> Override:
+        """Replace an added server's spec (validated by the caller, who names the ``changed`` keys for the audit log:
+        never their values, which may be secrets). Its override version is bumped, so an edit and any other change
+        of the server made at once by two replicas cannot both apply (``expected`` as for :meth:`set_enabled`); a
+        server no longer added is a LostRace too."""
+        _check_actor(actor)
+        data = _json_data(name, spec)
+        async with self._transaction(f"edit server '{name}'") as conn:
+            if (await conn.execute(select(servers.c.name).where(servers.c.name == name))).first() is None:
+                raise LostRace(f"server '{name}' was removed meanwhile; nothing was changed")
+            override = await _set_override(conn, name, actor, _now(), expected)
+            await conn.execute(update(servers).where(servers.c.name == name).values(spec=data))
+            await _bump(conn)
+            await _audit(conn, actor, "edit_server", name, {"keys": sorted(changed)})
+            return override
 
     async def remove_server(self, name: str, actor: Actor) -> bool:
         """Remove an added server with its overrides, approvals and OAuth record; False if it was not added."""
@@ -512,6 +533,14 @@ class HeldOAuthRecord:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _json_data(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(json.dumps(spec))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"server spec for '{name}' must be JSON data: {e}") from None
+    return data
 
 
 def _check_actor(actor: str) -> None:

@@ -139,7 +139,8 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
 
 
 _HTTP_FIX = {
-    401: "the server refused the credentials: check servers.{name}.headers",
+    401: "the server refused the credentials, or wants some: check servers.{name}.headers (Authorization: Bearer "
+    "...), or, for an OAuth server, add an oauth: block to servers.{name} and run `onetool auth {name}`",
     403: "the server refused the credentials: check servers.{name}.headers",
     404: "nothing serves MCP at that address: check servers.{name}.url",
 }

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
+from onetool.cli import build_parser
+from tests.conftest import TIME_SERVER
 from tests.gateways import ONETOOL, gateway_config, write_config
 
 
@@ -130,7 +134,9 @@ def test_tools_of_one_server(config: Path) -> None:
 def test_check_reports_each_server(config: Path) -> None:
     proc = onetool("check", "--config", str(config))
     assert proc.returncode == 1  # broken-server fails
-    assert "ok      time" in proc.stdout and "FAILED  broken-server" in proc.stdout
+    assert "ok      time: 2 tools (stdio, protocol 2026-07-28)" in proc.stdout
+    assert "  FAILED  broken-server: command not found: mcp-server (searched PATH and " in proc.stdout
+    assert "warning" not in proc.stdout  # its failed connect is its own line, not a warning as well
 
 
 def test_check_config_error(tmp_path: Path) -> None:
@@ -138,6 +144,61 @@ def test_check_config_error(tmp_path: Path) -> None:
     proc = onetool("check", "--config", str(path))
     assert proc.returncode == 2
     assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
+
+
+def test_check_without_a_config_says_where_it_looked(tmp_path: Path) -> None:
+    proc = onetool("check", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "onetool check: no config found; looked at: --config (not given), $ONETOOL_CONFIG (not set), "
+        f"{tmp_path.resolve() / 'onetool.yaml'} (no such file)\n"
+    )
+
+
+@pytest.mark.parametrize("command", [["check"], ["serve"], ["serve", "--http"], ["run", "-c", "1"]])
+def test_a_typo_in_the_config_is_named_with_what_was_meant(tmp_path: Path, command: list[str]) -> None:
+    path = write_config(tmp_path, {"servers": {"a": {"command": "x", "timout": 3}}})
+    proc = onetool(*command, "--config", str(path))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"onetool: {path}: invalid configuration: servers.a.timout: unknown key; did you mean 'timeout'?\n"
+    )
+
+
+def test_check_shows_every_warning_then_each_server(tmp_path: Path) -> None:
+    """Warnings are no errors (exit 0), and each one is shown, the client settings a file drops included."""
+    servers = {
+        "time": {"command": TIME_SERVER, "autoApprove": ["get_current_time"]},
+        "gh": {"command": "npx", "env": {"T": "${env:ONETOOL_TEST_NO_SUCH}"}, "disabled": True},
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"globalShortcut": "Alt+Space", "mcpServers": servers}))
+    proc = onetool("check", "--config", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"config: {path}: OK (3 warnings)",
+        f"  warning: {path}: ignoring globalShortcut (a client setting OneTool does not use)",
+        f"  warning: {path}: ignoring mcpServers.time.autoApprove (a client setting OneTool does not use)",
+        f"  warning: {path}: mcpServers.gh.env.T: environment variable ONETOOL_TEST_NO_SUCH is not set; server 'gh' "
+        "is disabled, so nothing uses it until the server is enabled (which needs it set)",
+        "local packs: proxy",
+        "  ok      time: 2 tools (stdio, protocol 2026-07-28)",
+        "  -       gh: disabled (needs ONETOOL_TEST_NO_SUCH set)",
+    ]
+
+
+def test_the_readme_lists_every_command() -> None:
+    """The README's CLI table names each command and each `servers` action the parser knows."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = [line for line in readme.split("## The CLI", 1)[1].split("\n## ", 1)[0].splitlines() if line[:2] == "| "]
+    rows = " ".join(table)
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, command in commands.items():
+        assert f"`onetool {name}" in rows, name
+        for sub in command._actions:
+            if isinstance(sub, argparse._SubParsersAction):
+                for action in sub.choices:
+                    assert re.search(rf"`onetool {name} [^`]*\b{action}\b", rows), f"{name} {action}"
 
 
 def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:

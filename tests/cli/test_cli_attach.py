@@ -130,7 +130,7 @@ def test_changes_without_a_gateway_wait_for_it(tmp_path: Path) -> None:
     config = str(write_config(tmp_path, CONFIG))
     disabled = cli("servers", "disable", "time", "--config", config)
     assert (disabled.returncode, disabled.stdout) == (0, "disabled server 'time'; applies when the gateway starts\n")
-    added = cli("servers", "add", "extra", "--command", TIME_SERVER, "--config", config)
+    added = cli("servers", "add", "extra", "--config", config, "--", TIME_SERVER)
     assert added.returncode == 0 and "applies when the gateway starts" in added.stdout
     approve = cli("servers", "approve", "time", "--config", config)
     assert approve.returncode == 1 and "no gateway is running" in approve.stderr

@@ -11,7 +11,7 @@ from onetool.cli import EXIT_OK, EXIT_USAGE, main
 from onetool.config import load_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clients"
-ENV = {"EVERYTHING_HTTP_URL": "http://127.0.0.1:1/mcp", "EVERYTHING_SSE_URL": "http://127.0.0.1:1/sse"}
+ENV = {"EVERYTHING_HTTP_URL": "http://127.0.0.1:1/mcp", "EVERYTHING_SSE_URL": "http://127.0.0.1:1/sse", "HOME": "/h"}
 
 CLIENT = """{
   "globalShortcut": "Alt+Space",

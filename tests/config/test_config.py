@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+import yaml
+from pydantic import BaseModel
 
 from onetool.config import Config, SandboxConfig, ServerConfig, find_config, load_config, to_identifier
 from onetool.errors import ConfigError
@@ -51,8 +55,42 @@ def test_shipped_configs_load() -> None:
     assert list(full.enabled_servers) == ["github-api", "linear"]
     assert full.servers["linear"].oauth is not None and full.servers["linear"].oauth.scopes == ["read"]
     assert full.direct.management == Config().direct.management == "propose"
-    # Every section the models define is shown in the example.
-    assert set(full.model_fields_set) >= set(Config.model_fields) - {"path"}
+
+
+def model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    """Every key of a config model, dotted (``servers.*.oauth.scopes``): what a config file may set."""
+    for name, field in model.model_fields.items():
+        if field.exclude:
+            continue  # not a key of the file (Config.path)
+        key = f"{prefix}{name}"
+        yield key
+        if model is Config and name == "servers":
+            yield from model_keys(ServerConfig, "servers.*.")
+            continue
+        for inner in (field.annotation, *get_args(field.annotation)):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                yield from model_keys(inner, key + ".")
+
+
+def sets(raw: Any, key: list[str]) -> bool:
+    if not key:
+        return True
+    if not isinstance(raw, dict):
+        return False
+    if key[0] == "*":
+        return any(sets(value, key[1:]) for value in raw.values())
+    return key[0] in raw and sets(raw[key[0]], key[1:])
+
+
+def test_full_example_sets_or_mentions_every_key() -> None:
+    """examples/full.yaml "shows every key": a key the models gain and the example lacks fails here."""
+    text = (ROOT / "examples" / "full.yaml").read_text()
+    raw = yaml.safe_load(text)
+    comments = " ".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
+    keys = list(model_keys(Config))
+    assert "servers.*.oauth.client_secret" in keys and "http.drain_seconds" in keys and "path" not in keys
+    missing = [k for k in keys if not sets(raw, k.split(".")) and not re.search(rf"\b{k.split('.')[-1]}\b", comments)]
+    assert missing == []
 
 
 def test_log_keys_take_sizes_and_a_file_relative_to_the_config(tmp_path: Path) -> None:
@@ -77,11 +115,16 @@ def test_empty_file_is_valid(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, ""), environ={}).servers == {}
 
 
-def test_unknown_key_names_path_and_allowed_keys(tmp_path: Path) -> None:
-    msg = error_of(write(tmp_path, "servers:\n  wix:\n    command: x\n    comand: y\n"))
-    assert str(tmp_path / "onetool.yaml") in msg
-    assert "servers.wix.comand: unknown key" in msg
-    assert "command" in msg and "connect_timeout" in msg
+def test_unknown_key_names_path_and_what_was_meant(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "servers:\n  wix:\n    command: x\n    timout: 3\n"))
+    assert msg.startswith(f"{tmp_path / 'onetool.yaml'}: invalid configuration: ")
+    assert msg.endswith(": servers.wix.timout: unknown key; did you mean 'timeout'?")
+    # No key is close: every key allowed there is named.
+    msg = error_of(write(tmp_path, "servers:\n  wix:\n    command: x\n    flavour: y\n"))
+    assert "servers.wix.flavour: unknown key (allowed here: command, args, env, cwd, url, headers, type, oauth," in msg
+    nested = error_of(write(tmp_path, "sandbox:\n  memry_mb: 9\nhttp:\n  drain_secs: 1\n"))
+    assert "sandbox.memry_mb: unknown key; did you mean 'memory_mb'?" in nested
+    assert "http.drain_secs: unknown key; did you mean 'drain_seconds'?" in nested
 
 
 def test_a_management_mode_is_one_of_three(tmp_path: Path) -> None:
@@ -91,7 +134,16 @@ def test_a_management_mode_is_one_of_three(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "server: {}\n"))
-    assert "server: unknown key" in msg and "servers" in msg
+    assert "server: unknown key; did you mean 'servers'?" in msg
+
+
+def test_a_name_yaml_reads_as_no_text_is_explained(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "servers:\n  off: {command: x}\n"))
+    assert msg.endswith(
+        "invalid configuration: servers: a name YAML reads as no text (unquoted off, on, yes, no, a number): quote "
+        "it, as in 'off':"
+    )
+    assert load_config(write(tmp_path, "servers:\n  'off': {command: x}\n"), environ={}).servers["off"]
 
 
 def test_wrong_type(tmp_path: Path) -> None:
@@ -100,11 +152,25 @@ def test_wrong_type(tmp_path: Path) -> None:
 
 
 def test_transport_must_be_one_of_command_or_url(tmp_path: Path) -> None:
-    assert "either 'command'" in error_of(write(tmp_path, "servers:\n  a: {timeout: 3}\n"))
+    neither = error_of(write(tmp_path, "servers:\n  a: {timeout: 3}\n"))
+    assert "servers.a: give 'command' (a stdio server) or 'url' (an HTTP server)" in neither
     assert "not both" in error_of(write(tmp_path, "servers:\n  a: {command: x, url: 'http://h'}\n"))
     assert "headers cannot be used with a stdio" in error_of(
         write(tmp_path, "servers:\n  a: {command: x, headers: {A: b}}\n")
     )
+
+
+def test_type_names_the_transport_as_clients_do(tmp_path: Path) -> None:
+    text = (
+        "servers:\n  a: {command: x, type: stdio}\n  b: {url: 'http://h/mcp', type: http}\n"
+        "  c: {url: 'http://h/sse', type: sse}\n"
+    )
+    config = load_config(write(tmp_path, text), environ={})
+    assert [s.transport for s in config.servers.values()] == ["stdio", "http", "sse"]
+    wrong = error_of(write(tmp_path, "servers:\n  a: {command: x, type: sse}\n"))
+    assert "servers.a: type: sse cannot be used with a stdio ('command') server" in wrong
+    wrong = error_of(write(tmp_path, "servers:\n  a: {url: 'http://h', type: stdio}\n"))
+    assert "servers.a: type: stdio cannot be used with a HTTP ('url') server" in wrong
 
 
 def test_invalid_yaml_gives_line(tmp_path: Path) -> None:
@@ -135,6 +201,40 @@ def test_unset_variable_is_named_and_no_value_leaks(tmp_path: Path) -> None:
     msg = error_of(path, environ={"HOST_PART": "hunter2"})
     assert "API_KEY is not set" in msg and "servers.a.headers.X" in msg
     assert "hunter2" not in msg
+
+
+def test_a_disabled_servers_unset_variable_is_no_error(tmp_path: Path, log_records: list[dict]) -> None:
+    text = (
+        "servers:\n  idle: {command: x, env: {T: '${OFF_TOKEN}'}, enabled: false}\n"
+        "  busy: {command: x, env: {T: '${ON_TOKEN:-d}'}}\n"
+    )
+    path = write(tmp_path, text)
+    config = load_config(path, environ={})
+    assert (config.servers["idle"].unset_vars, config.servers["busy"].unset_vars) == (("OFF_TOKEN",), ())
+    assert config.servers["idle"].env == {"T": "${OFF_TOKEN}"}  # as written: nothing runs it
+    warnings = [r["message"] for r in log_records if r["level"] == "WARNING"]
+    assert warnings == [
+        f"{path}: servers.idle.env.T: environment variable OFF_TOKEN is not set; server 'idle' is disabled, so nothing "
+        "uses it until the server is enabled (which needs it set)"
+    ]
+    # Enabled, the same entry fails the whole file, naming the server and the variable.
+    enabled = error_of(write(tmp_path, text.replace("enabled: false", "enabled: 'yes'")))
+    assert enabled == (
+        f"{path}: servers.idle.env.T: environment variable OFF_TOKEN is not set (set it, write "
+        "${OFF_TOKEN:-default}, or disable server 'idle')"
+    )
+    # A variable outside servers is needed whatever is disabled.
+    assert "http.token: environment variable TOKEN_X is not set" in error_of(
+        write(tmp_path, text + "http: {token: '${TOKEN_X}'}\n")
+    )
+
+
+def test_a_disabled_client_servers_unset_variable_is_no_error(tmp_path: Path) -> None:
+    server = '{"url": "${env:NOPE_URL}", "disabled": true}'
+    config = load_config(write_json(tmp_path, '{"mcpServers": {"a": ' + server + "}}"), environ={})
+    assert config.servers["a"].unset_vars == ("NOPE_URL",) and not config.servers["a"].enabled
+    on = error_of(write_json(tmp_path, '{"mcpServers": {"a": ' + server.replace("true", "false") + "}}"))
+    assert "mcpServers.a.url: environment variable NOPE_URL is not set (set it" in on
 
 
 def test_pack_name_clash_is_an_error(tmp_path: Path) -> None:
@@ -200,8 +300,8 @@ def test_client_examples_load() -> None:
     }
     assert code.servers["everything-http"].url == URLS["EVERYTHING_HTTP_URL"]
     assert code.servers["everything-http"].headers == {"Authorization": "Bearer none"}
-    cursor = load_config(EXAMPLES / "cursor_mcp.json", environ=URLS)
-    assert cursor.servers["everything"].url == URLS["EVERYTHING_HTTP_URL"]  # Cursor's ${env:VAR}
+    cursor = load_config(EXAMPLES / "cursor_mcp.json", environ={"HOME": "/home/dev"})
+    assert cursor.servers["everything"].env == {"HOME": "/home/dev"}  # Cursor's ${env:VAR}
     cline = load_config(EXAMPLES / "cline_mcp_settings.json", environ={})
     assert cline.servers["time"].enabled and not cline.servers["everything-sse"].enabled
     assert cline.servers["everything-sse"].transport == "sse"
@@ -250,7 +350,14 @@ def test_client_config_in_yaml_with_onetool_sections(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("server", "expected"),
     [
-        ('{"command": "x", "comand": "y"}', "invalid configuration: mcpServers.a.comand: unknown key (allowed here: "),
+        (
+            '{"command": "x", "comand": "y"}',
+            "invalid configuration: mcpServers.a.comand: unknown key; did you mean 'comm",
+        ),
+        (
+            '{"command": "x", "flavour": "y"}',
+            "invalid configuration: mcpServers.a.flavour: unknown key (allowed here: com",
+        ),
         ('{"serverUrl": 5}', "invalid configuration: mcpServers.a.serverUrl: Input should be a valid string"),
         ('{"command": "x", "disabled": "yes"}', "mcpServers.a.disabled: expected true or false"),
         ('{"type": "ws", "url": "x"}', "mcpServers.a.type: unknown transport 'ws' (use stdio, http, streamable-http,"),

@@ -108,7 +108,7 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
             "held_tools": [],
             "protocol_version": "2026-07-28",
             "instructions": by_name["time"]["instructions"],
-            "added_by": None,  # no oauth_status: not an OAuth server (test_auth_gateway.py reads it for one)
+            "added_by": "config",  # no oauth_status: not an OAuth server (test_auth_gateway.py reads it for one)
             "converted_to": None,
             "unresponsive": None,  # set while its calls kept timing out (the breaker is open)
             "calls_in_flight": 0,

@@ -142,7 +142,8 @@ async def test_http_401_fails_with_the_status(unauthorized_url: str) -> None:
         # Retrying will not help: the message says what to fix instead.
         assert str(unavailable.value) == (
             "server 'locked' is unavailable: HTTP 401 Unauthorized; "
-            "the server refused the credentials: check servers.locked.headers"
+            "the server refused the credentials, or wants some: check servers.locked.headers (Authorization: Bearer "
+            "...), or, for an OAuth server, add an oauth: block to servers.locked and run `onetool auth locked`"
         )
 
 

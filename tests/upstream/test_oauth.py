@@ -542,7 +542,7 @@ async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("{url: 'http://x/mcp', oauth: {client_idd: a}}", "servers.s.oauth.client_idd: unknown key (allowed here: "),
+        ("{url: 'http://x/mcp', oauth: {client_idd: a}}", "oauth.client_idd: unknown key; did you mean 'client_id'?"),
         ("{command: x, oauth: {}}", "oauth cannot be used with a stdio ('command') server"),
         ("{url: 'http://x/mcp', oauth: {flow: client_credentials}}", "needs client_id and client_secret"),
         ("{url: 'http://x/mcp', oauth: {client_secret: s3cr3t}}", "client_secret needs client_id"),

@@ -3,6 +3,9 @@
     GET    /admin/servers                  every server, with full status (the error's detail included)
     POST   /admin/servers                  {"name": ..., "spec": {...one config entry...}} -> 201, the server
     GET    /admin/servers/{name}           the server, its tools and its held changes
+    PATCH  /admin/servers/{name}           edit a server added at run time: a JSON merge patch of its entry (a key
+                                           given replaces, null removes; env and headers merge key by key); a
+                                           running server restarts with it
     DELETE /admin/servers/{name}           remove a server added at run time (or reject a model's proposal)
     POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional;
                                            a model's proposal: starts it, quarantined, its "launch" says what runs)
@@ -108,6 +111,10 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             raise ControlError('expected {"name": "...", "spec": {...}} (spec: one server entry as in the config)')
         return (await control.add(name, spec, actor=request_actor(request))).to_dict()
 
+    async def edit(request: Request) -> Any:
+        name, actor = request.path_params["name"], request_actor(request)
+        return (await control.edit(name, await _body(request), actor=actor)).to_dict()
+
     async def remove(request: Request) -> Any:
         name = request.path_params["name"]
         await control.remove(name, actor=request_actor(request))
@@ -155,6 +162,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers", json_endpoint(add, 201), methods=["POST"]),
             Route("/servers/{name}", json_endpoint(show), methods=["GET"]),
             Route("/servers/{name}", json_endpoint(remove), methods=["DELETE"]),
+            Route("/servers/{name}", json_endpoint(edit), methods=["PATCH"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
             Route("/run", json_endpoint(run), methods=["POST"]),

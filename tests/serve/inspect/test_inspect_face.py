@@ -443,7 +443,7 @@ async def test_http_mode_inspect_serves_it_at_mcp(tmp_path: Path, era: Era) -> N
         ("bad.yaml", "servers:\n  time: [unclosed\n", "invalid YAML (line 3, column 1)"),
         ("bad.json", '{"servers": {"time": {"command": "x",}', "invalid JSON (line 1, column 38)"),
         ("wrong.json", '{"servers": ["time"]}', "invalid configuration: servers: Input should be a valid dictionary"),
-        ("unknown.yaml", "inspect:\n  compression: true\n", "inspect.compression: unknown key (allowed here: schema_"),
+        ("unknown.yaml", "inspect:\n  compression: true\n", "inspect.compression: unknown key; did you mean 'schema_c"),
     ],
 )
 def test_config_errors_exit_2_with_one_message(tmp_path: Path, name: str, content: str | None, message: str) -> None:

@@ -1,0 +1,153 @@
+"""Editing a server added at run time: the change restarts it with the new entry, is checked as a config entry,
+written over the server's version (of two replicas editing at once one applies, the other gets a 409 with the
+server as it is now), and audited with the keys it changed, never their values. Against server-everything
+(its get-env tool shows what the running process got) and a real SQLite store shared by two control planes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import types
+
+from onetool.config import Config, load_config
+from onetool.control._server import ServerControl
+from onetool.errors import ControlError
+from onetool.state import StateStore
+from onetool.upstream import UpstreamPool
+from tests.conftest import EVERYTHING_JS, TIME_SERVER
+
+pytestmark = pytest.mark.anyio
+
+EVERYTHING = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"]}
+CONFIG = Config.model_validate(
+    {"servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"], "quarantined": True}}}
+)
+
+
+@asynccontextmanager
+async def control_plane(store: StateStore, config: Config = CONFIG) -> AsyncIterator[ServerControl]:
+    """A gateway's control plane on ``store`` (one replica), with its own pool."""
+    control = await ServerControl.load(config, store)
+    async with UpstreamPool(control.configs()) as pool:
+        await control.attach(pool, lambda: None)
+        yield control
+
+
+async def env_of(control: ServerControl, server: str) -> dict[str, Any]:
+    """The environment of the running server's process, as its get-env tool reports it."""
+    pool = control._live()
+    result = await pool.call(server, "get-env", {})
+    text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+    return dict(json.loads(text[text.index("{") :]))
+
+
+async def test_an_edit_restarts_the_server_with_its_new_entry_and_is_audited(tmp_path: Path) -> None:
+    async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store, control_plane(store) as control:
+        await control.add("extra", {**EVERYTHING, "env": {"MARK": "1", "KEEP": "k"}}, actor="cli")
+        assert (await env_of(control, "extra"))["MARK"] == "1"
+
+        view = await control.edit("extra", {"env": {"MARK": "2", "KEEP": None}, "timeout": 9}, actor="api")
+        assert (view.status, view.added_by) == ("connected", "cli")
+        env = await env_of(control, "extra")
+        assert env["MARK"] == "2" and "KEEP" not in env  # a new process, with the merged entry
+        assert (await store.added_servers())["extra"].spec == {**EVERYTHING, "env": {"MARK": "2"}, "timeout": 9}
+
+        # Nothing to change: nothing written, nothing restarted.
+        before = await store.change_counter()
+        await control.edit("extra", {"timeout": 9}, actor="api")
+        assert await store.change_counter() == before
+
+        [edit, add] = await store.audit_log(server="extra")
+        assert (edit.actor, edit.action, edit.details) == ("api", "edit_server", {"keys": ["env", "timeout"]})
+        assert "2" not in json.dumps(edit.details) and add.action == "add_server"
+
+
+@pytest.mark.parametrize(
+    ("name", "patch", "status", "message"),
+    [
+        ("time", {"timeout": 5}, 409, "server 'time' comes from the config file: edit it there, then restart"),
+        ("nope", {"timeout": 5}, 404, "unknown server 'nope'; servers: extra, time"),
+        ("extra", {"timeout": 0}, 400, "server 'extra': invalid configuration: servers.extra.timeout: Input should be"),
+        ("extra", {"timout": 5}, 400, "servers.extra.timout: unknown key; did you mean 'timeout'?"),
+        ("extra", {"url": "http://127.0.0.1:9/mcp"}, 400, "give either 'command' (a stdio server) or 'url'"),
+        ("extra", {"enabled": False}, 400, "'enabled' is not changed by an edit: use `onetool servers enable|disable"),
+        ("extra", {"quarantined": False}, 400, "use `onetool servers quarantine|approve extra`"),
+        ("extra", {}, 400, "expected a JSON object: the keys of the server's entry to change (null removes one)"),
+        ("extra", [1], 400, "expected a JSON object"),
+    ],
+)
+async def test_a_bad_edit_changes_nothing_and_says_why(
+    tmp_path: Path, name: str, patch: Any, status: int, message: str
+) -> None:
+    async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store:
+        await store.add_server("extra", {**EVERYTHING, "enabled": False}, "cli")
+        async with control_plane(store) as control:
+            before = await store.change_counter()
+            with pytest.raises(ControlError) as refused:
+                await control.edit(name, patch, actor="cli")
+            assert refused.value.status == status and message in str(refused.value)
+            assert await store.change_counter() == before
+
+
+async def test_of_two_replicas_editing_one_server_at_once_one_applies_the_other_gets_409(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'onetool.db'}"
+    async with AsyncExitStack() as stack:
+        store_a = await stack.enter_async_context(await StateStore.open(url))
+        store_b = await stack.enter_async_context(await StateStore.open(url))
+        await store_a.add_server("extra", {**EVERYTHING, "env": {"MARK": "0"}}, "cli")
+        a = await stack.enter_async_context(control_plane(store_a))
+        b = await stack.enter_async_context(control_plane(store_b))
+
+        await a.edit("extra", {"env": {"MARK": "a"}}, actor="api")
+        # b has not read the store since: its edit is written over a version that is gone
+        with pytest.raises(ControlError) as lost:
+            await b.edit("extra", {"env": {"MARK": "b"}}, actor="api")
+        assert lost.value.status == 409 and "changed meanwhile" in str(lost.value)
+        assert lost.value.current is not None and lost.value.current["name"] == "extra"
+        # ...and b now serves what won: a's entry, in a restarted process
+        assert (await env_of(b, "extra"))["MARK"] == "a"
+        assert (await store_b.added_servers())["extra"].spec["env"] == {"MARK": "a"}
+        assert [e.action for e in await store_a.audit_log(server="extra")] == ["edit_server", "add_server"]
+
+        # A replica that follows the store applies another's edit on its next reconcile, restarting the server.
+        await b.edit("extra", {"env": {"MARK": "b"}}, actor="api")
+        await a.reconcile()
+        assert (await env_of(a, "extra"))["MARK"] == "b"
+
+
+async def test_a_server_whose_variable_was_unset_stays_disabled(tmp_path: Path) -> None:
+    path = tmp_path / "onetool.yaml"
+    path.write_text(f"servers:\n  idle: {{command: {TIME_SERVER}, env: {{T: '${{IDLE_TOKEN}}'}}, enabled: false}}\n")
+    config = load_config(path, environ={})
+    async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store:
+        async with control_plane(store, config) as control:
+            with pytest.raises(ControlError) as refused:
+                await control.set_enabled("idle", True, actor="cli")
+            assert refused.value.status == 409
+            assert str(refused.value) == (
+                "server 'idle' cannot be enabled: its entry uses IDLE_TOKEN, not set when the config was read; set it "
+                "and restart the gateway"
+            )
+        # Enabled in the store meanwhile (as `onetool servers enable` does with no gateway): still off at start.
+        await store.set_enabled("idle", True, "cli")
+        async with control_plane(store, config) as control:
+            assert control.get("idle").status == "disabled"
+            assert "idle" not in [n for n, s in control.configs().items() if s.enabled]
+
+
+async def test_a_quarantined_server_holds_every_tool_and_a_config_server_was_added_by_config(tmp_path: Path) -> None:
+    async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store, control_plane(store) as control:
+        with anyio.fail_after(30):
+            while control.get("time").tool_count == 0:
+                await anyio.sleep(0.05)
+        view = control.get("time")
+        assert view.status == "quarantined" and view.added_by == "config"
+        assert view.held_tools == ["convert_time", "get_current_time"] == sorted(h.tool for h in control.held())
+        await control.approve("time", actor="cli")
+        assert control.get("time").held_tools == []
