@@ -39,7 +39,7 @@ def projects(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 def test_changes_made_without_a_gateway_stay_in_their_project(projects: tuple[Path, Path]) -> None:
     a, b = projects
-    added = cli("servers", "add", "extra", "--command", TIME_SERVER, "--config", str(a))
+    added = cli("servers", "add", "extra", "--config", str(a), "--", TIME_SERVER)
     assert added.returncode == 0, added.stderr
     assert cli("servers", "disable", "time", "--config", str(a)).returncode == 0
     assert project_database(a).is_file() and project_database(a) != project_database(b)
@@ -71,7 +71,7 @@ def test_the_cli_talks_to_the_gateway_of_its_config(
     a, b = projects
     gateway_a, gateway_b = running
     # A change through the CLI in project a reaches a's gateway only.
-    assert cli("servers", "add", "extra", "--command", TIME_SERVER, "--config", str(a)).returncode == 0
+    assert cli("servers", "add", "extra", "--config", str(a), "--", TIME_SERVER).returncode == 0
     assert cli("servers", "disable", "time", "--config", str(a)).returncode == 0
     assert set(servers(a)) == {"time", "extra"} and servers(a)["time"]["status"] == "disabled"
     assert set(servers(b)) == {"time"} and servers(b)["time"]["status"] == "connected"

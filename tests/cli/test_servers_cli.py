@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from onetool.config import load_config
 from onetool.state import StateStore
 from tests.admin_api import cli
 from tests.conftest import EVERYTHING_JS, TIME_SERVER
@@ -36,7 +37,9 @@ class Attached:
         self.served, self.folders = served, folders
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return cli(*args, env=self.folders)
+        # The gateway's config names it: the CLI talks to the gateway serving its config.
+        config = str(Path(self.served.log).parent / "onetool.yaml")
+        return cli(*args, env={**self.folders, "ONETOOL_CONFIG": config})
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +141,11 @@ def test_a_server_whose_variable_was_unset_cannot_be_enabled(attached: Attached)
 # ----- no gateway: the changes wait in the store ------------------------------------------------------------
 
 
-def stored(name: str) -> dict[str, Any]:
+def stored(name: str, config: str) -> dict[str, Any]:
+    """The spec of an added server, as the store of ``config`` keeps it."""
+
     async def read() -> dict[str, Any]:
-        async with await StateStore.open() as store:
+        async with await StateStore.open(load_config(config).store_url) as store:
             return (await store.added_servers())[name].spec
 
     return anyio.run(read)
@@ -151,16 +156,18 @@ def test_add_and_edit_with_no_gateway_wait_in_the_store(tmp_path: Path) -> None:
     # `--local-timezone` is the server's own option: after --, argparse leaves it alone.
     added = cli("servers", "add", "x", "--config", config, "--", TIME_SERVER, "--local-timezone", "UTC")
     assert (added.returncode, added.stdout) == (0, "added server 'x'; applies when the gateway starts\n"), added.stderr
-    assert stored("x") == {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}
+    assert stored("x", config) == {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}
 
-    edited = cli("servers", "edit", "x", "--timeout", "7", "--env", "A=1", "--cwd", "sub", "--config", config)
+    edited = cli(
+        "servers", "edit", "x", "--timeout", "7", "--env", "A=1", "--cwd", "sub", "--config", config, cwd=tmp_path
+    )
     assert edited.stdout == "edited server 'x' (cwd, env, timeout); applies when the gateway starts\n", edited.stderr
-    assert stored("x") == {
+    assert stored("x", config) == {
         "command": TIME_SERVER,
         "args": ["--local-timezone", "UTC"],
         "timeout": 7.0,
         "env": {"A": "1"},
-        "cwd": str(Path.cwd() / "sub"),  # as this shell means it: the gateway runs elsewhere
+        "cwd": str(tmp_path / "sub"),  # as the shell it was typed in means it: the gateway runs elsewhere
     }
     again = cli("servers", "--json", "edit", "x", "--timeout", "7", "--config", config)
     assert json.loads(again.stdout) == {
@@ -172,7 +179,7 @@ def test_add_and_edit_with_no_gateway_wait_in_the_store(tmp_path: Path) -> None:
     # A new URL makes it an HTTP server: the stdio keys go, the rest stays.
     http = cli("servers", "edit", "x", "--url", "http://127.0.0.1:9/mcp", "--type", "sse", "--config", config)
     assert http.returncode == 0, http.stderr
-    assert stored("x") == {"url": "http://127.0.0.1:9/mcp", "type": "sse", "timeout": 7.0}
+    assert stored("x", config) == {"url": "http://127.0.0.1:9/mcp", "type": "sse", "timeout": 7.0}
 
     refused = cli("servers", "edit", "time", "--timeout", "1", "--config", config)
     assert (
