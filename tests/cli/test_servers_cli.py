@@ -187,7 +187,7 @@ def test_add_and_edit_with_no_gateway_wait_in_the_store(tmp_path: Path) -> None:
     )
 
     async def convert() -> None:
-        async with await StateStore.open() as store:
+        async with await StateStore.open(load_config(config).store_url) as store:
             await store.record_conversion("x", command="c", args=[], env={}, url="http://b:9001/mcp", actor="cli")
 
     anyio.run(convert)
