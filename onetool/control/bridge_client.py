@@ -6,7 +6,7 @@
 
 What the gateway's admin actions need from a failure is :class:`BridgeError.status`: 400 (the spec was
 refused: ``field`` says which part), 429 (the bridge is full), or 503 :class:`BridgeUnavailable` (the bridge
-is unreachable, refused the token, could not start the process, or serves it over plain
+is unreachable, refused the token or its certificate, could not start the process, or serves it over plain
 http without ``bridge.allow_http``: the message says which). In every failure case nothing changed on the bridge,
 so the gateway changes nothing either. Env values and the token never appear in a message or a log record.
 """
@@ -25,7 +25,7 @@ from onetool.config import BridgeConfig, ServerConfig
 from onetool.errors import BridgeError, BridgeUnavailable
 from onetool.hosts import plain_http_host
 from onetool.logs import LogSpan
-from onetool.upstream.transports import public_url
+from onetool.upstream.transports import TRUST_FIX, public_url, untrusted_certificate
 
 __all__ = ["BridgeClient", "Conversion"]
 
@@ -144,6 +144,10 @@ class BridgeClient:
         except httpx2.TimeoutException:
             raise BridgeUnavailable(f"{public_url(self.url)} did not answer within {self._timeout:g} s") from None
         except httpx2.HTTPError as e:
+            if (refused := untrusted_certificate(e)) is not None:
+                raise BridgeUnavailable(
+                    f"the TLS certificate of {public_url(self.url)} is not trusted ({refused}): {TRUST_FIX}"
+                ) from None
             raise BridgeUnavailable(f"cannot reach {public_url(self.url)} ({type(e).__name__})") from None
         try:
             answer = response.json()

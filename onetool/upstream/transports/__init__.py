@@ -18,7 +18,14 @@ from typing import Final
 
 from onetool.config import TransportName
 from onetool.upstream.transports._base import Link, Opener, Streams, Transport
-from onetool.upstream.transports._http import HttpStatuses, http_reason, public_url, warn_plain_http
+from onetool.upstream.transports._http import (
+    TRUST_FIX,
+    HttpStatuses,
+    http_reason,
+    public_url,
+    untrusted_certificate,
+    warn_plain_http,
+)
 from onetool.upstream.transports._process import StdioChild
 from onetool.upstream.transports._sse import open_sse
 from onetool.upstream.transports._stdio import open_stdio
@@ -26,6 +33,7 @@ from onetool.upstream.transports._streamable_http import open_streamable_http
 
 __all__ = [
     "TRANSPORTS",
+    "TRUST_FIX",
     "HttpStatuses",
     "Link",
     "Opener",
@@ -34,6 +42,7 @@ __all__ = [
     "Transport",
     "http_reason",
     "public_url",
+    "untrusted_certificate",
     "warn_plain_http",
 ]
 

@@ -1,7 +1,9 @@
-"""What the HTTP transports share: the plain-http warning, loggable URLs, the HTTP client, the statuses it saw."""
+"""What the HTTP transports share: the plain-http warning, loggable URLs, the HTTP client, the statuses it saw,
+what a refused certificate means."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -36,6 +38,26 @@ def warn_plain_http(name: str, config: ServerConfig) -> None:
             name,
             host,
         )
+
+
+TRUST_FIX = (
+    "trust the CA that signed it: add it to this machine's CA store, or set SSL_CERT_FILE to a PEM file with it "
+    "(that file then replaces the system's CAs for OneTool)"
+)
+"""What to do about a certificate the gateway does not trust (httpx2 reads ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``)."""
+
+
+def untrusted_certificate(error: BaseException) -> str | None:
+    """Why TLS verification refused the server's certificate ("self-signed certificate in certificate chain",
+    "Hostname mismatch ..."), when that is what ``error`` (an httpx2 error) comes from; else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause.verify_message or cause.reason or "certificate verify failed"
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 class HttpStatuses:
