@@ -4,10 +4,13 @@ through SSL_CERT_FILE, and say so clearly when they do not; flags that do not ma
 
 from __future__ import annotations
 
+import shutil
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from onetool.config import ServerConfig
@@ -88,3 +91,29 @@ async def test_the_gateway_verifies_the_bridge_and_trusts_its_ca_through_ssl_cer
         assert (status.detail, status.fix) == ("unable to get local issuer certificate", TRUST_FIX)
     assert not [r for r in log_records if r["traced"]], "a refused certificate is no unexpected error"
     assert all(TOKEN not in r["message"] + repr(r["extra"]) for r in log_records)
+
+
+def readme_recipe() -> str:
+    """The shell block that follows ``<!-- two-hosts-recipe -->`` in the README."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("<!-- two-hosts-recipe -->", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert "openssl" in block
+    return block
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command to run the README's recipe")
+async def test_the_readmes_certificate_recipe_makes_a_bridge_a_strict_client_trusts(
+    tmp_path: Path, bridge_factory: Any
+) -> None:
+    """Run as written, but for the bridge's name and address (here: this host's loopback ones)."""
+    recipe = readme_recipe().replace("bridge.lan", "localhost").replace("10.0.0.2", "127.0.0.1")
+    done = subprocess.run(
+        ["bash", "-e"], input=recipe, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    pki = Pki(tmp_path / "ca.pem", tmp_path / "bridge.pem", tmp_path / "bridge-key.pem")
+    bridge: BridgeProcess = bridge_factory("--base-port", "0", pki=pki)
+    strict = client_context(pki.ca)
+    strict.verify_flags |= ssl.VERIFY_X509_STRICT  # Python 3.13's default: a CA must carry keyUsage, and more
+    for url in (bridge.url, bridge.url.replace("127.0.0.1", "localhost")):
+        assert httpx2.get(f"{url}/health", verify=strict, timeout=10).json()["status"] == "ok"
