@@ -101,7 +101,7 @@ class _LimitedH11(H11Protocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._phase: object = None  # the client's h11 state the deadline was set for
         self._handshaking = False
-        self._handshake: asyncio.Task[None] | None = None
+        self._handshake: asyncio.Task[None] | None = None  # held: the loop keeps tasks only by weak reference
         self._early = bytearray()  # what TLS decrypted before the handshake task resumed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -126,13 +126,13 @@ class _LimitedH11(H11Protocol):
             logger.debug("TLS handshake failed: {}", type(e).__name__)
             tcp.close()
             return
-        if tls is None or tls.is_closing():
+        if tls is None or tls.is_closing():  # closed by the deadline or the cap as the handshake ended
             return
         super().connection_made(tls)
         self._handshaking = False
-        if self._early:
-            self.data_received(bytes(self._early))
-            self._early.clear()
+        early, self._early = bytes(self._early), bytearray()
+        if early:
+            self.data_received(early)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
