@@ -55,7 +55,7 @@ class Bridging:
             else:
                 try:
                     found[name] = self.entry(spec, self._bridge.served(name, record.url))
-                except BridgeError as e:  # recorded before bridge.allow_http was unset
+                except BridgeError as e:  # a plain-http URL recorded while bridge.allow_http was set
                     logger.bind(server=name).warning("server '{}' runs over stdio: {}", name, e)
         return found
 
