@@ -6,6 +6,7 @@ A server keeps its port, and so its URL, for as long as it is bridged: through c
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -54,7 +55,7 @@ class Bridged:
     def url(self, host: str) -> str:
         """Its URL for a client that reached the bridge at ``host`` (the port is the same on every address)."""
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}{MCP_PATH}"
+        return f"{self.listener.scheme}://{host}:{self.port}{MCP_PATH}"
 
     def view(self, host: str) -> dict[str, Any]:
         """As the API answers a client that reached the bridge at ``host``."""
@@ -82,10 +83,11 @@ class Bridged:
 class BridgedServers:
     """Start, list and stop bridged servers; :meth:`running` owns their tasks."""
 
-    def __init__(self, host: str, token: str | None, limits: BridgeLimits) -> None:
+    def __init__(self, host: str, token: str | None, limits: BridgeLimits, tls: ssl.SSLContext | None = None) -> None:
         self._host = host
         self._token = token
         self._limits = limits
+        self._tls = tls
         self._servers: dict[str, Bridged] = {}
         self._starting: set[str] = set()
         self._tg: anyio.abc.TaskGroup | None = None
@@ -147,7 +149,7 @@ class BridgedServers:
         base = self._limits.base_port
         if base == 0:
             try:
-                return listen(self._host, 0, self._token)
+                return listen(self._host, 0, self._token, tls=self._tls)
             except ServeError as e:
                 raise BridgeError(500, str(e)) from None
         taken = {s.port for s in self._servers.values()}
@@ -155,7 +157,7 @@ class BridgedServers:
             if port in taken:
                 continue
             try:
-                return listen(self._host, port, self._token)
+                return listen(self._host, port, self._token, tls=self._tls)
             except ServeError:
                 continue  # in use by someone else
         raise BridgeError(500, f"no free port in {base}-{base + _PORT_SCAN - 1} on {self._host} (--base-port)")

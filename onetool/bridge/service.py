@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -47,13 +48,15 @@ class BridgeOptions:
     port: int = 8080
     token: str | None = None
     limits: BridgeLimits = field(default_factory=BridgeLimits)
+    tls: ssl.SSLContext | None = None
+    """The API and every served URL speak HTTPS with it (``--tls-cert``/``--tls-key``)."""
 
 
 async def run_bridge(options: BridgeOptions, *, on_ready: Callable[[str], None] | None = None) -> None:
     """Serve the bridge until cancelled; ``on_ready(base_url)`` once it listens. Every child is gone on return."""
     _check_token(options.host, options.token)
-    with listen(options.host, options.port, options.token) as listener:
-        servers = BridgedServers(options.host, options.token, options.limits)
+    with listen(options.host, options.port, options.token, tls=options.tls) as listener:
+        servers = BridgedServers(options.host, options.token, options.limits, options.tls)
         routes = management_routes(servers, listener)
 
         def ready() -> None:

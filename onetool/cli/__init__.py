@@ -191,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="bridged servers get ports from here upward; 0: any free (default 9001)",
     )
     bridge.add_argument("--token", help="bearer token for the API and every served URL (default $ONETOOL_BRIDGE_TOKEN)")
+    bridge.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve the API and every server over HTTPS with this certificate (PEM, then any intermediates); "
+        "needs --tls-key",
+    )
+    bridge.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM, unencrypted)")
     bridge.add_argument("--max-servers", type=int, metavar="N", help="refuse (429) to bridge more than N servers")
     bridge.add_argument(
         "--idle-timeout",

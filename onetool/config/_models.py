@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, PrivateAttr, model_validator
 
+from onetool.errors import ConfigError
+from onetool.hosts import plain_http_host
 from onetool.logs import DEFAULT_RETENTION, DEFAULT_ROTATION
 from onetool.state.paths import project_database
 
@@ -44,6 +46,19 @@ def to_identifier(name: str) -> str:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _plain_http_refused(url: str | None, allow_key: str) -> str | None:
+    """Why ``url`` may not be used without ``allow_key``: plain http to another host (no silent upgrade to https,
+    which would fail against a server that speaks only http, and no silent plain text either). Names the host only:
+    the rest of a URL may hold credentials."""
+    host = plain_http_host(url) if url else None
+    if host is None:
+        return None
+    return (
+        f"plain http:// to {host or 'a URL without a host'} sends tokens and data unencrypted: use https://, "
+        f"or set {allow_key}: true if the network to it is trusted"
+    )
 
 
 class OAuthConfig(_Strict):
@@ -91,6 +106,10 @@ class ServerConfig(_Strict):
         default=None, description="stdio (implied by command), http (streamable HTTP, the default for url) or sse"
     )
     oauth: OAuthConfig | None = None
+    allow_http: bool = Field(
+        default=False,
+        description="connect to a plain http:// url on a host that is not loopback (logged as a warning at start)",
+    )
 
     timeout: float = Field(default=30.0, gt=0, description="seconds per tool call")
     connect_timeout: float = Field(default=20.0, gt=0, description="seconds to connect and list tools")
@@ -113,7 +132,7 @@ class ServerConfig(_Strict):
             raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both")
         stray: list[str]
         if self.command is not None:
-            stray = [k for k in ("headers", "oauth") if k in self.model_fields_set]
+            stray = [k for k in ("headers", "oauth", "allow_http") if k in self.model_fields_set]
             stray += ["type"] if self.type not in (None, "stdio") else []
         else:
             stray = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
@@ -122,6 +141,8 @@ class ServerConfig(_Strict):
             kind = "stdio ('command')" if self.command is not None else "HTTP ('url')"
             what = f"type: {self.type}" if stray == ["type"] else ", ".join(stray)
             raise ValueError(f"{what} cannot be used with a {kind} server")
+        if not self.allow_http and (refused := _plain_http_refused(self.url, "allow_http")):
+            raise ValueError(f"url: {refused}")
         return self
 
     @property
@@ -270,14 +291,27 @@ class BridgeConfig(_Strict):
     """Where the gateway finds ``onetool bridge`` (to convert stdio servers); ``$ONETOOL_BRIDGE_URL`` and
     ``$ONETOOL_BRIDGE_TOKEN`` override the file (see :meth:`resolved`)."""
 
-    url: str | None = Field(default=None, description="base URL of the bridge, e.g. http://bridge-host:8080")
+    url: str | None = Field(default=None, description="base URL of the bridge, e.g. https://bridge-host:8080")
     token: str | None = Field(default=None, repr=False, description="the bridge's bearer token")
+    allow_http: bool = Field(
+        default=False,
+        description="reach a plain http:// url on a host that is not loopback, and the servers the bridge serves "
+        "there (logged as a warning when each connects)",
+    )
+
+    @model_validator(mode="after")
+    def _no_plain_http(self) -> BridgeConfig:
+        if not self.allow_http and (refused := _plain_http_refused(self.url, "allow_http")):
+            raise ValueError(f"url: {refused}")
+        return self
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> BridgeConfig:
+        """With the environment's overrides; a plain-http ``$ONETOOL_BRIDGE_URL`` is held to the file's rule."""
         env = os.environ if environ is None else environ
-        return self.model_copy(
-            update={"url": env.get(ENV_BRIDGE_URL) or self.url, "token": env.get(ENV_BRIDGE_TOKEN) or self.token}
-        )
+        url = env.get(ENV_BRIDGE_URL)
+        if url and not self.allow_http and (refused := _plain_http_refused(url, "bridge.allow_http")):
+            raise ConfigError(f"${ENV_BRIDGE_URL}: {refused}")
+        return self.model_copy(update={"url": url or self.url, "token": env.get(ENV_BRIDGE_TOKEN) or self.token})
 
 
 class Config(_Strict):

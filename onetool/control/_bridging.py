@@ -29,8 +29,9 @@ class Bridging:
         """None without a configured bridge: nothing is re-registered, converted servers run over stdio."""
 
     def entry(self, spec: ServerConfig, url: str) -> ServerConfig:
-        """What the pool connects for ``spec`` served by the bridge at ``url``."""
-        return http_entry(spec, url, self._bridge.token if self._bridge else None)
+        """What the pool connects for ``spec`` served by the configured bridge at ``url``."""
+        assert self._bridge is not None, "an entry for a bridge that is not configured"
+        return http_entry(spec, url, self._bridge)
 
     async def entries(self, servers: Mapping[str, ServerConfig]) -> dict[str, ServerConfig]:
         """The recorded conversions of ``servers`` as the entries to connect (at startup: no request to the bridge)."""
@@ -52,7 +53,10 @@ class Bridging:
                     NO_BRIDGE,
                 )
             else:
-                found[name] = self.entry(spec, record.url)
+                try:
+                    found[name] = self.entry(spec, self._bridge.served(name, record.url))
+                except BridgeError as e:  # a plain-http URL recorded while bridge.allow_http was set
+                    logger.bind(server=name).warning("server '{}' runs over stdio: {}", name, e)
         return found
 
     async def convert(self, name: str, spec: ServerConfig, *, actor: Actor) -> ServerConfig:

@@ -6,13 +6,14 @@
 
 What the gateway's admin actions need from a failure is :class:`BridgeError.status`: 400 (the spec was
 refused: ``field`` says which part), 429 (the bridge is full), or 503 :class:`BridgeUnavailable` (the bridge
-is unreachable, refused the token, or could not start the process: the message says which). In every
-failure case nothing changed on the bridge, so the gateway changes nothing either. Env values and the
-token never appear in a message or a log record.
+is unreachable, refused the token or its certificate, could not start the process, or serves it over plain
+http without ``bridge.allow_http``: the message says which). In every failure case nothing changed on the bridge,
+so the gateway changes nothing either. Env values and the token never appear in a message or a log record.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,8 +23,9 @@ import httpx2
 
 from onetool.config import BridgeConfig, ServerConfig
 from onetool.errors import BridgeError, BridgeUnavailable
+from onetool.hosts import plain_http_host
 from onetool.logs import LogSpan
-from onetool.upstream.transports import public_url
+from onetool.upstream.transports import TRUST_FIX, public_url, untrusted_certificate
 
 __all__ = ["BridgeClient", "Conversion"]
 
@@ -43,17 +45,33 @@ class Conversion:
 
 
 class BridgeClient:
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, *, allow_http: bool = False, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         """Also the token of every URL the bridge serves."""
+        self.allow_http = allow_http
+        """``bridge.allow_http``: the URLs it serves may be plain http to a host that is not loopback."""
         self._timeout = timeout
 
     @classmethod
     def from_config(cls, config: BridgeConfig, environ: Mapping[str, str] | None = None) -> BridgeClient | None:
         """The configured bridge (``$ONETOOL_BRIDGE_URL`` / ``$ONETOOL_BRIDGE_TOKEN`` win), or None without a URL."""
         resolved = config.resolved(environ)
-        return cls(resolved.url, resolved.token) if resolved.url else None
+        return cls(resolved.url, resolved.token, allow_http=resolved.allow_http) if resolved.url else None
+
+    def served(self, name: str, url: str) -> str:
+        """``url``, where the bridge serves ``name``, if the gateway may connect there: plain http to another host
+        only with ``bridge.allow_http`` (a bridge reached over https may still answer http URLs, e.g. behind a TLS
+        proxy, and the token would then travel in clear)."""
+        host = plain_http_host(url)
+        if host is None or self.allow_http:
+            return url
+        raise BridgeUnavailable(
+            f"the bridge at {public_url(self.url)} serves '{name}' over plain http at {host}: start it with "
+            "--tls-cert/--tls-key, or set bridge.allow_http: true if the network to it is trusted"
+        )
 
     async def convert(self, name: str, spec: ServerConfig) -> str:
         """Have the bridge run the stdio server ``spec`` as ``name``; its streamable HTTP URL.
@@ -77,16 +95,21 @@ class BridgeClient:
                 return await self._running_url(name, answer)
             if status != 201:
                 raise self._refused(status, answer, name)
-            return str(answer["url"])
+            try:
+                return self.served(name, str(answer["url"]))
+            except BridgeError:
+                with contextlib.suppress(BridgeError):
+                    await self.revert(name)  # it started it: stop it, so a refusal leaves nothing changed there
+                raise
 
     async def _running_url(self, name: str, conflict: dict[str, Any]) -> str:
         """The URL of the server a 409 was about: onetool bridge says it; other bridges are asked."""
         if url := conflict.get("url"):
-            return str(url)
+            return self.served(name, str(url))
         current = await self.get(name)
         if current is None:
             raise BridgeUnavailable(f"the bridge said '{name}' was already converted, then that it was not")
-        return current.url
+        return self.served(name, current.url)
 
     async def revert(self, name: str) -> bool:
         """Stop ``name`` on the bridge: True when it stopped; False when it was not running there (404)."""
@@ -121,6 +144,10 @@ class BridgeClient:
         except httpx2.TimeoutException:
             raise BridgeUnavailable(f"{public_url(self.url)} did not answer within {self._timeout:g} s") from None
         except httpx2.HTTPError as e:
+            if (refused := untrusted_certificate(e)) is not None:
+                raise BridgeUnavailable(
+                    f"the TLS certificate of {public_url(self.url)} is not trusted ({refused}): {TRUST_FIX}"
+                ) from None
             raise BridgeUnavailable(f"cannot reach {public_url(self.url)} ({type(e).__name__})") from None
         try:
             answer = response.json()

@@ -41,11 +41,13 @@ STOP_RETRY_FIRST: Final = 0.5  # a stop the bridge missed is asked again after t
 STOP_RETRY_MAX: Final = 8.0  # ... up to this, for as long as the gateway runs
 
 
-def http_entry(original: ServerConfig, url: str, token: str | None) -> ServerConfig:
-    """The entry the gateway connects instead of ``original``: the bridged URL, same timeouts and enabled flag."""
+def http_entry(original: ServerConfig, url: str, bridge: BridgeClient) -> ServerConfig:
+    """The entry the gateway connects instead of ``original``: the bridged URL (``bridge.served`` checked it), with
+    the bridge's token and plain-http opt-in, same timeouts and enabled flag."""
     return ServerConfig(
         url=url,
-        headers={"Authorization": f"Bearer {token}"} if token else {},
+        headers={"Authorization": f"Bearer {bridge.token}"} if bridge.token else {},
+        allow_http=bridge.allow_http,
         timeout=original.timeout,
         connect_timeout=original.connect_timeout,
         enabled=original.enabled,
@@ -73,7 +75,7 @@ class Conversions:
         await self._store.record_conversion(
             name, command=spec.command, args=spec.args, env=spec.env, url=url, actor=actor
         )
-        return http_entry(spec, url, self._bridge.token)
+        return http_entry(spec, url, self._bridge)
 
     async def revert(self, name: str, *, actor: Actor) -> ConvertedServer | None:
         """Forget the conversion, then stop it on the bridge (not running there is fine); the record it had.

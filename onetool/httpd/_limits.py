@@ -15,12 +15,17 @@ away while stalled ones hold the slots. Hence this h11 protocol, which uvicorn r
   The cap stays well below the file-descriptor limit, and connections are accepted in small batches, so
   stalled connections cannot exhaust descriptors and lock out new clients (asyncio stops accepting for a
   second after EMFILE).
+- with TLS, the protocol runs the handshake itself on the accepted TCP connection (``loop.start_tls``), so a
+  connection counts and has its header deadline from the accept, handshake included. Given to asyncio's
+  server instead, TLS would hide a connection from the protocol until its handshake ended: one that never
+  sends a ClientHello would hold a descriptor for 60 s, uncounted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import resource
+import ssl
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -89,16 +94,45 @@ class _Gate:
 
 class _LimitedH11(H11Protocol):
     _gate: ClassVar[_Gate]
+    _tls: ClassVar[ssl.SSLContext | None]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._phase: object = None  # the client's h11 state the deadline was set for
+        self._handshaking = False
+        self._handshake: asyncio.Task[None] | None = None  # held: the loop keeps tasks only by weak reference
+        self._early = bytearray()  # what TLS decrypted before the handshake task resumed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        if self._tls is None:
+            super().connection_made(transport)
+        else:
+            # Until the handshake ends, the TCP transport is the one the deadline and the cap close.
+            self.transport = transport
+            self._handshaking = True
         self._watch()
         self._gate.opened(self)
+        if self._tls is not None and not transport.is_closing():
+            # Not a task nobody watches: _handshake_tls handles its own failures (they are the client's).
+            self._handshake = self.loop.create_task(self._handshake_tls(transport, self._tls))
+
+    async def _handshake_tls(self, tcp: asyncio.Transport, context: ssl.SSLContext) -> None:
+        if tcp.is_closing():  # closed for the cap before this task ran: start_tls would adopt a dead transport
+            return
+        try:
+            tls = await self.loop.start_tls(tcp, self, context, server_side=True)
+        except OSError as e:  # ssl.SSLError, a reset, a timeout
+            logger.debug("TLS handshake failed: {}", type(e).__name__)
+            tcp.close()
+            return
+        if tls is None or tls.is_closing():  # closed by the deadline or the cap as the handshake ended
+            return
+        super().connection_made(tls)
+        self._handshaking = False
+        early, self._early = bytes(self._early), bytearray()
+        if early:
+            self.data_received(early)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
@@ -106,6 +140,10 @@ class _LimitedH11(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._handshaking:
+            # asyncio's TLS layer hands over what came with the end of the handshake before start_tls returns.
+            self._early += data
+            return
         super().data_received(data)
         self._watch()
 
@@ -143,10 +181,12 @@ class _LimitedH11(H11Protocol):
             self._deadline = None
 
 
-def limited_protocol(limits: HttpLimits) -> type[asyncio.Protocol]:
-    """An h11 protocol class for one uvicorn server (uvicorn.Config(http=...)): its connections share a cap."""
+def limited_protocol(limits: HttpLimits, tls: ssl.SSLContext | None = None) -> type[asyncio.Protocol]:
+    """An h11 protocol class for one uvicorn server (uvicorn.Config(http=...)): its connections share a cap; with
+    ``tls``, each one is a TLS connection (uvicorn's own ``ssl`` stays unset)."""
 
     class LimitedH11(_LimitedH11):
         _gate = _Gate(limits)
+        _tls = tls
 
     return LimitedH11

@@ -1,4 +1,4 @@
-"""The gateway's uvicorn: readiness reported, signals left to the caller, no access log, connection limits.
+"""The gateway's uvicorn: readiness reported, signals left to the caller, no access log, connection limits, TLS.
 
 Both the HTTP front (:mod:`onetool.serve.http`) and ``onetool auth``'s one-shot loopback listener run it.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import ssl
 from collections.abc import Iterator
 
 import anyio
@@ -43,12 +44,12 @@ class UvicornServer(uvicorn.Server):
     would swallow Ctrl-C and re-raise it after shutdown.
     """
 
-    def __init__(self, app: ASGIApp, limits: HttpLimits) -> None:
+    def __init__(self, app: ASGIApp, limits: HttpLimits, tls: ssl.SSLContext | None = None) -> None:
         _route_uvicorn_logs()
         super().__init__(
             uvicorn.Config(
                 app,
-                http=limited_protocol(limits),
+                http=limited_protocol(limits, tls),
                 # asyncio accepts up to `backlog` connections per loop tick, before any of them can be closed
                 # to make room: a small batch keeps a flood of connections within the spare descriptors.
                 backlog=ACCEPT_BATCH,

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hmac
 import socket
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,15 +81,21 @@ class Listener:
     """``Host`` values (``name:port``) accepted besides this port's loopback names: a proxy's in front."""
     allowed_origins: tuple[str, ...] = ()
     """``Origin`` values accepted besides this port's loopback origins."""
+    tls: ssl.SSLContext | None = None
+    """Serve HTTPS with this context (:func:`onetool.httpd.server_tls`); None: plain HTTP."""
 
     @property
     def port(self) -> int:
         return int(self.sock.getsockname()[1])
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
     def url(self, path: str) -> str:
         ip = self.sock.getsockname()[0]
         netloc = f"[{ip}]:{self.port}" if ":" in ip else f"{ip}:{self.port}"
-        return f"http://{netloc}{path}"
+        return f"{self.scheme}://{netloc}{path}"
 
     def __enter__(self) -> Listener:
         return self
@@ -104,9 +111,11 @@ def listen(
     *,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    tls: ssl.SSLContext | None = None,
 ) -> Listener:
     """Bind and listen on host:port; without a token, only on a loopback address. ``allowed_hosts`` and
     ``allowed_origins``: what a proxy in front sends (``http.allowed_hosts``), accepted besides loopback names.
+    ``tls``: serve HTTPS.
 
     Loopback is decided by the address ``host`` resolves to, not by its name: a resolver may
     answer ``anything.localhost`` with a public address.
@@ -120,7 +129,7 @@ def listen(
             f"refusing to serve on {named} without a token: only a loopback address (127.0.0.1, ::1, localhost) "
             "may serve without one; set ONETOOL_TOKEN or http.token"
         )
-    return Listener(_bind(host, port, resolved), token, loopback, tuple(allowed_hosts), tuple(allowed_origins))
+    return Listener(_bind(host, port, resolved), token, loopback, tuple(allowed_hosts), tuple(allowed_origins), tls)
 
 
 def host_check(listener: Listener) -> TransportSecuritySettings | None:
@@ -131,7 +140,7 @@ def host_check(listener: Listener) -> TransportSecuritySettings | None:
     hosts = [*(loopback if listener.loopback else []), *listener.allowed_hosts]
     if not hosts:
         return None
-    origins = [*(f"http://{h}" for h in loopback if listener.loopback), *listener.allowed_origins]
+    origins = [*(f"{listener.scheme}://{h}" for h in loopback if listener.loopback), *listener.allowed_origins]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
@@ -235,7 +244,7 @@ async def serve_http(
     ``limits`` bounds how long a client may take to send a request and how many connections are open.
     """
     app = AccessLog(Starlette(routes=[route for contribution in routes for route in contribution.routes]))
-    web = UvicornServer(app, limits)
+    web = UvicornServer(app, limits, listener.tls)
     stopped = anyio.Event()
     failure: list[Exception] = []
 

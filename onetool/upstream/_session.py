@@ -22,7 +22,7 @@ from onetool.config import ServerConfig
 from onetool.upstream._breaker import Breaker
 from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream.status import Failure
-from onetool.upstream.transports import Link, http_reason, public_url
+from onetool.upstream.transports import TRUST_FIX, Link, http_reason, public_url, untrusted_certificate
 
 PageT = TypeVar("PageT")
 ItemT = TypeVar("ItemT")
@@ -132,7 +132,10 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
         program = os.path.basename(config.command)
         return Failure(f"permission denied starting {program}", str(error), f"check servers.{name}.command")
     if isinstance(error, httpx2.TransportError):
-        return Failure(f"cannot reach {public_url(link.url or '')} ({type(error).__name__})", str(error) or None)
+        where = public_url(link.url or "")
+        if (refused := untrusted_certificate(error)) is not None:
+            return Failure(f"the TLS certificate of {where} is not trusted", refused, TRUST_FIX)
+        return Failure(f"cannot reach {where} ({type(error).__name__})", str(error) or None)
     if isinstance(error, MCPError):
         return Failure(f"the server answered: {error.message[:200]}")
     return Failure(type(error).__name__, str(error) or None, unexpected=True)

@@ -27,7 +27,7 @@ from onetool.config import ServerConfig
 from onetool.errors import AuthError
 from onetool.logs import logger
 from onetool.upstream._session import list_all_tools
-from onetool.upstream.transports import TRANSPORTS, HttpStatuses, Link, http_reason, secure_url
+from onetool.upstream.transports import TRANSPORTS, HttpStatuses, Link, http_reason
 
 __all__ = ["Authorized", "authorize"]
 
@@ -56,7 +56,7 @@ async def authorize(
     oauth = config.oauth
     if oauth is None or config.url is None:
         raise AuthError(f"server '{name}' has no oauth block in the config")
-    url = secure_url(config.url)
+    url = config.url
     storage = ServerStorage(store, name, url)
     await storage.clear_tokens()  # `onetool auth` means: authorize again, whatever is stored
     client = (await storage.record()).client
@@ -78,7 +78,7 @@ async def authorize(
 
     interaction = Interaction(redirect_uri, show_url, wait, done)
     provider = build_provider(name, url, oauth, "authorization_code", storage, interaction)
-    link = Link(name, config, url=url, auth=provider)
+    link = Link(name, config, auth=provider)
     log = logger.bind(server=name)
     try:
         transport = TRANSPORTS[config.transport].open(link)

@@ -57,7 +57,7 @@ from onetool.upstream._session import (
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
 from onetool.upstream.status import Failure, ServerState, ServerStatus
-from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, secure_url, upgraded_url
+from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, warn_plain_http
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
@@ -120,10 +120,12 @@ class Connection:
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
         self._auth = (
-            UpstreamAuth(name, secure_url(config.url or ""), config, options.token_store)
+            UpstreamAuth(name, config.url or "", config, options.token_store)
             if config.oauth is not None and config.enabled
             else None
         )
+        if config.enabled:
+            warn_plain_http(name, config)
 
     def snapshot(self) -> ServerStatus:
         failure = self.failure
@@ -293,14 +295,13 @@ class Connection:
         return session.uptime()
 
     def _link(self) -> Link:
-        """A connect attempt's opening of the transport: the https rule applied (and logged when it upgrades), the
-        OAuth provider made to read the store again (another process may have authorized meanwhile)."""
+        """A connect attempt's opening of the transport, the OAuth provider made to read the store again (another
+        process may have authorized meanwhile)."""
         if self._auth is not None:
             self._auth.begin_attempt()
         return Link(
             self.name,
             self.config,
-            url=upgraded_url(self.name, self.config),
             auth=self._auth.auth if self._auth is not None else None,
             stderr=self._stderr,
             children=self._options.children,

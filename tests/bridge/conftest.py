@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import EVERYTHING_JS, TIME_SERVER
 from tests.processes import start_and_read_line, stop
+from tests.tls import Pki, client_context
 from tests.upstream.conftest import FAULT_SERVER, _stat, all_pids
 
 TOKEN = "bridge-test-token"
@@ -51,6 +53,8 @@ class BridgeProcess:
     url: str
     log: Path
     token: str | None
+    verify: ssl.SSLContext | bool = True
+    """How its API's certificate is verified (a bridge serving HTTPS with a test CA: a context trusting that CA)."""
 
     @property
     def pid(self) -> int:
@@ -61,7 +65,7 @@ class BridgeProcess:
     ) -> httpx2.Response:
         token = self.token if token == "default" else token
         headers = ({"Authorization": f"Bearer {token}"} if token else {}) | (headers or {})
-        return httpx2.request(method, f"{self.url}{path}", headers=headers, timeout=60, **kw)
+        return httpx2.request(method, f"{self.url}{path}", headers=headers, timeout=60, verify=self.verify, **kw)
 
     def convert(self, body: dict[str, Any]) -> dict[str, Any]:
         response = self.api("POST", "/convert", json=body)
@@ -80,16 +84,22 @@ class BridgeProcess:
         return time.monotonic() - started
 
 
-def start_bridge(tmp: Path, *args: str, token: str | None = TOKEN, prefix: Sequence[str] = ()) -> BridgeProcess:
-    """``prefix``: what runs the bridge (``ip netns exec NS``: in a network namespace; it execs, same pid)."""
+def start_bridge(
+    tmp: Path, *args: str, token: str | None = TOKEN, prefix: Sequence[str] = (), pki: Pki | None = None
+) -> BridgeProcess:
+    """``prefix``: what runs the bridge (``ip netns exec NS``: in a network namespace; it execs, same pid).
+    ``pki``: serve HTTPS with its certificate (``--tls-cert``/``--tls-key``); the API is verified with its CA."""
     log = tmp / f"bridge-{time.monotonic_ns()}.log"
     env = {k: v for k, v in os.environ.items() if k != "ONETOOL_BRIDGE_TOKEN"}
     command = [*prefix, ONETOOL, "bridge", "--port", "0", "--log-file", str(log), "--log-level", "DEBUG", *args]
     if token:
         command += ["--token", token]
+    if pki is not None:
+        command += ["--tls-cert", str(pki.cert), "--tls-key", str(pki.key)]
     process, line = start_and_read_line(command, stderr=log.with_suffix(".stderr"), env=env)
-    assert line.startswith("http://"), f"the bridge printed {line!r}, not its URL"
-    return BridgeProcess(process, line, log, token)
+    scheme = "https" if pki is not None else "http"
+    assert line.startswith(f"{scheme}://"), f"the bridge printed {line!r}, not its {scheme} URL"
+    return BridgeProcess(process, line, log, token, client_context(pki.ca) if pki is not None else True)
 
 
 @pytest.fixture
@@ -97,8 +107,10 @@ def bridge_factory(tmp_path: Path) -> Iterator[Any]:
     """start(*args) -> a running bridge, stopped (and its exit checked) at the end of the test."""
     started: list[BridgeProcess] = []
 
-    def start(*args: str, token: str | None = TOKEN, prefix: Sequence[str] = ()) -> BridgeProcess:
-        bridge = start_bridge(tmp_path, *args, token=token, prefix=prefix)
+    def start(
+        *args: str, token: str | None = TOKEN, prefix: Sequence[str] = (), pki: Pki | None = None
+    ) -> BridgeProcess:
+        bridge = start_bridge(tmp_path, *args, token=token, prefix=prefix, pki=pki)
         started.append(bridge)
         return bridge
 
@@ -122,10 +134,12 @@ def bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, mode: str = "auto", token: str | None = TOKEN, **kwargs: Any) -> AsyncIterator[Client]:
+async def mcp_client(
+    url: str, mode: str = "auto", token: str | None = TOKEN, verify: ssl.SSLContext | bool = True, **kwargs: Any
+) -> AsyncIterator[Client]:
     """An MCP client of a bridged URL, with the bearer header on an httpx2 client."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300), verify=verify) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, read_timeout_seconds=30, **kwargs) as client:  # type: ignore[arg-type]
             yield client

@@ -64,9 +64,30 @@ async def test_refused_specs_say_why(bridge: BridgeProcess) -> None:
 def test_from_config_prefers_the_environment() -> None:
     assert BridgeClient.from_config(BridgeConfig(), environ={}) is None
     client = BridgeClient.from_config(
-        BridgeConfig(url="http://file:1", token="file-token"), environ={"ONETOOL_BRIDGE_URL": "http://env:2/"}
+        BridgeConfig(url="https://file:1", token="file-token"), environ={"ONETOOL_BRIDGE_URL": "https://env:2/"}
     )
-    assert client is not None and client.url == "http://env:2"
+    assert client is not None and (client.url, client.token, client.allow_http) == (
+        "https://env:2",
+        "file-token",
+        False,
+    )
+    trusted = BridgeClient.from_config(BridgeConfig(url="http://file:1", allow_http=True), environ={})
+    assert trusted is not None and trusted.allow_http
+
+
+def test_urls_the_bridge_serves_follow_the_plain_http_rule() -> None:
+    """A bridge reached over https may still answer http URLs (a TLS proxy in front of it): the gateway would send
+    the token in clear to them, so only ``bridge.allow_http`` lets it."""
+    client = BridgeClient("https://bridge-host:8080", TOKEN)
+    assert client.served("time", "https://bridge-host:9001/mcp") == "https://bridge-host:9001/mcp"
+    assert client.served("time", "http://127.0.0.1:9001/mcp") == "http://127.0.0.1:9001/mcp"
+    with pytest.raises(BridgeError) as refused:
+        client.served("time", "http://bridge-host:9001/mcp")
+    assert refused.value.status == 503
+    assert "serves 'time' over plain http at bridge-host" in str(refused.value)
+    assert "--tls-cert/--tls-key, or set bridge.allow_http: true" in str(refused.value)
+    trusted = BridgeClient("http://bridge-host:8080", TOKEN, allow_http=True)
+    assert trusted.served("time", "http://bridge-host:9001/mcp") == "http://bridge-host:9001/mcp"
 
 
 async def test_conversion_records_round_trip_across_reopen(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,11 +25,14 @@ async def running_http(
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     stateless: bool = False,
+    tls: ssl.SSLContext | None = None,
     **serve_kwargs: Any,
 ) -> AsyncIterator[str]:
-    """serve_http on 127.0.0.1, port 0; yields the /mcp URL once serving, cancels the server on exit."""
+    """serve_http on 127.0.0.1, port 0 (HTTPS with ``tls``); yields the /mcp URL once serving, cancels the server
+    on exit."""
     ready = anyio.Event()
-    with listen("127.0.0.1", 0, token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins) as listener:
+    hosts, origins = allowed_hosts, allowed_origins
+    with listen("127.0.0.1", 0, token, allowed_hosts=hosts, allowed_origins=origins, tls=tls) as listener:
         async with anyio.create_task_group() as tg:
             routes = run_face_routes(gateway, listener, stateless=stateless)
             tg.start_soon(lambda: serve_http(listener, routes, on_ready=ready.set, **serve_kwargs))

@@ -1,4 +1,4 @@
-"""HTTP upstreams: streamable HTTP, SSE (configured and as fallback), headers, https upgrade, HTTP errors."""
+"""HTTP upstreams: streamable HTTP, SSE (configured and as fallback), headers, the plain-http rule, HTTP errors."""
 
 from __future__ import annotations
 
@@ -8,33 +8,46 @@ from typing import Any
 import anyio
 import pytest
 from anyio.abc import SocketStream
+from pydantic import ValidationError
 
+from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
-from onetool.hosts import is_loopback
-from onetool.upstream.transports import public_url, secure_url
+from onetool.hosts import is_loopback, plain_http_host
+from onetool.upstream.transports import public_url
 from tests.conftest import free_port
 from tests.upstream.conftest import FaultHttpServer, open_pool, wait_for_status
 
 
 @pytest.mark.parametrize(
-    ("url", "expected"),
+    ("url", "host"),
     [
-        ("http://example.com/mcp", "https://example.com/mcp"),
-        ("http://api.example.com:8080/mcp?x=1", "https://api.example.com:8080/mcp?x=1"),
-        ("http://10.0.0.5/mcp", "https://10.0.0.5/mcp"),
-        ("http://0.0.0.0:9/mcp", "https://0.0.0.0:9/mcp"),
-        ("https://example.com/mcp", "https://example.com/mcp"),
-        ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
-        ("http://127.8.9.10/mcp", "http://127.8.9.10/mcp"),
-        ("http://localhost:3000/mcp", "http://localhost:3000/mcp"),
-        ("http://LOCALHOST/mcp", "http://LOCALHOST/mcp"),
-        ("http://[::1]:3000/mcp", "http://[::1]:3000/mcp"),
-        ("http://localhost.evil.com/mcp", "https://localhost.evil.com/mcp"),
-        ("http://127.0.0.1.nip.io/mcp", "https://127.0.0.1.nip.io/mcp"),
+        ("http://example.com/mcp", "example.com"),
+        ("HTTP://API.example.com:8080/mcp?x=1", "api.example.com"),
+        ("http://10.0.0.5/mcp", "10.0.0.5"),
+        ("http://0.0.0.0:9/mcp", "0.0.0.0"),
+        ("http://localhost.evil.com/mcp", "localhost.evil.com"),
+        ("http://127.0.0.1.nip.io/mcp", "127.0.0.1.nip.io"),
+        ("http://[fd00::1]:8080/mcp", "fd00::1"),
+        ("https://example.com/mcp", None),
+        ("http://127.0.0.1:3000/mcp", None),
+        ("http://127.8.9.10/mcp", None),
+        ("http://localhost:3000/mcp", None),
+        ("http://LOCALHOST/mcp", None),
+        ("http://[::1]:3000/mcp", None),
     ],
 )
-def test_http_upgraded_to_https_except_loopback(url: str, expected: str) -> None:
-    assert secure_url(url) == expected
+def test_plain_http_to_another_host_needs_allow_http(url: str, host: str | None) -> None:
+    """No silent upgrade to https and no silent plain text: the config refuses the URL, naming the key that allows
+    it; with ``allow_http`` the URL is used exactly as written."""
+    assert plain_http_host(url) == host
+    if host is None:
+        assert ServerConfig(url=url).url == url
+        return
+    with pytest.raises(ValidationError) as refused:
+        ServerConfig(url=url)
+    message = str(refused.value)
+    assert f"plain http:// to {host}" in message and "allow_http: true" in message and "https://" in message
+    assert ServerConfig(url=url, allow_http=True).url == url
 
 
 def test_loopback_rule_and_loggable_url() -> None:
@@ -43,23 +56,28 @@ def test_loopback_rule_and_loggable_url() -> None:
     assert public_url("https://user:pw@example.com:8443/mcp?token=abc#x") == "https://example.com:8443/mcp"
 
 
-async def test_upgrade_is_logged_without_secrets(log_records: list[dict[str, Any]]) -> None:
-    port = free_port()  # nothing listens; 0.0.0.0 is not loopback, so it is upgraded (and then refused)
+async def test_allowed_plain_http_is_used_as_written_and_warned_about_without_secrets(
+    log_records: list[dict[str, Any]],
+) -> None:
+    port = free_port()  # nothing listens; 0.0.0.0 is not loopback
     servers = {
         "remote": {
-            "url": f"http://0.0.0.0:{port}/mcp?key=query-secret",
+            "url": f"http://user:userinfo-secret@0.0.0.0:{port}/mcp?key=query-secret",
             "headers": {"Authorization": "Bearer header-secret-99"},
+            "allow_http": True,
             "connect_timeout": 3,
-        }
+        },
+        "local": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 3},
     }
     async with open_pool(servers) as pool:
-        assert pool.server_status("remote").status == "failed"
-    upgrades = [r for r in log_records if "upgraded" in r["message"]]
-    assert upgrades and upgrades[0]["extra"]["url"] == f"https://0.0.0.0:{port}/mcp"
-    assert upgrades[0]["level"] == "WARNING"
+        remote = pool.server_status("remote")
+        assert remote.status == "failed" and remote.error == f"cannot reach http://0.0.0.0:{port}/mcp (ConnectError)"
+    warnings = [r for r in log_records if r["level"] == "WARNING" and "unencrypted" in r["message"]]
+    assert [(r["extra"]["server"], r["extra"]["host"]) for r in warnings] == [("remote", "0.0.0.0")]
+    assert "allow_http: true" in warnings[0]["message"]
     for r in log_records:
         text = r["message"] + repr(r["extra"])
-        assert "header-secret-99" not in text and "query-secret" not in text
+        assert "header-secret-99" not in text and "query-secret" not in text and "userinfo-secret" not in text
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -7,7 +7,7 @@ servers through this table only; adding a transport is one module and one row (a
 
     _stdio.py            a child process in its own group (children.py records it; _process.py ends it)
     _streamable_http.py  streamable HTTP on our HTTP client      _sse.py  SSE, also streamable HTTP's fallback
-    _http.py             the https rule, loggable URLs, the HTTP client, the statuses it saw
+    _http.py             the plain-http warning, loggable URLs, the HTTP client, the statuses it saw
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from typing import Final
 
 from onetool.config import TransportName
 from onetool.upstream.transports._base import Link, Opener, Streams, Transport
-from onetool.upstream.transports._http import HttpStatuses, http_reason, public_url, secure_url, upgraded_url
+from onetool.upstream.transports._http import (
+    TRUST_FIX,
+    HttpStatuses,
+    http_reason,
+    public_url,
+    untrusted_certificate,
+    warn_plain_http,
+)
 from onetool.upstream.transports._process import StdioChild
 from onetool.upstream.transports._sse import open_sse
 from onetool.upstream.transports._stdio import open_stdio
@@ -26,6 +33,7 @@ from onetool.upstream.transports._streamable_http import open_streamable_http
 
 __all__ = [
     "TRANSPORTS",
+    "TRUST_FIX",
     "HttpStatuses",
     "Link",
     "Opener",
@@ -34,8 +42,8 @@ __all__ = [
     "Transport",
     "http_reason",
     "public_url",
-    "secure_url",
-    "upgraded_url",
+    "untrusted_certificate",
+    "warn_plain_http",
 ]
 
 TRANSPORTS: Final[Mapping[TransportName, Transport]] = MappingProxyType(

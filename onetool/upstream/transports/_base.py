@@ -32,9 +32,6 @@ class Link:
 
     name: str
     config: ServerConfig
-    url: str | None = None
-    """Where an HTTP transport connects: the configured URL after the https rule (the caller applies it, and
-    decides whether an upgrade is worth a log line)."""
     auth: httpx2.Auth | None = None
     """An HTTP transport authenticates with it: the server's OAuth provider."""
     stderr: StderrTail = field(default_factory=StderrTail)
@@ -45,6 +42,12 @@ class Link:
     """Set by the stdio transport: the process it started."""
     statuses: HttpStatuses | None = None
     """Set by the HTTP transports: the status of every response (401, 404 ... say why a connect failed)."""
+
+    @property
+    def url(self) -> str | None:
+        """Where an HTTP transport connects: the configured URL as it is (the config refused plain http to another
+        host unless ``allow_http`` says so)."""
+        return self.config.url
 
     def refusal(self) -> str | None:
         """How the server said it does not speak this transport ("HTTP 404 Not Found"; a fallback may do), if it

@@ -1,7 +1,9 @@
-"""What the HTTP transports share: the https rule, loggable URLs, the HTTP client, the statuses it saw."""
+"""What the HTTP transports share: the plain-http warning, loggable URLs, the HTTP client, the statuses it saw,
+what a refused certificate means."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -10,18 +12,10 @@ import httpx2
 
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
-from onetool.hosts import is_loopback
+from onetool.hosts import plain_http_host
 from onetool.logs import logger
 
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
-
-
-def secure_url(url: str) -> str:
-    """``http://`` becomes ``https://`` for every host but loopback."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() != "http" or is_loopback(parts.hostname or ""):
-        return url
-    return urlunsplit(parts._replace(scheme="https"))
 
 
 def public_url(url: str) -> str:
@@ -34,16 +28,36 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def upgraded_url(name: str, config: ServerConfig) -> str | None:
-    """The URL to connect to (None for a stdio server), logging (the URL only) when http was upgraded."""
-    if config.url is None:
-        return None
-    url = secure_url(config.url)
-    if url != config.url:
-        logger.bind(server=name, url=public_url(url)).warning(
-            "upgraded {} to https (plain http is only allowed to loopback hosts)", public_url(config.url)
+def warn_plain_http(name: str, config: ServerConfig) -> None:
+    """A WARNING naming the server and host when it is reached over plain http across a network: only a config
+    with ``allow_http: true`` gets that far (the config refuses it otherwise)."""
+    host = plain_http_host(config.url) if config.url else None
+    if host is not None:
+        logger.bind(server=name, host=host).warning(
+            "server '{}' is reached over plain http at {} (allow_http: true): tokens and data travel unencrypted",
+            name,
+            host,
         )
-    return url
+
+
+TRUST_FIX = (
+    "trust the CA that signed it: add it to this machine's CA store, or set SSL_CERT_FILE to a PEM file with it "
+    "(that file then replaces the system's CAs for OneTool)"
+)
+"""What to do about a certificate the gateway does not trust (httpx2 reads ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``)."""
+
+
+def untrusted_certificate(error: BaseException) -> str | None:
+    """Why TLS verification refused the server's certificate ("self-signed certificate in certificate chain",
+    "Hostname mismatch ..."), when that is what ``error`` (an httpx2 error) comes from; else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause.verify_message or cause.reason or "certificate verify failed"
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 class HttpStatuses:
