@@ -243,6 +243,11 @@ def _entry_options(*, editing: bool) -> argparse.ArgumentParser:
     )
     entry.add_argument("--timeout", type=float, metavar="S", help="seconds per tool call (servers.NAME.timeout)")
     entry.add_argument("--connect-timeout", type=float, metavar="S", help="seconds to connect and list tools")
+    entry.add_argument(
+        "--allow-http",
+        action=argparse.BooleanOptionalAction,
+        help="allow a plain http:// URL to a host that is not loopback (servers.NAME.allow_http)",
+    )
     entry.add_argument("--cwd", metavar="DIR", help="the folder a stdio server runs in")
     entry.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
     entry.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")

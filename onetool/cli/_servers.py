@@ -107,7 +107,12 @@ def _entry(args: argparse.Namespace) -> dict[str, Any]:
         entry.update(command=args.argv[0], args=args.argv[1:])
     if args.server_url is not None:
         entry["url"] = args.server_url
-    options = {"type": args.type, "timeout": args.timeout, "connect_timeout": args.connect_timeout}
+    options = {
+        "type": args.type,
+        "timeout": args.timeout,
+        "connect_timeout": args.connect_timeout,
+        "allow_http": args.allow_http,
+    }
     entry.update({key: value for key, value in options.items() if value is not None})
     if args.cwd is not None:
         entry["cwd"] = os.path.abspath(args.cwd)  # the gateway runs elsewhere: the folder as this shell means it

@@ -230,3 +230,12 @@ def test_an_edit_that_gives_nothing_to_change_says_so(tmp_path: Path) -> None:
         "onetool servers edit: nothing to change: give an option (--timeout 30, --env K=V ...) or "
         "-- COMMAND [ARGS...]\n"
     )
+
+
+def test_a_plain_http_url_to_another_host_needs_allow_http(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, {}))
+    refused = cli("servers", "add", "remote", "--url", "http://10.1.2.3/mcp", "--config", config)
+    assert refused.returncode == 2 and "set allow_http: true if the network to it is trusted" in refused.stderr
+    allowed = cli("servers", "add", "remote", "--url", "http://10.1.2.3/mcp", "--allow-http", "--config", config)
+    assert allowed.returncode == 0, allowed.stderr
+    assert stored("remote", config) == {"url": "http://10.1.2.3/mcp", "allow_http": True}
