@@ -207,13 +207,15 @@ async def test_concurrent_changes_from_many_tasks_all_land(store_url: str) -> No
 async def test_default_store_is_a_private_file_in_the_state_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "xdg" / "onetool"
+    # a gateway without a config file has a project of its own too, "default"
+    folder = tmp_path / "xdg" / "onetool" / "projects" / "default"
     monkeypatch.delenv("ONETOOL_STATE_DIR", raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     async with await StateStore.open() as store:
         assert store.location == str(folder / "onetool.db")
         await store.set_enabled("x", True, "cli")
-    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    for private in (folder, folder.parent, folder.parent.parent):
+        assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(folder / "onetool.db").st_mode) == 0o600
     assert sqlite_execute(folder / "onetool.db", "SELECT server, enabled FROM overrides") == [("x", 1)]
 
@@ -256,7 +258,7 @@ def test_the_config_names_the_store(tmp_path: Path) -> None:
     assert "pw" not in repr(loaded)
     assert load_config(None).state.url is None
     config.write_text("state:\n  path: /tmp/x.db\n")
-    with pytest.raises(ConfigError, match=r"state\.path: unknown key \(allowed here: url\)"):
+    with pytest.raises(ConfigError, match=r"state\.path: unknown key \(allowed here: url, dir\)"):
         load_config(config)
 
 
