@@ -162,8 +162,8 @@ def test_transport_must_be_one_of_command_or_url(tmp_path: Path) -> None:
 
 def test_type_names_the_transport_as_clients_do(tmp_path: Path) -> None:
     text = (
-        "servers:\n  a: {command: x, type: stdio}\n  b: {url: 'http://h/mcp', type: http}\n"
-        "  c: {url: 'http://h/sse', type: sse}\n"
+        "servers:\n  a: {command: x, type: stdio}\n  b: {url: 'https://h/mcp', type: http}\n"
+        "  c: {url: 'https://h/sse', type: sse}\n"
     )
     config = load_config(write(tmp_path, text), environ={})
     assert [s.transport for s in config.servers.values()] == ["stdio", "http", "sse"]
