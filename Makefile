@@ -38,7 +38,7 @@ test: install $(WHEELHOUSE)
 	$(BIN)/ruff check .
 	$(BIN)/mypy onetool sandbox
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/python -m bench
