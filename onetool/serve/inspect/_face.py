@@ -8,6 +8,7 @@ answer data as TOON text with the raw value in ``structuredContent``. A call tak
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -24,7 +25,7 @@ from mcp.types import (
 )
 
 from onetool.calls import Calls, shaped, value_size
-from onetool.errors import ModelError, UnknownTool
+from onetool.errors import ArgumentError, ModelError, UnknownTool
 from onetool.inspect import (
     InspectServer,
     data_result,
@@ -59,7 +60,10 @@ EXEC_INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "server_name": {"type": "string", "description": "A server listed by inspect"},
         "tool_name": {"type": "string", "description": "One of its tools"},
-        "arguments": {"type": ["object", "null"], "description": "The tool's arguments, of the types inspect shows"},
+        "arguments": {
+            "type": ["object", "string", "null"],
+            "description": "The tool's arguments, of the types inspect shows (an object, or the same as JSON text)",
+        },
     },
     "required": ["server_name", "tool_name"],
 }
@@ -143,7 +147,8 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         # A server may list hundreds of tools: compressing them all is no work for the event loop.
         return await anyio.to_thread.run_sync(result)
 
-    async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+    async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | str | None = None) -> CallToolResult:
+        arguments = _as_object(arguments)
         target = await calls.find(partial(view.find, server_name, tool_name), server=server_name, tool=tool_name)
         label = f"{server_name}.{tool_name}"
         if isinstance(target, UpstreamTool):
@@ -179,3 +184,21 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
     )
+
+
+def _as_object(arguments: dict[str, Any] | str | None) -> dict[str, Any] | None:
+    """exec's ``arguments``: an object, or (as several clients send it) the same object as JSON text."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError as e:
+        raise ArgumentError(
+            f"exec: `arguments` is text that is not JSON ({e}); give the tool's arguments as an object"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ArgumentError(
+            f"exec: `arguments` is JSON text of a {type(parsed).__name__}, not an object; give the tool's arguments as "
+            'an object, e.g. {"path": "/tmp"}'
+        )
+    return parsed

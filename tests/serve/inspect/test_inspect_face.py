@@ -213,6 +213,19 @@ async def test_exec_structured_result_round_trips_through_toon(inspecting: Serve
     assert text_of(result).startswith("timezone: UTC\ndatetime: ")  # TOON, not JSON
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_exec_takes_arguments_as_json_text_too(inspecting: ServedGateway, era: Era) -> None:
+    # Several clients send an object-typed argument stringified.
+    as_text = {"server_name": "time", "tool_name": "get_current_time", "arguments": '{"timezone": "UTC"}'}
+    assert decoded(await call(inspecting, "exec", as_text, era))["timezone"] == "UTC"
+    for text, message in (
+        ('{"timezone": ', "exec: `arguments` is text that is not JSON (Expecting value: line 1 column 14"),
+        ('["UTC"]', "exec: `arguments` is JSON text of a list, not an object"),
+    ):
+        result = await call(inspecting, "exec", {**as_text, "arguments": text}, era)
+        assert result.is_error and text_of(result).startswith(message), text_of(result)
+
+
 async def test_exec_local_pack_list_round_trips_through_toon(inspecting: ServedGateway) -> None:
     result = await exec_(inspecting, "brave", "web_search", {"query": "mcp", "count": 2})
     assert text_of(result) == "[2]{title,rank}:\n  mcp #1,1\n  mcp #2,2"
