@@ -47,6 +47,8 @@ class Face:
     build: Callable[[Gateway], Server[Any]]
     announce: str = ""
     """The log line once it serves at ``path``; ``{}`` is its URL."""
+    alias: str | None = None
+    """The same face at a path that ends in ``/mcp``, for clients (the MCP Inspector's CLI) that rewrite any other."""
 
 
 FACES: dict[str, Face] = {
@@ -56,12 +58,14 @@ FACES: dict[str, Face] = {
         lambda config: config.http.enable_direct_endpoint,
         lambda gw: build_direct_server(gw, gw.config.http.direct_separator, gw.config.direct.management),
         "direct endpoint on: every upstream tool at {}",
+        alias="/direct/mcp",
     ),
     "inspect": Face(
         "/mcp/inspect",
         lambda config: config.http.enable_inspect_endpoint,
         build_inspect_server,
         "inspect/exec endpoint on at {}",
+        alias="/inspect/mcp",
     ),
 }
 """Every face by the name ``serve --mode`` knows it by."""
@@ -89,7 +93,14 @@ async def serve_gateway(
     faces = mounted(config, mode)
     stateless = config.http.stateless
     routes = [
-        mcp_routes(path, face.build(gateway), listener, stateless=stateless, drain=gateway.drain)
+        mcp_routes(
+            path,
+            face.build(gateway),
+            listener,
+            stateless=stateless,
+            drain=gateway.drain,
+            aliases=[face.alias] if face.alias and path != MAIN_PATH else [],
+        )
         for path, face in faces.items()
     ]
     endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
@@ -102,7 +113,8 @@ async def serve_gateway(
         logger.info("serving MCP at {} ({} face)", MAIN_PATH, mode)
         for path, face in faces.items():
             if path != MAIN_PATH:
-                logger.info(face.announce, listener.url(path))
+                also = f" (also at {listener.url(face.alias)})" if face.alias else ""
+                logger.info(face.announce + also, listener.url(path))
         on_ready()
 
     async with running_logins(gateway, listener.url(CALLBACK_PATH)) as logins:

@@ -213,13 +213,20 @@ class Routes:
 
 
 def mcp_routes(
-    path: str, server: Server[Any], listener: Listener, *, stateless: bool = False, drain: Drain | None = None
+    path: str,
+    server: Server[Any],
+    listener: Listener,
+    *,
+    stateless: bool = False,
+    drain: Drain | None = None,
+    aliases: Sequence[str] = (),
 ) -> Routes:
     """An MCP face at ``path``: stateful streamable HTTP sessions, so handshake-era clients get pushes; with
     ``stateless`` none (``http.stateless``: handshake-era clients behind a round-robin balancer, which gives each
     request to any replica; they then get no pushes).
 
     Behind the bearer guard when the listener has a token; Host and Origin headers as :func:`host_check` says.
+    ``aliases``: more paths to the same face (one session manager: a session opened on one path goes on on another).
     With a ``drain``, its requests are counted and, while it drains, new ones refused with 503
     (:mod:`onetool.serve._drain`).
     """
@@ -229,7 +236,7 @@ def mcp_routes(
         app = DrainGuard(app, drain)
     if listener.token:
         app = BearerGuard(app, listener.token)
-    return Routes([Route(path, endpoint=app)], [manager])
+    return Routes([Route(route, endpoint=app) for route in (path, *aliases)], [manager])
 
 
 async def serve_http(

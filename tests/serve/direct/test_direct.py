@@ -188,6 +188,17 @@ def test_off_by_default_is_404(gateway: ServedGateway) -> None:
 def test_startup_log_says_it_is_on(direct: Direct) -> None:
     (line,) = direct.log_lines("direct endpoint on")
     assert direct.url in line
+    assert f"(also at {direct.url.removesuffix('/mcp/direct')}/direct/mcp)" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_same_face_answers_at_a_path_that_ends_in_mcp(direct: Direct, mode: str) -> None:
+    # The MCP Inspector's CLI rewrites a URL whose path does not end in /mcp.
+    alias = direct.url.removesuffix("/mcp/direct") + "/direct/mcp"
+    async with Client(alias, mode=mode, read_timeout_seconds=60) as client, direct.client(mode) as at_path:  # type: ignore[arg-type]
+        assert await names(client) == await names(at_path)
+        answer = await client.call_tool("fx:echo", {"message": "alias"})
+    assert not answer.is_error and "alias" in str(answer.content[0])
 
 
 @pytest.mark.parametrize("mode", MODES)

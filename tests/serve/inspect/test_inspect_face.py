@@ -197,6 +197,12 @@ async def test_inspect_bad_names(inspecting: ServedGateway, arguments: dict[str,
     assert text_of(result).startswith(message), text_of(result)
 
 
+async def test_inspect_answers_at_a_path_that_ends_in_mcp(inspecting: ServedGateway) -> None:
+    alias = inspecting.url.removesuffix("/mcp") + "/inspect/mcp"
+    async with Client(alias, read_timeout_seconds=60) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["inspect", "exec"]
+
+
 # ---- exec ------------------------------------------------------------------------------------------------------
 
 
