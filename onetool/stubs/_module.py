@@ -21,9 +21,19 @@ from onetool.schema_walk import Literals, Object, Scalar, Shape, Union, read
 from onetool.stubs._expressions import ANY, TypeBuilder, TypedDictSpec, pascal, placeholders, plain_name, substitute
 from onetool.stubs._expressions import vocab as v
 from onetool.stubs._select import select
+from sandbox.protocol.errors import SNIPPET_ERRORS
 
-_BUILTINS = ("str", "int", "float", "bool", "bytes", "object", "list", "dict", "NotImplementedError")
-_TYPING = ("Any", "Literal", "Never", "NotRequired", "TypedDict", "Unpack")
+SNIPPET_BUILTINS = (*SNIPPET_ERRORS, "parallel", "progress")
+"""What the run tool adds to a snippet's builtins, declared in the module too (a pack of the same name shadows one,
+as it does in a snippet)."""
+_PARALLEL = (
+    "parallel(lambda: a.x(), lambda: b.y(k=1), ...) or parallel([...]): the calls' results, in order; the calls "
+    "overlap. return_exceptions=True: a failed call's exception takes its place instead of raising."
+)
+_PROGRESS = "Report the run's progress to the client that asked for it (at most a few a second get through)."
+
+_BUILTINS = ("str", "int", "float", "bool", "bytes", "object", "list", "dict", "NotImplementedError", "Exception")
+_TYPING = ("Any", "Callable", "Literal", "Never", "NotRequired", "TypedDict", "Unpack")
 _MAX_DOC_CHARS = 4_000
 _MAX_DEFAULT_CHARS = 40
 _STUB_BODY = f'raise {v("NotImplementedError")}("a typed description only: run the call through OneTool\'s run tool")'
@@ -203,8 +213,12 @@ def _write(builder: TypeBuilder, packs: list[tuple[Pack, list[_Method]]]) -> str
     lost = [cid for cid, spec in enumerate(builder.dicts) if spec is None and cid not in builder.alias]
     used |= {"Any"} if lost else set()
 
-    # Every name from upstream is fixed; the module's own names take what is left.
-    taken = {p.name for p, _ in packs} | {m.name for m in methods} | builder.field_names | {"__all__"}
+    pack_names = {p.name for p, _ in packs}
+    builtins = [name for name in SNIPPET_BUILTINS if name not in pack_names]
+    used |= {"Any", "Callable", "bool", "float", "str", "list", "Exception", "NotImplementedError"}
+    # Every name from upstream is fixed, and so are the built-ins a snippet names; the module's own names take what
+    # is left.
+    taken = pack_names | {m.name for m in methods} | builder.field_names | {"__all__", *builtins}
     future = _unique("annotations", taken)
     names = {name: _unique(name, taken) for name in (*_BUILTINS, *_TYPING) if name in used}
     first_pack = len(builder.dicts)
@@ -224,7 +238,8 @@ def _write(builder: TypeBuilder, packs: list[tuple[Pack, list[_Method]]]) -> str
     typing_names = [n if names[n] == n else f"{n} as {names[n]}" for n in _TYPING if n in names]
     if typing_names:
         lines.append(f"from typing import {', '.join(typing_names)}")
-    lines += ["", f"__all__: {sub(v('list'))}[{sub(v('str'))}] = [{', '.join(repr(p.name) for p, _ in packs)}]"]
+    exported = [p.name for p, _ in packs] + builtins
+    lines += ["", f"__all__: {sub(v('list'))}[{sub(v('str'))}] = [{', '.join(map(repr, exported))}]"]
     for cid, spec in dicts:
         lines += ["", "", *_typed_dict(classes[cid], spec, sub)]
     for i, (pack, ms) in enumerate(packs):
@@ -232,7 +247,36 @@ def _write(builder: TypeBuilder, packs: list[tuple[Pack, list[_Method]]]) -> str
     lines += ["", ""] + [
         f"{p.name}: {classes[first_pack + i]} = {classes[first_pack + i]}()" for i, (p, _) in enumerate(packs)
     ]
+    lines += _builtins(builtins, sub)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _builtins(names: list[str], sub: Callable[[str], str]) -> list[str]:
+    """The run tool's built-ins a snippet sees (those no pack shadows): its exceptions, parallel() and progress()."""
+    lines = ["", "", "# The run tool's built-ins."]
+    for name, kind in SNIPPET_ERRORS.items():
+        if name in names:
+            base = kind.__base__.__name__ if kind.__base__ is not None else "Exception"
+            base = base if base in names else sub(v("Exception"))
+            lines += ["", "", f"class {name}({base}):", _docstring(kind.__doc__ or name, "    ")]
+    # Callable[..., Any]: the README's idiom binds a loop variable as a default, `lambda u=u: pack.tool(url=u)`.
+    any_, call = sub(v("Any")), f"{sub(v('Callable'))}[..., {sub(v('Any'))}]"
+    signatures = {
+        "parallel": (
+            f"*calls: {call} | {sub(v('list'))}[{call}], return_exceptions: {sub(v('bool'))} = False",
+            f"{sub(v('list'))}[{any_}]",
+            _PARALLEL,
+        ),
+        "progress": (
+            f"done: {sub(v('float'))}, total: {sub(v('float'))} | None = None, message: {sub(v('str'))} | None = None",
+            "None",
+            _PROGRESS,
+        ),
+    }
+    for name, (params, returns, doc) in signatures.items():
+        if name in names:
+            lines += ["", "", f"def {name}({params}) -> {returns}:", _docstring(doc, "    "), f"    {sub(_STUB_BODY)}"]
+    return lines
 
 
 def _typed_dict(name: str, spec: TypedDictSpec, sub: Callable[[str], str]) -> list[str]:

@@ -20,6 +20,7 @@ from mcp import types
 from onetool.registry import Pack, Registry, Tool, load_local_packs
 from onetool.registry._registry import upstream_tools
 from onetool.stubs import parse_filter, select, tools_module
+from onetool.stubs._module import SNIPPET_BUILTINS
 from tests.catalogue import catalogue, upstream_tool
 from tests.conftest import FIXTURES, TESTS
 
@@ -84,7 +85,7 @@ def test_reference_module_compiles_passes_mypy_strict_and_imports(tmp_path: Path
     assert tools_module(reference_registry()) == module
     namespace: dict[str, Any] = {}
     exec(compile(module, "tools.py", "exec"), namespace)
-    assert namespace["__all__"] == ["brave", "broken_helper", "everything", "proxy", "time"]
+    assert namespace["__all__"] == ["brave", "broken_helper", "everything", "proxy", "time", *SNIPPET_BUILTINS]
     with pytest.raises(NotImplementedError, match="run tool"):
         namespace["time"].get_current_time(timezone="UTC")
 
@@ -114,6 +115,37 @@ brave.web_search("q", count="three")
     assert "Literal['New York', 'Chicago', 'Los Angeles']" in lines[6]
     assert 'TypedDict "TimeResult" has no key "date"' in lines[7]
     assert 'Argument "count" to "web_search"' in lines[8]
+
+
+def test_the_run_tools_built_ins_type_check_as_the_readme_uses_them(tmp_path: Path) -> None:
+    snippet = """\
+zones = ["UTC", "Asia/Tokyo"]
+try:
+    times = parallel([lambda z=z: time.get_current_time(timezone=z) for z in zones], return_exceptions=True)
+except ToolTimeout as e:
+    times = [str(e)]
+except ToolError:
+    times = []
+for i, _ in enumerate(times):
+    progress(i + 1, len(times), "zones")
+servers = [s["name"] for s in proxy.list_servers()]
+progress("half")
+parallel(lambda: 1, return_exceptions="yes")
+"""
+    errors = type_check(tmp_path, tools_module(reference_registry()), snippet)
+    lines = {int(e.split(":")[1]) - 2: e for e in errors}
+    assert sorted(lines) == [11, 12], errors
+    assert 'Argument 1 to "progress" has incompatible type "str"' in lines[11]
+    assert 'Argument "return_exceptions" to "parallel" has incompatible type "str"' in lines[12]
+
+
+def test_a_pack_named_like_a_built_in_shadows_it_as_in_a_snippet(tmp_path: Path) -> None:
+    report = upstream_tool("progress", "report", {"type": "object", "properties": {}}, "Report.")
+    registry = Registry({"progress": Pack(name="progress", tools={"report": report}, server="progress")})
+    module = tools_module(registry)
+    assert "def progress(" not in module and "\nprogress: Progress = Progress()\n" in module
+    assert "def parallel(" in module
+    assert type_check(tmp_path, module, "progress.report()\n") == []
 
 
 def test_filters_select_servers_and_single_tools() -> None:
@@ -146,7 +178,7 @@ def test_pack_names_holding_double_underscores_still_split() -> None:
 def test_nothing_selected_or_no_servers_gives_an_empty_valid_module(tmp_path: Path, names: list[str] | None) -> None:
     registry = reference_registry() if names else Registry({})
     module = tools_module(registry, names)
-    assert classes_of(module) == {} and "__all__: list[str] = []" in module
+    assert classes_of(module) == {} and f"__all__: list[str] = {list(SNIPPET_BUILTINS)!r}" in module
     assert type_check(tmp_path, module, "x: int = 1\n") == []
 
 
@@ -231,7 +263,9 @@ annotations.Time(list=["a"], str={"k": 1.5}, Any=None)
     imports = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     assert all(i.startswith(("from __future__ ", "from builtins ", "from typing ")) for i in imports), imports
     kinds = {type(n).__name__ for n in tree.body[1:]} - {"ImportFrom"}
-    assert kinds <= {"AnnAssign", "ClassDef", "Assign"}, kinds
+    assert kinds <= {"AnnAssign", "ClassDef", "Assign", "FunctionDef"}, kinds
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert functions == ["parallel", "progress"], "only the run tool's built-ins are functions"
     calls = {ast.unparse(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
     allowed = ("TypedDict", "NotImplementedError", *classes_of(module))
     assert all(c.startswith(allowed) for c in calls), calls
