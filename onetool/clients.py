@@ -31,17 +31,17 @@ _CLIENT_ONLY = frozenset(
     {
         "autoApprove",
         "alwaysAllow",
-        "disabledTools",
         "description",
         "envFile",
         "trust",
-        "includeTools",
-        "excludeTools",
         "watchPaths",
         "networkTimeout",
     }
 )
-"""Per-server settings of clients (approval lists, tool filters, UI text) that have no meaning in OneTool."""
+"""Per-server settings of clients (approval lists, UI text) that have no meaning in OneTool."""
+_TOOL_FILTERS = {"disabledTools": "deny", "excludeTools": "deny", "includeTools": "allow"}
+"""Clients' tool filters (Cursor's and VS Code's disabledTools, Gemini CLI's includeTools and excludeTools) ->
+``servers.NAME.tools``."""
 _ENV_VAR = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 """Cursor's and VS Code's ``${env:NAME}``: OneTool's ``${NAME}``."""
 _UNITLESS_TIMEOUT = "timeout"
@@ -110,6 +110,11 @@ def _server(name: str, server: Mapping[str, Any], path: Path, out: Converted) ->
             out.dropped.append(
                 f"{here}.timeout (clients disagree on its unit; set servers.{name}.timeout in seconds in onetool.yaml)"
             )
+        elif key in _TOOL_FILTERS:
+            which = _TOOL_FILTERS[key]
+            result.setdefault("tools", {}).setdefault(which, []).extend(value if isinstance(value, list) else [value])
+            out.renamed.append(f"{here}.{key} -> servers.{name}.tools.{which}")
+            out.origin[("servers", name, "tools", which)] = (MCP_SERVERS, name, key)
         elif key in _CLIENT_ONLY:
             out.dropped.append(f"{here}.{key} (a client setting OneTool does not use)")
         elif target == "type":

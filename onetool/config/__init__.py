@@ -28,6 +28,7 @@ from onetool.config._models import (
     SandboxConfig,
     ServerConfig,
     StateConfig,
+    ToolFilter,
     TransportName,
     to_identifier,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "SandboxConfig",
     "ServerConfig",
     "StateConfig",
+    "ToolFilter",
     "TransportName",
     "expand_vars",
     "find_config",

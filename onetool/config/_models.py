@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import keyword
 import os
 import re
@@ -61,6 +62,19 @@ def _plain_http_refused(url: str | None, allow_key: str) -> str | None:
     )
 
 
+class ToolFilter(_Strict):
+    """Which of a server's tools OneTool offers: names or glob patterns (``*``, ``?``, ``[...]``) of its tools as
+    the server names them. Every face, ``proxy.*`` and the typed module see only those."""
+
+    allow: list[str] | None = Field(default=None, description="only these (default: every tool)")
+    deny: list[str] = Field(default_factory=list, description="never these, even when allow names them")
+
+    def permits(self, tool: str) -> bool:
+        if any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.deny):
+            return False
+        return self.allow is None or any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.allow)
+
+
 class OAuthConfig(_Strict):
     """OAuth 2.1 for an HTTP server; every key is optional (discovery and dynamic registration fill the rest)."""
 
@@ -106,6 +120,7 @@ class ServerConfig(_Strict):
         default=None, description="stdio (implied by command), http (streamable HTTP, the default for url) or sse"
     )
     oauth: OAuthConfig | None = None
+    tools: ToolFilter = Field(default_factory=ToolFilter, description="which of its tools to offer (allow, deny)")
     allow_http: bool = Field(
         default=False,
         description="connect to a plain http:// url on a host that is not loopback (logged as a warning at start)",

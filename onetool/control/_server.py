@@ -230,7 +230,8 @@ class ServerControl:
     # ----- what faces see ------------------------------------------------------------------------
 
     def shown(self, server: str) -> list[types.Tool] | None:
-        """The tools every face may show and call; None for a quarantined server (invisible altogether)."""
+        """The tools every face may show and call; None for a quarantined server (invisible altogether). Its
+        ``tools`` filter (allow, deny) applies after the approval check: a denied tool is never offered."""
         pool = self._live()
         s = self._servers.get(server)
         if self._blind:
@@ -239,7 +240,8 @@ class ServerControl:
             return pool.tools(server) if server in pool else []
         if s.trust.quarantined or s.proposed:
             return None
-        return s.trust.visible(pool.tools(server))
+        offered = s.config.tools
+        return [tool for tool in s.trust.visible(pool.tools(server)) if offered.permits(tool.name)]
 
     def tools(self, server: str) -> list[types.Tool]:
         """Every tool the server offers now, held or not: for an admin's review."""
