@@ -249,6 +249,13 @@ def _entry_options(*, editing: bool) -> argparse.ArgumentParser:
         help="allow a plain http:// URL to a host that is not loopback (servers.NAME.allow_http)",
     )
     entry.add_argument("--cwd", metavar="DIR", help="the folder a stdio server runs in")
+    entry.add_argument(
+        "--allow",
+        action="append",
+        metavar="PATTERN",
+        help="offer only the tools these names or patterns match (repeat)",
+    )
+    entry.add_argument("--deny", action="append", metavar="PATTERN", help="never offer these tools (repeat)")
     entry.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable (repeat)")
     entry.add_argument("--header", action="append", default=[], metavar="K=V", help="an HTTP header (repeat)")
     if editing:

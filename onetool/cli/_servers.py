@@ -121,6 +121,9 @@ def _entry(args: argparse.Namespace) -> dict[str, Any]:
         values.update(dict.fromkeys(getattr(args, f"unset_{flag[2:]}", [])))
         if values:
             entry[key] = values
+    filters = {"allow": args.allow, "deny": args.deny}
+    if any(patterns is not None for patterns in filters.values()):
+        entry["tools"] = {kind: patterns for kind, patterns in filters.items() if patterns is not None}
     if getattr(args, "quarantined", False):
         entry["quarantined"] = True
     return entry

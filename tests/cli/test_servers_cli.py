@@ -239,3 +239,13 @@ def test_a_plain_http_url_to_another_host_needs_allow_http(tmp_path: Path) -> No
     allowed = cli("servers", "add", "remote", "--url", "http://10.1.2.3/mcp", "--allow-http", "--config", config)
     assert allowed.returncode == 0, allowed.stderr
     assert stored("remote", config) == {"url": "http://10.1.2.3/mcp", "allow_http": True}
+
+
+def test_add_and_edit_take_the_tools_filter(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, {}))
+    added = cli("servers", "add", "t", "--deny", "convert_*", "--config", config, "--", TIME_SERVER)
+    assert added.returncode == 0, added.stderr
+    assert stored("t", config) == {"command": TIME_SERVER, "args": [], "tools": {"deny": ["convert_*"]}}
+    edited = cli("servers", "edit", "t", "--allow", "get_*", "--allow", "now", "--config", config)
+    assert edited.returncode == 0, edited.stderr
+    assert stored("t", config)["tools"] == {"allow": ["get_*", "now"], "deny": ["convert_*"]}
