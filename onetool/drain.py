@@ -38,6 +38,8 @@ class Drain:
         self.state: State = "serving"
         self.seconds = 0.0
         """The drain's deadline, once it started."""
+        self.cut = False
+        """A second signal ended the drain's wait before its deadline."""
         self._calls: dict[object, anyio.CancelScope] = {}  # running calls, by a key of their own
         self._carriers: set[Hashable] = set()  # the requests open on the transports
         self._answering: set[Hashable] = set()  # those whose call has returned: their answer is being written
@@ -99,6 +101,7 @@ class Drain:
     def cut_short(self) -> None:
         """End the drain's wait now (a second signal): the calls in flight are cancelled as at the deadline."""
         if self._waiting is not None:
+            self.cut = True
             self._waiting.cancel()
 
     async def _quiet(self) -> None:

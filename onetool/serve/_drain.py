@@ -40,10 +40,15 @@ REFUSED = "OneTool is shutting down: this call did not run. Retry it in a few se
 _REFUSED_REQUEST = "OneTool is shutting down: retry in a few seconds (another replica, or this one restarted, answers)."
 
 
-def stopped(seconds: float) -> CallToolResult:
+def stopped(drain: Drain) -> CallToolResult:
+    when = (
+        "when the shutdown was forced (a second signal)"
+        if drain.cut
+        else f"{drain.seconds:g} s after the shutdown began (http.drain_seconds)"
+    )
     return error_result(
-        f"OneTool is shutting down and stopped this call: it was still running {seconds:g} s after the shutdown "
-        "began (http.drain_seconds). Its upstream calls may have taken effect; check before retrying it."
+        f"OneTool is shutting down and stopped this call: it was still running {when}. Its upstream calls may "
+        "have taken effect; check before retrying it."
     )
 
 
@@ -67,7 +72,7 @@ async def drained(drain: Drain, carrier: Hashable, call: Callable[[], Awaitable[
     with drain.call(carrier):
         return await call()
     # Reached only when the drain's deadline cancelled the call.
-    return stopped(drain.seconds)
+    return stopped(drain)
 
 
 def carrier_of(ctx: ServerRequestContext[Any, Any]) -> Hashable:
