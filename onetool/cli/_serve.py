@@ -59,7 +59,8 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     from onetool.logs import logger
     from onetool.serve.app import main_face
 
-    announce = _Once(lambda: print(listener.url("/mcp"), flush=True)) if listener else None
+    url = listener.url("/mcp") if listener else ""
+    announce = _Once(lambda: print(url, flush=True))  # HTTP only: stdout is the protocol's on stdio
     async with contextlib.AsyncExitStack() as stack:
         while True:
             try:
@@ -68,7 +69,7 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
                 break
             except StoreUnreachable as e:
                 # A replica started before its database waits for it, unready; stdio has no one to tell.
-                if listener is None or announce is None:
+                if listener is None:
                     raise
                 if not await _wait_for_store(config, e, listener, announce):
                     return  # stopped by a signal while it waited
@@ -79,7 +80,6 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
                 logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
                 await serve.serve_stdio(main_face(gateway, mode), gateway.drain)  # returns on stdin EOF
             else:
-                assert announce is not None
                 await _serve_http(gateway, mode, listener, announce)
             tg.cancel_scope.cancel()
 
