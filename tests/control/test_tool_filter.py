@@ -68,6 +68,9 @@ async def test_every_face_offers_only_what_the_filter_lets_through(filtered: Ser
             "run", {"code": "time.convert_time(source_timezone='UTC', time='12:00', target_timezone='UTC')"}
         )
         assert denied.is_error and "convert_time" in text_of(denied)
+        # Hostile payload: a denied tool reached around its pack, through proxy.call by its upstream name.
+        around = await client.call_tool("run", {"code": "proxy.call('fx', 'crash', {})"})
+        assert around.is_error and "no tool 'crash'" in text_of(around), text_of(around)
         listed = await client.call_tool("run", {"code": "[t['name'] for t in proxy.list_tools('fx')]"})
         assert json.loads(text_of(listed)) == ["echo", "add", "add_tool"]
     async with Client(origin(filtered.url) + "/mcp/direct", read_timeout_seconds=60) as direct:
