@@ -1,76 +1,115 @@
-"""The ``run`` tool's description: how to use it, its limits, and every pack as Python signatures.
+"""The ``run`` tool's description: how to use it, its limits, and every pack's tools.
 
 This text is all a model sees of OneTool, and it is sent on every turn, so it teaches by example and stays within
-:data:`BUDGET_CHARS`. Each tool is listed as ``pack.tool(arg: type = default) -> shape  # first sentence``. When
-that does not fit, the pack whose listing is longest is shortened one step at a time (signatures without
-descriptions, then tool names, then only a count) with a pointer to ``proxy.list_tools(server=...)``.
+:data:`BUDGET_BYTES` as the client receives it. Each tool is listed under its pack as ``tool(arg: type = default)
+-> shape # first sentence`` while everything fits. When it does not, the listing gives up detail in steps, each taken by
+every pack (longest listing first) before any pack takes the next: the compact form ``tool(arg, opt?) # purpose``,
+then purposes cut shorter for all, then no purposes, then names only, then a count. Names and parameter names
+go last: with them a model can write the call, and ``proxy.describe("pack.tool")`` gives the rest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable, Sequence
 
 from onetool.registry import Pack, Registry
 from onetool.text import one_line
 from sandbox import ALLOWED_MODULES, Limits
 
-__all__ = ["BUDGET_CHARS", "INSTRUCTIONS_CHARS", "describe_run", "intro"]
+__all__ = ["BUDGET_BYTES", "INSTRUCTIONS_CHARS", "describe_run", "intro", "json_size"]
 
 INSTRUCTIONS_CHARS = 300
 """A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
-BUDGET_CHARS = 6_000
-"""The whole description: about 1,500 tokens, what 50 typical tools with descriptions take."""
+BUDGET_BYTES = 3_150
+"""The whole description, JSON-escaped UTF-8 as a client receives it (about 800 tokens). With the ``run`` tool's
+name and schema, the four reference servers' 38 tools take a tools/list of at most 3,365 bytes: 90 % less than
+the same tools listed directly, with every tool's name and parameters."""
+MAX_PURPOSE_CHARS = 80
+"""A tool's purpose in the compact form, at most; cut shorter for all tools when the listing does not fit."""
+MIN_PURPOSE_CHARS = 32
+"""Cut shorter, a purpose mostly repeats the tool's name: packs drop their purposes instead, longest first."""
 
 _MODULES = ", ".join(ALLOWED_MODULES)
-_SHORTENED = 'Some packs are shortened to fit: proxy.list_tools(server="name") gives their signatures and descriptions.'
+_SHORTENED = (
+    'Shortened to fit: proxy.list_tools(server="name") lists a pack\'s tools, proxy.describe("pack.tool") gives '
+    "one tool's types and description."
+)
+
+Level = Callable[[Pack, Registry], str]
 
 
 def intro(limits: Limits) -> str:
     return f"""\
-Run a short Python snippet that calls tools as functions of packs, and get back only the final value.
-
-Write plain Python: call tools as `pack.tool(arg=value)` (positional arguments follow the listed order), \
-combine and filter results in code, and end with an expression: its value (and anything print()ed) is all you \
-get back, so trim large results in the snippet. A failed call raises ToolError (catchable). Unknown tools or \
-arguments and syntax errors are reported before the code runs. Imports: {_MODULES}. No files, network or \
-processes. Run independent calls at once: `parallel(lambda: a.x(), lambda: b.y(k=1))` returns their results in \
-order (return_exceptions=True returns failures as values; in a loop write `lambda u=u: ...`). \
-`progress(done, total, message)` reports progress.
-
-Limits per run: {limits.timeout:g} seconds, {limits.max_calls} tool calls, and the result (and printed output) \
-is cut at {limits.max_output:,} characters.
-
-In signatures, `{{a: str, b?: int}}` is a dict whose key b is optional, and `-> T` is what a tool returns.
-
+Run Python that calls tools as `pack.tool(arg=value)`. Only the last expression's value and print() output come \
+back: filter and trim in code. A failed call raises ToolError; bad names, arguments and syntax are reported \
+before anything runs. Imports: {_MODULES}; no files, network or processes. `parallel(lambda: a.x(), lambda: \
+b.y())` runs calls at once; `progress(done, total, message)` reports progress. Limits per run: \
+{limits.timeout:g} s, {limits.max_calls} calls, output cut at {limits.max_output:,} characters.
 Example:
-    sites = wix.list_sites()
-    [s["name"] for s in sites if s.get("published")]
+  bugs = notion.search(query="Bugs")
+  [b["title"] for b in bugs if b["open"]]
+In listings `b?` is optional, `{{a: str}}` a dict, `-> T` the result."""
 
-Discover more with proxy.list_servers() and proxy.list_tools(server="name")."""
+
+def json_size(text: str) -> int:
+    """Bytes of ``text`` inside a JSON string, as a client receives it: escapes and UTF-8 counted."""
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
 
 
-def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_CHARS) -> str:
+def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_BYTES) -> str:
     head = intro(limits)
     packs = list(registry.packs.values())
     if not packs:
         return head + "\n\nNo packs are available."
-    # Every pack at each level of detail, richest first. A level is given up by every pack (longest listing
-    # first) before any pack drops to the next: all signatures without descriptions beat some packs' names only.
-    levels = {p.name: [render(p, registry) for render in _LEVELS] for p in packs}
-    chosen = dict.fromkeys(levels, 0)
-    room = budget - len(head) - len("\n\nPacks:") - len(_SHORTENED) - 1
-    size = sum(len(texts[0]) + 1 for texts in levels.values())
-    for level in range(1, len(_LEVELS)):
-        for name in sorted(levels, key=lambda n: len(levels[n][level - 1]), reverse=True):
-            if size <= room:
-                break
-            size += len(levels[name][level]) - len(levels[name][chosen[name]])
-            chosen[name] = level
-    lines = [levels[name][level] for name, level in chosen.items()]
-    if size > room:
-        lines = _first_fitting(lines, room)
-    shortened = [_SHORTENED] if any(chosen.values()) else []
-    return "\n".join([head, "", "Packs:", *lines, *shortened])
+    room = budget - json_size(f"{head}\n\nPacks:\n{_SHORTENED}")
+    lines, shortened = _Listing(packs, registry).fit(room)
+    return "\n".join([head, "", "Packs:", *lines, *([_SHORTENED] if shortened else [])])
+
+
+class _Listing:
+    """Every pack's listing at the level of detail chosen for it."""
+
+    def __init__(self, packs: Sequence[Pack], registry: Registry) -> None:
+        self._packs = {p.name: p for p in packs}
+        self._registry = registry
+        self.chosen = {p.name: _full(p, registry) for p in packs}
+
+    def fit(self, room: int) -> tuple[list[str], bool]:
+        """The pack lines within ``room`` bytes, and whether any pack is shown with less than everything."""
+        if self._size() <= room:
+            return list(self.chosen.values()), False
+        if self._degrade(_compact_at(MAX_PURPOSE_CHARS), room):
+            return list(self.chosen.values()), True
+        # Every pack is compact and still too long: the longest purposes that fit every pack, if they say enough;
+        # else purposes for the packs with the shortest listings only.
+        low, high = MIN_PURPOSE_CHARS, MAX_PURPOSE_CHARS - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if self._all_at(_compact_at(middle)) <= room else (low, middle - 1)
+        self.chosen = {name: _compact_at(low)(pack, self._registry) for name, pack in self._packs.items()}
+        for level in (_compact_at(0), _names, _count):
+            if self._degrade(level, room):
+                return list(self.chosen.values()), True
+        return _first_fitting(list(self.chosen.values()), room), True
+
+    def _degrade(self, level: Level, room: int) -> bool:
+        """Take ``level`` pack by pack, longest listing first, until everything fits; whether it does."""
+        for name in sorted(self.chosen, key=lambda n: json_size(self.chosen[n]), reverse=True):
+            if self._size() <= room:
+                return True
+            self.chosen[name] = level(self._packs[name], self._registry)
+        return self._size() <= room
+
+    def _all_at(self, level: Level) -> int:
+        return _lines_size(level(pack, self._registry) for pack in self._packs.values())
+
+    def _size(self) -> int:
+        return _lines_size(self.chosen.values())
+
+
+def _lines_size(lines: Iterable[str]) -> int:
+    return sum(json_size(line) + 2 for line in lines)  # + the "\n" that joins it
 
 
 def _header(pack: Pack, registry: Registry) -> str:
@@ -88,28 +127,32 @@ def _full(pack: Pack, registry: Registry) -> str:
     if status is not None and status.instructions:
         lines.append(f"  # {one_line(status.instructions, INSTRUCTIONS_CHARS)}")
     for tool in pack.tools.values():
-        summary = f"  # {tool.summary}" if tool.summary else ""
-        lines.append(f"  {tool.signature}{summary}")
+        summary = f" # {tool.summary}" if tool.summary else ""
+        lines.append(f"  {tool.signature.removeprefix(f'{pack.name}.')}{summary}")
     return "\n".join(lines)
 
 
-def _signatures(pack: Pack, registry: Registry) -> str:
-    return "\n".join([_header(pack, registry), *(f"  {tool.signature}" for tool in pack.tools.values())])
+def _compact_at(purpose: int) -> Level:
+    """``tool(a, b?) # purpose`` per line, purposes cut to ``purpose`` characters (0: none); a server's
+    instructions are left to proxy.list_servers()."""
+
+    def compact(pack: Pack, registry: Registry) -> str:
+        lines = [_header(pack, registry)]
+        for name, tool in pack.tools.items():
+            said = tool.purpose(purpose) if purpose else ""
+            lines.append(f"  {name}({tool.params})" + (f" # {said}" if said else ""))
+        return "\n".join(lines)
+
+    return compact
 
 
 def _names(pack: Pack, registry: Registry) -> str:
-    return f"{_header(pack, registry)} {_count(pack)}: {', '.join(pack.tools)}"
+    return f"{_count(pack, registry)}: {', '.join(pack.tools)}"
 
 
-def _summary(pack: Pack, registry: Registry) -> str:
-    return f"{_header(pack, registry)} {_count(pack)}"
-
-
-def _count(pack: Pack) -> str:
-    return f"{len(pack.tools)} tool{'' if len(pack.tools) == 1 else 's'}"
-
-
-_LEVELS: list[Callable[[Pack, Registry], str]] = [_full, _signatures, _names, _summary]
+def _count(pack: Pack, registry: Registry) -> str:
+    count = len(pack.tools)
+    return f"{_header(pack, registry)} {count} tool{'' if count == 1 else 's'}"
 
 
 def _first_fitting(lines: list[str], room: int) -> list[str]:
@@ -119,8 +162,8 @@ def _first_fitting(lines: list[str], room: int) -> list[str]:
     for i, line in enumerate(lines):
         left = len(lines) - i
         rest = f"... and {left} more pack{'' if left == 1 else 's'}: proxy.list_servers() lists them."
-        if used + len(line) + len(rest) + 2 > room:
+        if used + json_size(line) + json_size(rest) + 4 > room:
             return [*kept, rest]
         kept.append(line)
-        used += len(line) + 1
+        used += json_size(line) + 2
     return kept

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from onetool.calls import PackContext
 from onetool.errors import ModelError, UnknownPack, UnknownTool
-from onetool.registry import Registry, UpstreamTool
+from onetool.registry import LocalTool, Registry, ToolSchema, UpstreamTool
+from onetool.registry.schema import py_type
 
-__all__ = ["call", "get_prompt", "list_prompts", "list_resources", "list_servers", "list_tools", "read_resource"]
+__all__ = [
+    "call",
+    "describe",
+    "get_prompt",
+    "list_prompts",
+    "list_resources",
+    "list_servers",
+    "list_tools",
+    "read_resource",
+]
 
 
 async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
-    """Every MCP server (but quarantined ones) with its live status: name, pack, type, enabled, status, error
-    (and what to fix, when waiting will not help), tools, the server's own instructions, and for OAuth servers
-    oauth_status (authenticated, pending_authorization or authentication_failed)."""
+    """Every server and its live status.
+
+    Each (but quarantined ones) with name, pack, type, enabled, status, error (and what to fix, when waiting will
+    not help), tools, the server's own instructions, and for OAuth servers oauth_status (authenticated,
+    pending_authorization or authentication_failed)."""
     return [
         {
             "name": s.name,
@@ -36,9 +51,10 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
 
 
 async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
-    """The tools of one server or pack: name, signature, description, and where each comes from.
+    """A server's tools, with signatures and descriptions.
 
-    Local tools that shadow an upstream tool of the same name are marked ``shadows_upstream``.
+    Each with name, signature, description, and where it comes from. Local tools that shadow an upstream tool
+    of the same name are marked ``shadows_upstream``.
     """
     registry = ctx.registry()
     pack = registry.packs.get(_pack_of(server, registry))
@@ -66,8 +82,49 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     return tools
 
 
+async def describe(tool: str, *, ctx: PackContext) -> dict[str, Any]:
+    """A tool's types and description.
+
+    Named as snippets call it (``"github.search_issues"``): its typed signature, full description, and each
+    parameter's type, whether it is required, its default and its description."""
+    pack, _, name = tool.partition(".")
+    if not name:
+        raise ModelError(
+            f'name one tool as "pack.tool", not {tool!r}: proxy.list_tools(server="{pack}") lists a pack\'s tools'
+        )
+    found = ctx.registry().resolve(pack, name)  # unknown names raise with what exists
+    if isinstance(found, LocalTool):
+        params = [_local_param(p) for p in found.parameters.parameters.values()]
+    else:
+        schema = found.schema if isinstance(found, UpstreamTool) else ToolSchema(None)
+        params = [_schema_param(p, sub, p in schema.required, schema.schema) for p, sub in schema.properties.items()]
+    return {"signature": found.signature, "description": found.description, "parameters": params}
+
+
+def _schema_param(name: str, schema: Any, required: bool, root: Mapping[str, Any]) -> dict[str, Any]:
+    sub = schema if isinstance(schema, Mapping) else {}
+    out: dict[str, Any] = {"name": name, "type": py_type(sub, root), "required": required}
+    if "default" in sub:
+        out["default"] = sub["default"]
+    if isinstance(sub.get("description"), str):
+        out["description"] = sub["description"]
+    return out
+
+
+def _local_param(p: inspect.Parameter) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name, "required": p.default is p.empty and p.kind not in _VARIADIC}
+    if p.annotation is not p.empty:
+        out["type"] = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
+    if p.default is not p.empty:
+        out["default"] = to_jsonable_python(p.default, fallback=repr)
+    return out
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
 async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, *, ctx: PackContext) -> Any:
-    """Call a server's tool by its exact upstream name (for names that are not Python identifiers)."""
+    """Call a tool by its upstream name, for names that are not Python identifiers."""
     target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
     return await ctx.calls.value(target, [], arguments or {}, label=f"proxy.call('{server}', '{tool}', ...)")
 
@@ -86,25 +143,33 @@ def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:
 
 
 async def list_resources(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
-    """The resources a server offers: uri, name, mimeType, description. Read one with proxy.read_resource."""
+    """The resources a server offers.
+
+    Each with uri, name, mimeType, description. Read one with proxy.read_resource."""
     return [_plain(r) for r in await ctx.pool.list_resources(_server(server, ctx))]
 
 
 async def read_resource(server: str, uri: str, *, ctx: PackContext) -> list[dict[str, Any]]:
-    """The contents of a resource (e.g. a resource_link a tool returned): [{uri, mimeType, text or blob}]."""
+    """A resource's contents.
+
+    E.g. of a resource_link a tool returned: a list of {uri, mimeType, text or blob}."""
     result = await ctx.pool.read_resource(_server(server, ctx), uri)
     return [_plain(c) for c in result.contents]
 
 
 async def list_prompts(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
-    """The prompts a server offers: name, description, arguments. Fetch one with proxy.get_prompt."""
+    """The prompts a server offers.
+
+    Each with name, description, arguments. Fetch one with proxy.get_prompt."""
     return [_plain(p) for p in await ctx.pool.list_prompts(_server(server, ctx))]
 
 
 async def get_prompt(
     server: str, name: str, arguments: dict[str, str] | None = None, *, ctx: PackContext
 ) -> dict[str, Any]:
-    """A prompt filled in with ``arguments``: {description, messages: [{role, content}]}."""
+    """A prompt filled in with arguments.
+
+    Returns {description, messages: [{role, content}]}."""
     return _plain(await ctx.pool.get_prompt(_server(server, ctx), name, arguments or {}))
 
 

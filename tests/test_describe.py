@@ -6,12 +6,12 @@ import inspect
 
 import pytest
 
-from onetool.describe import BUDGET_CHARS, INSTRUCTIONS_CHARS, describe_run, intro
+from onetool.describe import BUDGET_BYTES, INSTRUCTIONS_CHARS, describe_run, intro, json_size
 from onetool.registry import LocalTool, Pack, Registry
-from onetool.registry._summary import MAX_SUMMARY_CHARS, summarize
+from onetool.registry._summary import MAX_SUMMARY_CHARS, brief, summarize
 from onetool.upstream import ServerState, ServerStatus
 from sandbox import Limits
-from tests.catalogue import CATALOGUE, catalogue, upstream_tool
+from tests.catalogue import catalogue, upstream_tool
 
 LIMITS = Limits(timeout=12, max_calls=7, max_output=40_000)
 
@@ -37,15 +37,14 @@ def pack(name: str, n: int, description: str = "Does thing {i}. More detail here
 
 def test_intro_gives_the_limits_and_says_mistakes_are_caught_first() -> None:
     text = describe_run(Registry({"a": pack("a", 1)}), LIMITS)
-    assert "Limits per run: 12 seconds, 7 tool calls" in text
-    assert "cut at 40,000 characters" in text
-    assert "reported before the code runs" in text
-    assert "`{a: str, b?: int}` is a dict whose key b is optional, and `-> T` is what a tool returns" in text
+    assert "Limits per run: 12 s, 7 calls, output cut at 40,000 characters." in text
+    assert "bad names, arguments and syntax are reported before anything runs" in text
+    assert "In listings `b?` is optional, `{a: str}` a dict, `-> T` the result." in text
 
 
 def test_small_catalogue_is_listed_in_full() -> None:
     text = describe_run(Registry({"a": pack("a", 3)}), LIMITS)
-    assert "  a.tool_1(x: int)  # Does thing 1." in text
+    assert "  tool_1(x: int) # Does thing 1." in text
     assert "More detail" not in text
     assert "shortened" not in text
 
@@ -82,48 +81,52 @@ def test_deprecated_marker_reaches_the_description() -> None:
     text = describe_run(
         Registry({"w": pack("w", 1, "Gets the weather. Uses the old API.\nDEPRECATED: use v2.")}), LIMITS
     )
-    assert "  w.tool_0(x: int)  # Gets the weather. DEPRECATED: use v2." in text
+    assert "  tool_0(x: int) # Gets the weather. DEPRECATED: use v2." in text
 
 
-def test_fifty_realistic_tools_fit_with_every_signature() -> None:
+def test_fifty_realistic_tools_fit_with_every_name_and_parameter() -> None:
     registry = catalogue()
     assert sum(len(p.tools) for p in registry.packs.values()) == 50
     text = describe_run(registry, LIMITS)
-    assert len(text) <= BUDGET_CHARS
-    for name, tools in CATALOGUE.items():
-        assert f"\n{name}:" in text
-        for tool in tools:
-            assert f"  {name}.{tool[0]}(" in text
-    assert "  memory.create_entities(entities: list[{name: str, entityType: str, observations: list[str]}])\n" in text
-    assert (
-        "  time.get_current_time(timezone: str) -> {timezone: str, datetime: str, day_of_week: str, is_dst: bool}"
-        in text
-    )
+    assert json_size(text) <= BUDGET_BYTES
+    for name, pack in registry.packs.items():
+        assert f"\n{name}:\n" in text
+        for tool_name, tool in pack.tools.items():
+            assert f"\n  {tool_name}({tool.params})" in text
+    assert "  create_or_update_file(owner, repo, path, content, message, branch, sha?)\n" in text
+    # the shortest listing keeps its purposes, the longest give theirs up first
+    assert "  convert_time(source_timezone, time, target_timezone) # Convert time between timezones\n" in text
+    assert 'proxy.describe("pack.tool") gives one tool\'s types and description.' in text
 
 
 def test_two_hundred_tools_fall_back_to_pack_summaries() -> None:
     registry = catalogue(copies=4)
     assert sum(len(p.tools) for p in registry.packs.values()) == 200
     text = describe_run(registry, LIMITS)
-    assert len(text) <= BUDGET_CHARS
+    assert json_size(text) <= BUDGET_BYTES
     assert all(f"\n{name}:" in text for name in registry.packs)
-    assert "github_2: 20 tools: create_or_update_file, search_repositories," in text
-    assert 'Some packs are shortened to fit: proxy.list_tools(server="name") gives their signatures' in text
+    assert "\nmemory_2: 9 tools: create_entities, create_relations," in text
+    assert "\ngithub: 20 tools\n" in text  # the longest listings are the first cut to a count
+    assert 'Shortened to fit: proxy.list_tools(server="name") lists a pack\'s tools' in text
 
 
-def test_shortening_takes_descriptions_from_every_pack_before_names_from_any() -> None:
+def test_shortening_takes_each_step_in_every_pack_before_the_next_in_any() -> None:
     registry = Registry({"big": pack("big", 40), "small": pack("small", 2)})
-    text = describe_run(registry, LIMITS, budget=len(describe_run(registry, LIMITS)) - 1)
-    assert "  big.tool_39(x: int)\n" in text and "  small.tool_1(x: int)  # Does thing 1." in text
-    text = describe_run(registry, LIMITS, budget=len(intro(LIMITS)) + 600)
+    full = describe_run(registry, LIMITS, budget=10_000)
+    assert "  tool_1(x: int) # Does thing 1." in full and "shortened" not in full.lower()
+    text = describe_run(registry, LIMITS, budget=json_size(full) - 1)
+    assert "  tool_39(x) # Does thing 39\n" in text and "  tool_1(x: int) # Does thing 1." in text
+    text = describe_run(registry, LIMITS, budget=json_size(intro(LIMITS)) + 900)
+    assert "  tool_39(x)\n" in text and "  tool_1(x) # Does thing 1\n" in text
+    text = describe_run(registry, LIMITS, budget=json_size(intro(LIMITS)) + 600)
     assert "big: 40 tools: tool_0, tool_1" in text
-    assert "  small.tool_1(x: int)" in text
+    assert "  tool_1(x)" in text
 
 
 def test_hundreds_of_packs_are_cut_with_a_count() -> None:
     registry = Registry({f"p{i:03}": pack(f"p{i:03}", 1) for i in range(400)})
     text = describe_run(registry, LIMITS)
-    assert len(text) <= BUDGET_CHARS
+    assert json_size(text) <= BUDGET_BYTES
     assert "p000: 1 tool\n" in text
     assert "more packs: proxy.list_servers() lists them." in text
 
@@ -132,8 +135,8 @@ def test_a_huge_schema_cannot_blow_the_budget() -> None:
     wide = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(500)}}
     tool = upstream_tool("huge", "everything", {"type": "object", "properties": {"x": wide, "y": wide}}, "Big.")
     text = describe_run(Registry({"huge": Pack("huge", {"everything": tool})}), LIMITS)
-    assert len(text) <= BUDGET_CHARS
-    assert "huge.everything(x: {f0?: str," in text
+    assert json_size(text) <= BUDGET_BYTES
+    assert "  everything(x: {f0?: str," in text
 
 
 def test_no_packs() -> None:
@@ -148,3 +151,30 @@ def test_server_instructions_are_shown_under_their_pack_cut_to_one_line() -> Non
     line = text.split("\na:\n", 1)[1].splitlines()[0]
     assert line.startswith("  # Use search first. Then fetch. More detail.")
     assert line.endswith("...") and len(line) == len("  # ") + INSTRUCTIONS_CHARS + 3
+
+
+@pytest.mark.parametrize(
+    ("summary", "limit", "purpose"),
+    [
+        ("Returns the sum of two numbers.", 80, "sum of two numbers"),
+        ("Get current time in a specific timezone", 24, "current time in specific"),
+        ("Read the complete contents of a file.", 12, "Read"),
+        ("Read the complete contents of a file.", 3, ""),
+        ("[DEPRECATED] Gets the weather.", 80, "DEPRECATED: weather"),
+        ("Deletes a repository. WARNING: irreversible.", 20, "WARNING: Deletes"),
+        ("Deletes a repository. WARNING: irreversible.", 4, "WARNING"),
+    ],
+)
+def test_purpose_is_telegraphic_cut_at_a_word_and_keeps_its_marker(summary: str, limit: int, purpose: str) -> None:
+    assert brief(summary, limit) == purpose
+
+
+def test_a_tool_lists_its_parameter_names_with_optional_ones_marked() -> None:
+    tool = upstream_tool(
+        "read", "fs", {"type": "object", "properties": {"path": {}, "head": {}}, "required": ["path"]}, ""
+    )
+    assert tool.params == "path, head?"
+
+    def local(a: int, b: str = "x", *rest: int, **more: str) -> None: ...
+
+    assert LocalTool("p", "t", "", "p.t()", local, inspect.signature(local)).params == "a, b?, *rest, **more"

@@ -12,6 +12,13 @@ import re
 MAX_SUMMARY_CHARS = 160
 _MAX_WARNING_CHARS = 80
 _MARKER = re.compile(r"\b(?:DEPRECATED|[Dd]eprecated|WARNING|Warning)\b")
+_MARKED = re.compile(r"\[?" + _MARKER.pattern + r"\]?:?")
+"""A marker with its brackets or colon, as :func:`brief` moves it to the front."""
+_FILLER = re.compile(
+    r"^\s*(?:This tool |Tool to |Use this to )?(?:[Rr]eturns?|[Gg]ets?|[Rr]etrieves?)\s+"
+    r"|\b(?:[Aa]n?|[Tt]he)\s+(?=[A-Za-z])"
+)
+"""What a purpose says without: a leading "Returns"/"Gets", and articles."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*(?=[^\sa-z])")
 """A sentence ends at its stop, or at a line break unless the next line goes on in lower case (wrapped text)."""
 _MAX_SCANNED_CHARS = 10_000
@@ -31,6 +38,32 @@ def summarize(description: str) -> str:
         return _cut(first, MAX_SUMMARY_CHARS)
     warning = _cut(warning, _MAX_WARNING_CHARS)
     return f"{_cut(first, MAX_SUMMARY_CHARS - len(warning) - 1)} {warning}"
+
+
+def brief(summary: str, limit: int) -> str:
+    """``summary`` in telegraphic style, at most ``limit`` characters, cut at a word: ``"Returns the sum of two
+    numbers."`` becomes ``"sum of two numbers"``. A marker it carries comes first (``DEPRECATED: Read...``), so
+    no cut can drop it. Empty when not even a word fits."""
+    marker = _MARKER.search(summary)
+    text = " ".join(_FILLER.sub(" ", _MARKED.sub(" ", summary)).split()).strip(" .:-")
+    if marker is None:
+        return _at_word(text, limit)
+    word = marker.group().upper()
+    return f"{word}: {_at_word(text, limit - len(word) - 2)}".rstrip(": ")
+
+
+def _at_word(text: str, limit: int) -> str:
+    """The words of ``text`` that fit in ``limit`` characters; a cut is not marked, the purpose is a hint."""
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    if " " not in text[: limit + 1]:
+        return ""
+    head = text[: limit + 1].rsplit(" ", 1)[0]
+    if head.count("(") > head.count(")"):  # no aside left open
+        head = head[: head.rindex("(")]
+    return head.rstrip(" ,;:-")
 
 
 def _is_bare_marker(text: str) -> bool:

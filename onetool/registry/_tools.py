@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from onetool.errors import ArgumentError, ToolFailed
-from onetool.registry._summary import summarize
+from onetool.registry._summary import brief, summarize
 from onetool.registry.schema import ToolSchema, count_nodes
 from onetool.results import error_text, to_value
 
@@ -51,6 +51,15 @@ class Tool(ABC):
         """The description's first sentence, with any deprecation or warning it carries."""
         return summarize(self.description)
 
+    def purpose(self, limit: int) -> str:
+        """The summary in at most about ``limit`` characters, any deprecation or warning first."""
+        return brief(self.summary, limit)
+
+    @property
+    @abstractmethod
+    def params(self) -> str:
+        """Parameter names in call order, ``?`` after optional ones (``path, head?``): the shortest signature."""
+
     @abstractmethod
     def check_shape(self, positional: int, names: list[str]) -> None:
         """Raise ArgumentError for what a call site shows without values: argument count and names."""
@@ -65,6 +74,11 @@ class UpstreamTool(Tool):
     annotations: Mapping[str, Any] | None = None
 
     source: ClassVar[Literal["upstream"]] = "upstream"
+
+    @property
+    def params(self) -> str:
+        required = set(self.schema.required)
+        return ", ".join(name if name in required else f"{name}?" for name in self.schema.properties)
 
     def check_shape(self, positional: int, names: list[str]) -> None:
         self.schema.check_shape(self.signature, positional, names)
@@ -86,6 +100,10 @@ class LocalTool(Tool):
     """Checks (and coerces) argument types against the annotations; None when they cannot be checked."""
 
     source: ClassVar[Literal["local"]] = "local"
+
+    @property
+    def params(self) -> str:
+        return ", ".join(_param(p) for p in self.parameters.parameters.values())
 
     def check_shape(self, positional: int, names: list[str]) -> None:
         try:
@@ -122,3 +140,11 @@ class LocalTool(Tool):
             call = partial(self.func, *bound.args, **bound.kwargs, **extra)
             value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         return to_jsonable_python(value, fallback=repr)
+
+
+def _param(p: inspect.Parameter) -> str:
+    if p.kind is p.VAR_POSITIONAL:
+        return f"*{p.name}"
+    if p.kind is p.VAR_KEYWORD:
+        return f"**{p.name}"
+    return p.name if p.default is p.empty else f"{p.name}?"

@@ -62,8 +62,13 @@ def filtered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway
 async def test_every_face_offers_only_what_the_filter_lets_through(filtered: ServedGateway) -> None:
     async with Client(filtered.url, read_timeout_seconds=60) as client:
         description = (await client.list_tools()).tools[0].description or ""
-        assert "time.get_current_time(" in description and "convert_time" not in description
-        assert "fx.echo(" in description and "fx.add(" in description and "fx.crash" not in description
+        assert "\ntime:\n  get_current_time(" in description and "convert_time" not in description
+        assert (
+            "\nfx:\n" in description
+            and "\n  echo(" in description
+            and "\n  add(" in description
+            and "crash" not in description
+        )
         denied = await client.call_tool(
             "run", {"code": "time.convert_time(source_timezone='UTC', time='12:00', target_timezone='UTC')"}
         )

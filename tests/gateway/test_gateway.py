@@ -59,12 +59,12 @@ async def test_hostile_code_gets_an_error_not_a_file() -> None:
 async def test_description_lists_every_pack() -> None:
     async with Gateway(make_config()) as gw:
         text = gw.describe_run()
-    assert text.startswith("Run a short Python snippet")
+    assert text.startswith("Run Python that calls tools as `pack.tool(arg=value)`.")
     for line in (
-        "time.get_current_time(timezone: str)",
-        "brave.echo(message: str)",
-        "proxy.list_servers()",
-        "broken_helper.divide(a: float, b: float)",
+        "\ntime:\n  get_current_time(timezone) # current time in specific timezone\n",
+        "\nbrave:\n  echo(message) # Local echo",
+        "\n  list_servers() # Every server and its live status\n",
+        "\nbroken_helper:\n  divide(a, b) # a / b\n",
     ):
         assert line in text
     assert "off: [server disabled" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from onetool.describe import BUDGET_CHARS
+from onetool.describe import BUDGET_BYTES, json_size
 from tests.gateways import ServedGateway, text_of
 
 pytestmark = pytest.mark.anyio
@@ -20,31 +20,32 @@ async def run_description(gateway: ServedGateway) -> str:
     return tool.description
 
 
-async def test_description_shows_real_servers_shapes(gateway: ServedGateway) -> None:
-    lines = (await run_description(gateway)).splitlines()
-    for expected in (
+async def test_proxy_describe_shows_real_servers_shapes(gateway: ServedGateway) -> None:
+    names = ["time.get_current_time", "time.convert_time", "brave.get_structured_content", "brave.get_sum", "fx.add"]
+    result = await gateway.run(f"[proxy.describe(t)['signature'] for t in {names!r}] + [proxy.describe('fx.count')]")
+    assert not result.is_error, text_of(result)
+    *signatures, count = result.structured_content["result"]
+    assert signatures == [
         # mcp-server-time: the return shape from its outputSchema, a $ref into $defs resolved inline
-        f"  time.get_current_time(timezone: str) -> {TIME_RESULT}  # Get current time in a specific timezone",
-        f"  time.convert_time(source_timezone: str, time: str, target_timezone: str) -> {{source: {TIME_RESULT}, "
-        f"target: {TIME_RESULT}, time_difference: str}}  # Convert time between timezones",
+        f"time.get_current_time(timezone: str) -> {TIME_RESULT}",
+        f"time.convert_time(source_timezone: str, time: str, target_timezone: str) -> {{source: {TIME_RESULT}, "
+        f"target: {TIME_RESULT}, time_difference: str}}",
         # server-everything: an enum in, a structured result out
-        "  brave.get_structured_content(location: Literal['New York', 'Chicago', 'Los Angeles']) -> "
-        "{temperature: float, conditions: str, humidity: float}  "
-        "# Returns structured content along with an output schema for client data validation",
-        "  brave.get_sum(a: float, b: float)  # Returns the sum of two numbers",
+        "brave.get_structured_content(location: Literal['New York', 'Chicago', 'Los Angeles']) -> "
+        "{temperature: float, conditions: str, humidity: float}",
+        "brave.get_sum(a: float, b: float)",
         # a Python-SDK server returning an int: the {"result": X} envelope is unwrapped, as results are
-        "  fx.add(a: int, b: int) -> int",
-        "  fx.count(items: list[str]) -> int",
-    ):
-        assert any(line.startswith(expected) for line in lines), expected
+        "fx.add(a: int, b: int) -> int",
+    ]
+    assert count["signature"] == "fx.count(items: list[str]) -> int"
+    assert count["parameters"] == [{"name": "items", "type": "list[str]", "required": True}]
 
 
 async def test_description_gives_limits_and_fits_the_budget(gateway: ServedGateway) -> None:
     text = await run_description(gateway)
-    assert len(text) <= BUDGET_CHARS
-    assert "Limits per run: 5 seconds, 200 tool calls" in text  # the test gateway's sandbox.timeout
-    assert "cut at 40,000 characters" in text
-    assert "reported before the code runs" in text
+    assert json_size(text) <= BUDGET_BYTES
+    assert "Limits per run: 5 s, 200 calls, output cut at 40,000 characters." in text  # its sandbox.timeout
+    assert "reported before anything runs" in text
 
 
 async def test_results_have_the_shapes_the_description_states(gateway: ServedGateway) -> None:

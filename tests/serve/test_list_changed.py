@@ -21,14 +21,14 @@ async def test_upstream_tool_change_reaches_clients_of_both_eras(tmp_path: Path)
     try:
         async with era_clients(served.url) as clients:
             before = (await clients.modern.list_tools()).tools[0].description or ""
-            assert "fx.echo(message: str)" in before and "fx.shiny" not in before
+            assert "\nfx:\n" in before and "\n  echo(message: str)" in before and "shiny" not in before
             clients.drain()
             result = await clients.legacy.call_tool("run", {"code": "fx.add_tool(name='shiny')"})
             assert text_of(result) == "added shiny", text_of(result)
             await clients.delays(time.perf_counter())
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
-                assert "fx.shiny()" in after
+                assert "\n  shiny()" in after
             ran = await clients.modern.call_tool("run", {"code": "fx.shiny()"})
             assert text_of(ran) == "I am shiny"
     finally:

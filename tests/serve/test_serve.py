@@ -49,9 +49,9 @@ async def test_http_serves_one_run_tool_in_both_eras(gateway: ServedGateway, mod
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == ["run"]
         description = tools[0].description or ""
-        assert "time.get_current_time(timezone: str)" in description
-        assert "brave.get_sum(" in description and "brave.echo(message: str)" in description
-        assert "proxy.list_tools(server: str)" in description
+        assert "\ntime:\n  get_current_time(timezone)" in description
+        assert "\nbrave:\n  echo(message)" in description and "\n  get_sum(a, b)" in description
+        assert "\n  list_tools(server)" in description
         result = await client.call_tool("run", {"code": "sum(range(10))"})
         assert text_of(result) == "45"
 

@@ -88,13 +88,19 @@ async def test_each_admin_action_reaches_mcp_clients_within_a_second(tmp_path: P
 
     # (method, path, body, in the run description after it, not in it)
     actions: list[tuple[str, str, dict[str, Any] | None, str, str]] = [
-        ("POST", "/admin/servers/time/disable", None, "time: [server disabled", "time.get_current_time"),
-        ("POST", "/admin/servers/time/enable", None, "time.get_current_time", "disabled"),
-        ("POST", "/admin/servers/time/quarantine", None, "proxy.list_servers", "time"),
-        ("POST", "/admin/servers/time/approve", None, "time.get_current_time", "extra"),
-        ("POST", "/admin/servers", {"name": "extra", "spec": added_spec(marker)}, "extra.get_current_time", "[server"),
-        ("POST", "/admin/servers/extra/restart", None, "extra.get_current_time", "[server"),
-        ("DELETE", "/admin/servers/extra", None, "time.get_current_time", "extra"),
+        ("POST", "/admin/servers/time/disable", None, "time: [server disabled", "get_current_time("),
+        ("POST", "/admin/servers/time/enable", None, "time:\n  get_current_time(", "disabled"),
+        ("POST", "/admin/servers/time/quarantine", None, "list_servers(", "time"),
+        ("POST", "/admin/servers/time/approve", None, "time:\n  get_current_time(", "extra"),
+        (
+            "POST",
+            "/admin/servers",
+            {"name": "extra", "spec": added_spec(marker)},
+            "extra:\n  get_current_time(",
+            "[server",
+        ),
+        ("POST", "/admin/servers/extra/restart", None, "extra:\n  get_current_time(", "[server"),
+        ("DELETE", "/admin/servers/extra", None, "time:\n  get_current_time(", "extra"),
     ]
     try:
         async with (
