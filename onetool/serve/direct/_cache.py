@@ -5,9 +5,10 @@ An upstream result whose text is longer than ``sandbox.max_output`` characters i
 ``read_cache(key, offset, limit)``. Non-text content (images, audio, resources) passes through untouched.
 
 ``structuredContent``: a model reads ``content``, and a client that shows ``structuredContent`` would show all of
-it, so a result whose structured content is over the limit as compact JSON loses it; that JSON (when longer than
-the text) is what is cut and kept. A tool that declares an ``outputSchema`` must return structured content on
-success, and clients such as the MCP SDK's reject a success without it, and no cut of it fits the schema: such a
+it, so a result whose structured content is over twice the limit as compact JSON (JSON escapes make a copy of a
+text up to about twice as long) loses it; when the text fits, that JSON is what is cut and kept. A tool that declares an ``outputSchema`` must return structured content on
+success, and clients such as the MCP SDK's reject a success without it: the Python SDK's ``{"result": "..."}``
+envelope of a string keeps its shape, holding the cut text; for any other schema no cut would match it, so the
 result comes back as ``isError`` with the cut text, which says why. Structured content that fits stays as it is.
 
 The cache is the gateway's, bounded by ``direct.cache_entries``, ``direct.cache_mb`` (measured as Python holds
@@ -32,6 +33,7 @@ from pydantic_core import to_json
 
 from onetool.config import DirectConfig
 from onetool.errors import ArgumentError
+from onetool.results import is_envelope_schema
 from onetool.text import cut, shown_name, visible
 
 READ_CACHE = "read_cache"
@@ -96,26 +98,33 @@ class ResultCache:
         self.size -= self._kept.pop(key).size
 
 
-def cut_result(result: CallToolResult, limit: int, cache: ResultCache, *, schema: bool) -> CallToolResult:
+def cut_result(
+    result: CallToolResult, limit: int, cache: ResultCache, output_schema: Mapping[str, Any] | None
+) -> CallToolResult:
     """``result`` itself when its text and its structured content (as compact JSON) fit in ``limit`` characters;
-    else cut, its whole text kept in ``cache``. ``schema``: the tool declares an ``outputSchema``."""
+    else cut, its whole text kept in ``cache``. ``output_schema``: the one the tool declares, if any."""
     text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
     structured = result.structured_content
     as_json = to_json(structured).decode() if structured is not None else ""
-    if len(text) <= limit and len(as_json) <= limit:
+    # JSON escapes make a structured copy of a text (the spec has a tool send both) up to about twice as long.
+    json_over = len(as_json) > 2 * limit
+    if len(text) <= limit and not json_over:
         return result
-    # The spec has a tool with structured content send it as text too: the longer of the two holds the other.
-    whole, before = (text, "") if len(text) >= len(as_json) else (as_json, text)
+    whole, before = (text, "") if len(text) > limit else (as_json, text)
     key = cache.put(whole)
-    shown = cut(whole, max(limit - len(before), 1_000), "result", _hint(key, limit, cache.ttl))
+    shown_chars = max(limit - len(before), 1_000)
+    shown = cut(whole, shown_chars, "result", _hint(key, shown_chars, cache.ttl))
     media: list[ContentBlock] = [c for c in result.content if not isinstance(c, TextContent)]
     content: list[ContentBlock] = [TextContent(type="text", text=t) for t in (before, shown) if t]
-    if len(as_json) <= limit:
+    if not json_over:
         return result.model_copy(update={"content": [*content, *media]})
-    failed = result.is_error or schema
-    if schema and not result.is_error:
-        content.append(TextContent(type="text", text=_NO_STRUCTURED))
-    return result.model_copy(update={"content": [*content, *media], "structured_content": None, "is_error": failed})
+    if output_schema is None or result.is_error:
+        return result.model_copy(update={"content": [*content, *media], "structured_content": None})
+    string = structured is not None and list(structured) == ["result"] and isinstance(structured["result"], str)
+    if string and is_envelope_schema(output_schema):
+        return result.model_copy(update={"content": [*content, *media], "structured_content": {"result": shown}})
+    content.append(TextContent(type="text", text=_NO_STRUCTURED))
+    return result.model_copy(update={"content": [*content, *media], "structured_content": None, "is_error": True})
 
 
 _NO_STRUCTURED = (

@@ -6,9 +6,9 @@ cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argu
 upstream's result returned untouched, unless its text is longer than ``sandbox.max_output``: then it is cut as
 ``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). What is visible is
 ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
-listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools. The management tools (``run``,
-``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``, ``search_servers``) carry no
-prefix; no upstream name can take theirs.
+listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
+The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
+``search_servers``) carry no prefix; no upstream name can take theirs.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class DirectFace:
         except ModelError as e:
             return error_result(str(e))
         cache = self._management.cache
-        return cut_result(_unstamped(result), max_chars, cache, schema=target.output_schema is not None)
+        return cut_result(_unstamped(result), max_chars, cache, target.output_schema)
 
     def _lookup(self, name: str, server: str | None, registry: Registry) -> UpstreamTool:
         target = self.catalogue().tools.get(name)
