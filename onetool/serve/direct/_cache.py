@@ -6,10 +6,11 @@ An upstream result whose text is longer than ``sandbox.max_output`` characters i
 
 ``structuredContent``: a model reads ``content``, and a client that shows ``structuredContent`` would show all of
 it, so a result whose structured content is over twice the limit as compact JSON (JSON escapes make a copy of a
-text up to about twice as long) loses it; when the text fits, that JSON is what is cut and kept. A tool that declares an ``outputSchema`` must return structured content on
-success, and clients such as the MCP SDK's reject a success without it: the Python SDK's ``{"result": "..."}``
-envelope of a string keeps its shape, holding the cut text; for any other schema no cut would match it, so the
-result comes back as ``isError`` with the cut text, which says why. Structured content that fits stays as it is.
+text up to about twice as long) loses it; when the text fits, that JSON is what is cut and kept. A tool that
+declares an ``outputSchema`` must return structured content on success, and clients such as the MCP SDK's reject
+a success without it: the Python SDK's ``{"result": "..."}`` envelope of a string keeps its shape, holding the cut
+text; for any other schema no cut would match it, so the result comes back as ``isError`` with the cut text,
+which says why. Structured content that fits stays as it is.
 
 The cache is the gateway's, bounded by ``direct.cache_entries``, ``direct.cache_mb`` (measured as Python holds
 the text) and ``direct.cache_ttl``: the least recently read entry goes first, and a result larger than the whole

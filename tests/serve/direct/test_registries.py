@@ -4,6 +4,7 @@ speaks the official registry API (tests/fixtures/registry_server.py), through th
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import urllib.request
@@ -234,3 +235,19 @@ async def test_without_registries_the_tools_are_not_listed_and_say_why(registry:
         assert not {"search_servers", "list_registries"} & tools
         failed, text = await call(client, "search_servers", registry="local")
         assert failed and text == "search_servers: no registries are configured here (registries: in onetool.yaml)"
+
+
+@pytest.mark.parametrize(
+    ("entries", "says"),
+    [
+        ([{"name": "a", "url": "https://r.example"}] * 2, "given more than once: a"),
+        ([{"name": "a", "url": "http://registry.example.com"}], "plain http:// to registry.example.com"),
+        ([{"name": "a", "url": "ftp://registry.example.com"}], "url must be an http(s) URL"),
+        ([{"name": "a", "url": "https://r.example", "token": "t"}], "token"),
+    ],
+)
+def test_the_registries_config_is_checked(entries: list[dict[str, Any]], says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        Config.model_validate({"registries": entries})
+    allowed = Config.model_validate({"registries": [{"name": "a", "url": "http://r.example", "allow_http": True}]})
+    assert allowed.registries[0].api == "v0.1"
