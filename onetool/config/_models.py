@@ -265,6 +265,38 @@ class DirectConfig(_Strict):
         description="read-only: list servers; propose: also add a server as a proposal and review quarantine; "
         "full: also enable, disable, restart and remove the servers it added itself",
     )
+    cache_entries: int = Field(
+        default=64, ge=1, description="cut results kept whole for read_cache; past it the least recently read goes"
+    )
+    cache_mb: float = Field(
+        default=64.0,
+        gt=0,
+        description="memory all results kept for read_cache may take (MB); a larger result is cut and not kept",
+    )
+    cache_ttl: float = Field(default=900.0, gt=0, description="seconds a cut result stays readable by read_cache")
+
+
+class RegistryConfig(_Strict):
+    """An MCP registry that ``search_servers`` on ``/mcp/direct`` searches: one speaking the official registry's
+    API (``GET {url}/v0.1/servers?search=...``), such as https://registry.modelcontextprotocol.io."""
+
+    name: str = Field(min_length=1, max_length=64, description="what list_registries and search_servers call it")
+    url: str = Field(description="the registry's base URL, without /v0.1")
+    description: str = Field(default="", description="shown by list_registries")
+    headers: dict[str, str] = Field(default_factory=dict, repr=False, description="sent with every request")
+    api: Literal["v0.1", "v0"] = Field(
+        default="v0.1", description="API version path: v0.1 (stable) or v0 (the official registry's development one)"
+    )
+    timeout: float = Field(default=10.0, gt=0, description="seconds per request")
+    allow_http: bool = Field(default=False, description="reach a plain http:// url on a host that is not loopback")
+
+    @model_validator(mode="after")
+    def _http_url(self) -> RegistryConfig:
+        if urlsplit(self.url).scheme not in ("http", "https"):
+            raise ValueError(f"url must be an http(s) URL, got '{self.url}'")
+        if not self.allow_http and (refused := _plain_http_refused(self.url, "allow_http")):
+            raise ValueError(f"url: {refused}")
+        return self
 
 
 class InspectConfig(_Strict):
@@ -337,9 +369,19 @@ class Config(_Strict):
     state: StateConfig = Field(default_factory=StateConfig)
     inspect: InspectConfig = Field(default_factory=InspectConfig)
     direct: DirectConfig = Field(default_factory=DirectConfig)
+    registries: list[RegistryConfig] = Field(
+        default_factory=list, description="MCP registries /mcp/direct's search_servers searches"
+    )
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
+
+    @model_validator(mode="after")
+    def _unique_registry_names(self) -> Config:
+        names = [r.name for r in self.registries]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"registries: each name once; given more than once: {', '.join(twice)}")
+        return self
 
     @model_validator(mode="after")
     def _unique_pack_names(self) -> Config:

@@ -3,10 +3,12 @@
 Upstream tools are listed exactly as their server sent them (title, description, schemas, annotations, icons,
 ``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
 cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
-upstream's result returned untouched. What is visible is ``gateway.visible_tools(server)``, so disabled,
-disconnected and quarantined servers, and held tools, are neither listed nor callable. A call takes the one call
-path (:mod:`onetool.calls`): this face only maps its names to tools. The management tools (``run``,
-``upstream_servers``, ``quarantine_security``) carry no prefix; no upstream name can take theirs.
+upstream's result returned untouched, unless its text is longer than ``sandbox.max_output``: then it is cut as
+``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). What is visible is
+``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
+listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
+The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
+``search_servers``) carry no prefix; no upstream name can take theirs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from onetool.config import Management, to_identifier
 from onetool.errors import ModelError, UnknownTool
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
+from onetool.serve.direct._cache import ResultCache, cut_result
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools
+from onetool.serve.direct._registries import Registries
 from onetool.serve.fanout import face_server
 from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
 from onetool.text import closest, shown_name
@@ -133,7 +137,10 @@ class DirectFace:
     def __init__(self, gateway: Gateway, separator: Separator, management: Management) -> None:
         self._gateway = gateway
         self._separator = separator
-        self._management = ManagementTools(management)
+        config = gateway.config
+        self._management = ManagementTools(
+            management, ResultCache.from_config(config.direct), Registries(config.registries)
+        )
         self._catalogue = DirectCatalogue({}, separator)
         self._seen: Registry | None = None
         self.levels = LogLevels()
@@ -168,8 +175,9 @@ class DirectFace:
         """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
         if name == "run":
             return await call_run(self._gateway, arguments, client)
+        max_chars = self._gateway.config.sandbox.max_output
         if name in MANAGEMENT_NAMES:
-            return await self._management.call(self._gateway.control, name, arguments)
+            return await self._management.call(self._gateway.control, name, arguments, max_chars=max_chars)
         server = self._server_of(name)
         try:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
@@ -177,7 +185,8 @@ class DirectFace:
             result = await self._gateway.calls.result(target, [], arguments, on_progress=progress)
         except ModelError as e:
             return error_result(str(e))
-        return _unstamped(result)
+        cache = self._management.cache
+        return cut_result(_unstamped(result), max_chars, cache, target.output_schema)
 
     def _lookup(self, name: str, server: str | None, registry: Registry) -> UpstreamTool:
         target = self.catalogue().tools.get(name)
@@ -204,7 +213,7 @@ class DirectFace:
 
 
 def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
-    """The upstream's result as it sent it (not reshaped, not cut), less the 2026 era's ``serverInfo`` stamp.
+    """The upstream's result as it sent it (not reshaped), less the 2026 era's ``serverInfo`` stamp.
 
     That stamp names the server answering on this connection, which is OneTool: the SDK stamps ours on 2026-era
     replies, and handshake-era replies carry none.

@@ -1,6 +1,8 @@
-"""The management tools of ``/mcp/direct``: ``upstream_servers`` and ``quarantine_security``.
+"""The management tools of ``/mcp/direct``: ``upstream_servers`` and ``quarantine_security``, and beside them
+``read_cache`` (:mod:`._cache`) and, when the config names registries, ``list_registries`` and ``search_servers``
+(:mod:`._registries`).
 
-Both act on the gateway's control plane (``gateway.control``) as the actor "mcp". A model is not an operator:
+The first two act on the gateway's control plane (``gateway.control``) as the actor "mcp". A model is not an operator:
 ``direct.management`` says how far it may go (``read-only``: list; ``propose``, the default: also add a server as
 a proposal and review quarantine; ``full``: also enable, disable, restart and remove), the tools list and
 describe only what the mode allows, and the control plane refuses whatever would undo an operator's decision.
@@ -23,6 +25,14 @@ from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
 from onetool.serve._requests import error_result
+from onetool.serve.direct._cache import READ_CACHE, READ_CACHE_TOOL, ResultCache, read_cache
+from onetool.serve.direct._registries import (
+    LIST_REGISTRIES,
+    LIST_REGISTRIES_TOOL,
+    SEARCH_SERVERS,
+    Registries,
+    search_servers_tool,
+)
 from onetool.state.records import Actor
 from onetool.text import cut, visible
 
@@ -31,7 +41,8 @@ OPERATIONS = ("list", "add", "remove", "enable", "disable", "restart")
 ALLOWED: dict[Management, tuple[str, ...]] = {"read-only": ("list",), "propose": ("list", "add"), "full": OPERATIONS}
 UPSTREAM_SERVERS = "upstream_servers"
 QUARANTINE_SECURITY = "quarantine_security"
-MANAGEMENT_NAMES = frozenset({UPSTREAM_SERVERS, QUARANTINE_SECURITY})
+MANAGEMENT_NAMES = frozenset({UPSTREAM_SERVERS, QUARANTINE_SECURITY, READ_CACHE, LIST_REGISTRIES, SEARCH_SERVERS})
+"""Every management tool's name, listed or not: no upstream tool takes one, whatever the config."""
 _MODE_KEY = "direct.management"
 _APPROVE_HOW = "an operator approves it through the admin API or `onetool servers approve NAME`"
 _MAX_DEPTH = 32
@@ -127,17 +138,29 @@ QUARANTINE_SECURITY_TOOL = Tool(
 
 
 class ManagementTools:
-    """The management tools of one ``/mcp/direct`` face, as its ``direct.management`` mode allows them."""
+    """The management tools of one ``/mcp/direct`` face, as its ``direct.management`` mode allows them: reading
+    its cut results, and searching registries, are reads any mode allows; the registry tools are listed only when
+    the config names a registry (a tool that could only say "none" would cost every client's context)."""
 
-    def __init__(self, mode: Management) -> None:
+    def __init__(self, mode: Management, cache: ResultCache, registries: Registries) -> None:
         self.mode = mode
+        self.cache = cache
+        self.registries = registries
         listed = [upstream_servers_tool(mode), *([QUARANTINE_SECURITY_TOOL] if mode != "read-only" else [])]
+        listed.append(READ_CACHE_TOOL)
+        if registries.by_name:
+            listed += [LIST_REGISTRIES_TOOL, search_servers_tool(mode)]
         self.tools = {t.name: t for t in listed}
         self._schemas = {t.name: ToolSchema(t.input_schema) for t in listed}
 
-    async def call(self, control: ControlLike, name: str, arguments: Mapping[str, Any]) -> CallToolResult:
-        """Call the management tool ``name`` (one of MANAGEMENT_NAMES); every failure is an isError result."""
+    async def call(
+        self, control: ControlLike, name: str, arguments: Mapping[str, Any], *, max_chars: int
+    ) -> CallToolResult:
+        """Call the management tool ``name`` (one of MANAGEMENT_NAMES); every failure is an isError result.
+        ``max_chars``: the most a read_cache slice returns (``sandbox.max_output``)."""
         try:
+            if name in (LIST_REGISTRIES, SEARCH_SERVERS) and name not in self.tools:
+                raise ArgumentError(f"{name}: no registries are configured here (registries: in onetool.yaml)")
             if name not in self.tools:
                 raise ArgumentError(self._refusal(f"{name}: the tool", name))
             operation = arguments.get("operation")
@@ -146,6 +169,12 @@ class ManagementTools:
             bound = await self._schemas[name].bind(name, [], arguments)
             if name == QUARANTINE_SECURITY:
                 return _ok(_review(control))
+            if name == READ_CACHE:
+                return read_cache(self.cache, bound, max_chars)
+            if name == LIST_REGISTRIES:
+                return _ok(self.registries.listing())
+            if name == SEARCH_SERVERS:
+                return _ok(await self.registries.search(bound, self.mode), compact=True)
             return _ok(await _upstream_servers(control, bound))
         except OneToolError as e:
             return error_result(str(e))
@@ -160,10 +189,12 @@ class ManagementTools:
         )
 
 
-def _ok(value: dict[str, Any]) -> CallToolResult:
+def _ok(value: dict[str, Any], *, compact: bool = False) -> CallToolResult:
+    """``value`` as escaped JSON data; ``compact`` (no indentation) for answers long enough for it to count."""
     data = _as_data(value)
+    shape: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 2}
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))],
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False, **shape))],
         structured_content=data,
     )
 

@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES, PYTHON
 
 pytestmark = pytest.mark.anyio
 
-MANAGEMENT = ["run", "upstream_servers", "quarantine_security"]
+MANAGEMENT = ["run", "upstream_servers", "quarantine_security", "read_cache"]
 
 
 def fault(mode: str = "ok") -> dict[str, object]:
