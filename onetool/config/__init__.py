@@ -30,6 +30,7 @@ from onetool.config._models import (
     StateConfig,
     ToolFilter,
     TransportName,
+    UiConfig,
     to_identifier,
 )
 from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG, find_config
@@ -54,6 +55,7 @@ __all__ = [
     "StateConfig",
     "ToolFilter",
     "TransportName",
+    "UiConfig",
     "expand_vars",
     "find_config",
     "from_client_config",

@@ -167,7 +167,7 @@ class DirectFace:
     async def call(self, name: str, arguments: dict[str, Any], client: RequestClient | None) -> types.CallToolResult:
         """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
         if name == "run":
-            return await call_run(self._gateway, arguments, client)
+            return await call_run(self._gateway, arguments, client, face="direct")
         if name in MANAGEMENT_NAMES:
             return await self._management.call(self._gateway.control, name, arguments)
         server = self._server_of(name)
