@@ -111,7 +111,8 @@ async def serve_gateway(
     readable = lambda: not gateway.control.blind  # noqa: E731
     routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable, gateway.drain))
     routes.append(tools_module_routes(lambda: gateway.registry, listener))
-    routes.append(metrics_routes(GatewayState(gateway.control.list, gateway.runs.sandbox.load), listener, admin_token))
+    state = GatewayState(gateway.control.list, lambda: gateway.runs.sandbox.load())
+    routes.append(metrics_routes(state, listener, admin_token))
 
     def ready() -> None:
         logger.info("serving MCP at {} ({} face)", MAIN_PATH, mode)
