@@ -31,6 +31,7 @@ import anyio.to_thread
 from anyio.abc import ObjectReceiveStream
 from mcp import types
 
+from onetool import metrics
 from onetool.errors import ModelError, ToolFailed, UnknownPack, UnknownTool, UpstreamError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
@@ -86,6 +87,7 @@ class Calls:
         except UpstreamUnavailable as e:
             with LogSpan("proxy.tool.call", server=e.server, tool=tool, resultLength=0) as span:
                 span.add(status="FAILED", errorType=type(e).__name__, errorMessage=str(e))
+            metrics.observe_call(span.fields)
             raise
 
     async def _find(self, lookup: Lookup[T], server: str | None) -> T:

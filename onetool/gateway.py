@@ -133,10 +133,10 @@ class Gateway:
         or quarantined; held tools (changed after approval) left out."""
         return self.control.shown(server) or []
 
-    async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
-        """Run one snippet (:meth:`onetool.runs.Runs.run`); never raises for anything the snippet or an upstream
-        does."""
-        return await self.runs.run(code, client)
+    async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> types.CallToolResult:
+        """Run one snippet (:meth:`onetool.runs.Runs.run`) for ``face``; never raises for anything the snippet or an
+        upstream does."""
+        return await self.runs.run(code, client, face=face)
 
     def _rebuild(self) -> None:
         self._registry = Registry.build(self._local, self._pool, self.control.shown)

@@ -182,7 +182,8 @@ class LogSpan:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        fields = {**self.fields, "duration": round(time.perf_counter() - self._start, 4)}
+        # Kept on the span: who timed a block reads its outcome there afterwards (metrics, the run log).
+        self.fields = fields = {**self.fields, "duration": round(time.perf_counter() - self._start, 4)}
         level = self.level
         # A span may set status itself (e.g. an is_error tool result that raised nothing).
         failed = exc is not None or fields.get("status") == "FAILED"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -15,6 +15,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from mcp import types
 
+from onetool import metrics
 from onetool.calls import OFF_LOOP_FROM, Calls
 from onetool.errors import ModelError, Verdict
 from onetool.logs import LogSpan, logger
@@ -22,6 +23,7 @@ from onetool.precheck import check_sites, too_long
 from onetool.registry import Registry, Tool, UpstreamTool
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
+from onetool.runlog import RunLog, RunRecord
 from sandbox import Limits, RunResult, Sandbox
 
 __all__ = ["Runs"]
@@ -35,38 +37,53 @@ class Runs:
     sandbox: Sandbox
     limits: Limits
     tasks: TaskGroup
+    journal: RunLog = field(default_factory=RunLog)
+    """The recent runs, for the operator's console."""
 
-    async def run(self, code: str, client: RunClient | None = None) -> types.CallToolResult:
+    async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> types.CallToolResult:
         """Run one snippet; never raises for anything the snippet or an upstream does.
 
         ``client``, the MCP client that asked, gets the run's progress and its upstreams' log messages as
-        they happen, as far as it asked for them.
+        they happen, as far as it asked for them. ``face`` names who asked, in the run's log record, metrics and
+        the console's list of runs.
         """
-        with logger.contextualize(runId=uuid.uuid4().hex[:12]), LogSpan("run", codeLength=len(code)) as span:
-            failure = too_long(code)
-            if failure is not None:
-                span.add(calls=0, status="FAILED", **error_span_fields(failure))
-                return run_result(None, "", error=failure, max_chars=self.limits.max_output)
-            registry = self.calls.registry
-            media: set[str] = set()
-            # A client that wants neither progress nor even the gravest log message costs the run nothing.
-            relay = None
-            if client is not None and (client.wants_progress or client.wants_log("emergency")):
-                relay = Relay(client, self.calls.pool, self.tasks)
-            async with relay or nullcontext():
-                outcome = await self._sandboxed(code, registry, media, relay)
-            span.add(calls=outcome.calls)
-            if outcome.error is not None:
-                span.add(status="FAILED", **error_span_fields(outcome.error))
-            if outcome.size >= OFF_LOOP_FROM:  # decoding it took the loop a while: other clients first
-                await anyio.lowlevel.checkpoint()
-            return run_result(
-                outcome.value,
-                outcome.output,
-                error=outcome.error,
-                max_chars=self.limits.max_output,
-                media_keys=media,
-            )
+        run_id = uuid.uuid4().hex[:12]
+        span = LogSpan("run", codeLength=len(code), face=face)
+        started = False
+        try:
+            with logger.contextualize(runId=run_id), span:
+                failure = too_long(code)
+                if failure is not None:
+                    span.add(calls=0, status="FAILED", **error_span_fields(failure))
+                    return run_result(None, "", error=failure, max_chars=self.limits.max_output)
+                started = True
+                return await self._run(code, client, span)
+        finally:  # also for a run its client cancelled: it ran, and counts
+            metrics.observe_run(face, span.fields, started=started)
+            shown = code if self.calls.config.ui.show_code else None
+            self.journal.add(RunRecord.of(run_id, face, span.fields, shown))
+
+    async def _run(self, code: str, client: RunClient | None, span: LogSpan) -> types.CallToolResult:
+        registry = self.calls.registry
+        media: set[str] = set()
+        # A client that wants neither progress nor even the gravest log message costs the run nothing.
+        relay = None
+        if client is not None and (client.wants_progress or client.wants_log("emergency")):
+            relay = Relay(client, self.calls.pool, self.tasks)
+        async with relay or nullcontext():
+            outcome = await self._sandboxed(code, registry, media, relay)
+        span.add(calls=outcome.calls)
+        if outcome.error is not None:
+            span.add(status="FAILED", **error_span_fields(outcome.error))
+        if outcome.size >= OFF_LOOP_FROM:  # decoding it took the loop a while: other clients first
+            await anyio.lowlevel.checkpoint()
+        return run_result(
+            outcome.value,
+            outcome.output,
+            error=outcome.error,
+            max_chars=self.limits.max_output,
+            media_keys=media,
+        )
 
     async def _sandboxed(self, code: str, registry: Registry, media: set[str], relay: Relay | None) -> RunResult:
         try:

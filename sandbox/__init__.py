@@ -36,10 +36,10 @@ from sandbox.protocol.sites import Site
 from sandbox.protocol.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from sandbox.host.pool import Sandbox
+    from sandbox.host.pool import Sandbox, SandboxLoad
     from sandbox.worker.policy import ALLOWED_MODULES
 
-_LAZY = {"Sandbox": "sandbox.host.pool", "ALLOWED_MODULES": "sandbox.worker.policy"}
+_LAZY = {"Sandbox": "sandbox.host.pool", "SandboxLoad": "sandbox.host.pool", "ALLOWED_MODULES": "sandbox.worker.policy"}
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +64,7 @@ __all__ = [
     "RunError",
     "RunResult",
     "Sandbox",
+    "SandboxLoad",
     "Site",
     "ToolError",
     "ToolTimeout",

@@ -74,6 +74,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunError",
         "RunResult",
         "Sandbox",
+        "SandboxLoad",
         "Site",
         "TOOL_ERRORS",
         "ToolError",

@@ -81,7 +81,7 @@ async def _run(config: Config, code: str, as_json: bool) -> int:
 
     async with Gateway(config, warm_workers=1) as gateway:
         try:
-            result = await gateway.run(code, ProgressClient(show) if ProgressLine.wanted() else None)
+            result = await gateway.run(code, ProgressClient(show) if ProgressLine.wanted() else None, face="cli")
         finally:
             line.clear()
     return print_result(result.model_dump(mode="json", by_alias=True, exclude_none=True), as_json=as_json)

@@ -31,6 +31,7 @@ from onetool.config._models import (
     StateConfig,
     ToolFilter,
     TransportName,
+    UiConfig,
     to_identifier,
 )
 from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG, find_config
@@ -56,6 +57,7 @@ __all__ = [
     "StateConfig",
     "ToolFilter",
     "TransportName",
+    "UiConfig",
     "expand_vars",
     "find_config",
     "from_client_config",

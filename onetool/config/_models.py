@@ -245,6 +245,11 @@ class HttpConfig(_Strict):
         description="on SIGTERM, how long runs in flight may take to finish while /ready says 503 and new MCP "
         "requests get 503 with Retry-After; past it they end with an MCP error",
     )
+    ui: bool | None = Field(
+        default=None,
+        description="serve the operator's console at /ui (default: on a loopback or TLS listener; off another "
+        "unless ui.allow_plain_http)",
+    )
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
@@ -305,6 +310,19 @@ class InspectConfig(_Strict):
     schema_compression: bool = Field(default=True, description="show input schemas as TypeScript-style types")
     max_description_len: int = Field(
         default=DEFAULT_MAX_DESCRIPTION_LEN, ge=0, description="characters of each property description kept; 0: none"
+    )
+
+
+class UiConfig(_Strict):
+    """The operator's console at ``/ui`` (``http.ui`` turns it on or off)."""
+
+    show_code: bool = Field(
+        default=False, description="show each run's snippet in the console's list of runs (snippets may hold data)"
+    )
+    allow_plain_http: bool = Field(
+        default=False,
+        description="serve /ui on a listener that is neither loopback nor TLS: the admin token and the session "
+        "cookie then cross the network unencrypted",
     )
 
 
@@ -374,6 +392,7 @@ class Config(_Strict):
     )
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     log: LogConfig = Field(default_factory=LogConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

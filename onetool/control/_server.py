@@ -35,7 +35,7 @@ from onetool.control._trust import Trust
 from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch
 from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
-from onetool.state.records import Actor
+from onetool.state.records import Actor, AuditEntry
 from onetool.upstream.status import ServerState, ServerStatus
 
 if TYPE_CHECKING:
@@ -304,6 +304,10 @@ class ServerControl:
         held = {h.tool: h for h in self.held() if h.server == name}
         tools = [{"name": t.name, "description": t.description or "", "held": t.name in held} for t in self.tools(name)]
         return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
+
+    async def audit(self, *, limit: int = 100) -> builtins.list[AuditEntry]:
+        """The newest entries of the audit log (every change, by whom), for an operator."""
+        return await self._store.audit_log(limit=limit)
 
     # builtins.list: in this class, after it, `list` names the method above.
     def held(self) -> builtins.list[HeldTool]:

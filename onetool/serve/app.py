@@ -4,8 +4,9 @@ A face is a folder under ``serve/`` whose builder makes its MCP server from the 
 and a row here. ``/mcp`` (and stdio) carry the face ``serve --mode`` names, ``run`` by default; every other face
 the config enables is mounted at its own path. Until its state store can be read, a gateway serves
 :func:`serve_unready`. Beside the faces, every HTTP gateway serves /health, /ready and
-/status (:mod:`onetool.serve._ops`), ``/runtime/tools.py`` (:mod:`onetool.serve._tools_module`), /admin and the OAuth
-callback (:mod:`onetool.serve.admin`).
+/status (:mod:`onetool.serve._ops`), /metrics (:mod:`onetool.serve._metrics`), ``/runtime/tools.py``
+(:mod:`onetool.serve._tools_module`), /admin and the OAuth callback (:mod:`onetool.serve.admin`), and the
+operator's console at /ui (:mod:`onetool.serve.ui`) where the config and the listener allow it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.routing import Route
 from onetool.config import Config
 from onetool.logs import logger
 from onetool.serve._drain import RETRY_AFTER
+from onetool.serve._metrics import GatewayState, metrics_routes
 from onetool.serve._ops import ops_routes
 from onetool.serve._tools_module import tools_module_routes
 from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
@@ -29,6 +31,7 @@ from onetool.serve.direct import build_direct_server
 from onetool.serve.http import Listener, Routes, mcp_routes, serve_http
 from onetool.serve.inspect import build_inspect_server
 from onetool.serve.run import build_run_server
+from onetool.serve.ui import console_routes
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
@@ -108,6 +111,8 @@ async def serve_gateway(
     readable = lambda: not gateway.control.blind  # noqa: E731
     routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable, gateway.drain))
     routes.append(tools_module_routes(lambda: gateway.registry, listener))
+    state = GatewayState(gateway.control.list, lambda: gateway.runs.sandbox.load())
+    routes.append(metrics_routes(state, listener, admin_token))
 
     def ready() -> None:
         logger.info("serving MCP at {} ({} face)", MAIN_PATH, mode)
@@ -119,6 +124,12 @@ async def serve_gateway(
 
     async with running_logins(gateway, listener.url(CALLBACK_PATH)) as logins:
         admin: list[Routes] = [admin_routes(gateway, admin_token, authorize_routes(logins)), callback_routes(logins)]
+
+        async def authorize(server: str) -> str | None:
+            return (await logins.start(server, "api")).url
+
+        if (console := console_routes(gateway, listener, admin_token, authorize)) is not None:
+            admin.append(console)
         await serve_http(listener, [*routes, *admin], on_ready=ready)
 
 

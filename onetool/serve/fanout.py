@@ -30,7 +30,7 @@ from mcp.server.subscriptions import (
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from onetool import __version__
+from onetool import __version__, metrics
 from onetool.drain import Drain
 from onetool.logs import logger
 from onetool.serve._drain import drain_calls
@@ -102,6 +102,7 @@ class ListChangedFanout:
         """Tell every client that a list changed: the tools, or (for a proxy's resources and prompts) another."""
         name, send = _SEND[type(event)]
         logger.debug(name, handshakeSessions=len(self._sessions))
+        metrics.list_changed(name)
         await self.bus.publish(event)
         await self.broadcast(send)
 

@@ -13,6 +13,7 @@ import anyio.abc
 import mcp.types as types
 from mcp import Client
 
+from onetool import metrics
 from onetool.auth.store import TokenStore
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
@@ -175,15 +176,19 @@ class UpstreamPool:
         An ``is_error`` result is returned, and logged as FAILED. ``on_progress`` gets the upstream's
         progress reports for this call.
         """
-        with LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0) as span:
-            conn = self._connection(server, tool)
-            timeout = conn.config.timeout if timeout is None else timeout
-            result = await conn.call(tool, arguments, timeout, on_progress)
-            text = result_text(result)
-            span.add(resultLength=len(text))
-            if result.is_error:
-                span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
-            return result
+        span = LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0)
+        try:
+            with span:
+                conn = self._connection(server, tool)
+                timeout = conn.config.timeout if timeout is None else timeout
+                result = await conn.call(tool, arguments, timeout, on_progress)
+                text = result_text(result)
+                span.add(resultLength=len(text))
+                if result.is_error:
+                    span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
+                return result
+        finally:
+            metrics.observe_call(span.fields)
 
     async def revive(self, server: str) -> bool:
         """Whether ``server`` is connected, after one immediate reconnect attempt (shared with every caller

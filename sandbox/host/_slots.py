@@ -34,6 +34,11 @@ class Slots:
         self._cpu = anyio.Semaphore(cpu, fast_acquire=True)
         self._workers = anyio.Semaphore(workers, fast_acquire=True)
 
+    def taken(self) -> tuple[int, int, int]:
+        """Runs computing, runs holding a worker, and runs waiting in line for either slot, now."""
+        waiting = self._cpu.statistics().tasks_waiting + self._workers.statistics().tasks_waiting
+        return self.cpu - self._cpu.value, self.workers - self._workers.value, waiting
+
     def seat(self) -> Seat:
         """A seat holding nothing yet."""
         return Seat(self._cpu, self._workers)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -28,7 +29,7 @@ from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.messages import is_ready, job_frame
 from sandbox.protocol.verdicts import Verdict
 
-__all__ = ["Sandbox"]
+__all__ = ["Sandbox", "SandboxLoad"]
 
 _READY_CAP = 64
 AFTER_RUN_GRACE = 0.003
@@ -45,6 +46,22 @@ WORKERS_PER_SLOT = 4
 def _confinement(limits: Limits) -> tuple[int, float]:
     """The limits a worker is confined with while idle, before its job arrives; other limits need their own fork."""
     return limits.memory_mb, limits.cpu_seconds or limits.timeout
+
+
+@dataclass(frozen=True)
+class SandboxLoad:
+    """What the sandbox is doing now, for an operator's metrics."""
+
+    computing: int
+    """Runs holding a CPU slot, of ``max_concurrent_runs``."""
+    holding_workers: int
+    """Runs holding a worker (computing or waiting on pack calls), of ``max_workers``."""
+    waiting: int
+    """Runs waiting in line for a slot (the run queue)."""
+    processes: int
+    """Worker processes alive: those of runs, and warm ones ready for the next run."""
+    max_concurrent_runs: int
+    max_workers: int
 
 
 class Sandbox:
@@ -92,6 +109,10 @@ class Sandbox:
         self._finished: list[Worker] = []
         self._aftercare_wanted = anyio.Event()
         self._hurry = anyio.Event()
+
+    def load(self) -> SandboxLoad:
+        computing, holding, waiting = self._slots.taken()
+        return SandboxLoad(computing, holding, waiting, len(self._live), self.max_concurrent_runs, self.max_workers)
 
     async def __aenter__(self) -> Sandbox:
         task_group = anyio.create_task_group()

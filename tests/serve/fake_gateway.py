@@ -23,7 +23,7 @@ class FakeGateway:
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."
 
-    async def run(self, code: str, client: RunClient | None = None) -> CallToolResult:
+    async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> CallToolResult:
         if code == "boom":
             raise RuntimeError("kaboom")
         if code == "fail":

@@ -18,7 +18,7 @@ from tests.serve.fake_gateway import FakeGateway
 
 
 class NoisyGateway(FakeGateway):
-    async def run(self, code: str, client: RunClient | None = None) -> CallToolResult:
+    async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> CallToolResult:
         print("stray output from a tool", flush=True)
         return await super().run(code, client)
 

@@ -152,7 +152,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         if body.get("progress") is True:
             return _ReportedRun(gateway, code)
         # Drained like a tool call: `onetool run` gets the run's result, or an error result that says why not.
-        result = await drained(gateway.drain, None, lambda: gateway.run(code))
+        result = await drained(gateway.drain, None, lambda: gateway.run(code, face="admin"))
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     router = Router(
@@ -193,5 +193,5 @@ class _ReportedRun(Response):
             await line({"progress": progress, "total": total, "message": message})
 
         client = ProgressClient(report)
-        result = await drained(self._gateway.drain, None, lambda: self._gateway.run(self._code, client))
+        result = await drained(self._gateway.drain, None, lambda: self._gateway.run(self._code, client, face="admin"))
         await line({"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}, more=False)

@@ -174,7 +174,7 @@ class DirectFace:
     async def call(self, name: str, arguments: dict[str, Any], client: RequestClient | None) -> types.CallToolResult:
         """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
         if name == "run":
-            return await call_run(self._gateway, arguments, client)
+            return await call_run(self._gateway, arguments, client, face="direct")
         max_chars = self._gateway.config.sandbox.max_output
         if name in MANAGEMENT_NAMES:
             return await self._management.call(self._gateway.control, name, arguments, max_chars=max_chars)

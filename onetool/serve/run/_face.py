@@ -50,15 +50,15 @@ def run_tool(gateway: Gateway) -> Tool:
 
 
 async def call_run(
-    gateway: Gateway, arguments: dict[str, Any] | None, client: RunClient | None = None
+    gateway: Gateway, arguments: dict[str, Any] | None, client: RunClient | None = None, *, face: str = "run"
 ) -> CallToolResult:
-    """A `run` call on any face that offers it; ``client`` gets the run's progress and upstream logs."""
+    """A `run` call on ``face`` (any that offers it); ``client`` gets the run's progress and upstream logs."""
     code = (arguments or {}).get("code")
     if not isinstance(code, str):
         got = "nothing" if code is None else type(code).__name__
         return error_result(f"`run` expects a string argument `code` with Python source; got {got}.")
     try:
-        return await gateway.run(code, client)
+        return await gateway.run(code, client, face=face)
     except Exception as exc:
         # The gateway promises not to raise; if it does anyway, the client gets a short message and the
         # traceback stays in our log.

@@ -1,0 +1,284 @@
+"""The console's pages under /ui: server-rendered HTML (Jinja2), each change a plain form POST.
+
+Every change goes through the control plane's own operations (:class:`onetool.control.ServerControl`, as the admin
+API's do), made by the actor "api", and sends the browser back (303) to the page it came from, with what happened
+shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs page's live list (SSE)
+and a confirmation before removing a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route, Router
+from starlette.staticfiles import StaticFiles
+
+from onetool.auth import resolve_flow
+from onetool.errors import ControlError, StateError
+from onetool.logs import logger
+from onetool.metrics import RECENT_CALLS
+from onetool.serve.http import Listener, Routes, host_check
+from onetool.serve.ui._review import review
+from onetool.serve.ui._session import Session, Sessions
+from onetool.state.records import Actor
+from onetool.text import visible
+
+if TYPE_CHECKING:
+    from onetool.gateway import Gateway
+
+__all__ = ["Authorize", "ui_routes"]
+
+Authorize = Callable[[str], Awaitable[str | None]]
+"""Start the OAuth authorization-code flow of a server on this gateway: the URL to send the browser to."""
+
+_HERE = Path(__file__).parent
+_ACTOR: Actor = "api"  # the console is the admin API's operator, in a browser
+_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "remove", "authorize")
+_AUDIT_ROWS = 200
+_LIVE_SECONDS = 300.0
+"""A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown)."""
+_KEEPALIVE = 15.0
+
+_templates = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape())
+# Upstream text with its invisible characters named (Jinja2 escapes the rest); epoch seconds as ISO time.
+_templates.filters["visible"] = visible
+_templates.filters["isotime"] = lambda epoch: datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authorize: Authorize) -> Routes:
+    control = gateway.control
+    hosts = host_check(listener)
+    allowed_hosts = set(hosts.allowed_hosts) if hosts is not None else None
+    allowed_origins = set(hosts.allowed_origins) if hosts is not None else None
+
+    def render(request: Request, template: str, session: Session | None, status: int = 200, **context: Any) -> Response:
+        html = _templates.get_template(template).render(
+            session=session,
+            flash=session.told() if session is not None else None,
+            path=request.url.path,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def refused(request: Request) -> Response | None:
+        """A request this gateway's Host (and, on a POST, Origin) rules turn away: DNS rebinding, another site."""
+        if allowed_hosts is not None and request.headers.get("host") not in allowed_hosts:
+            return Response("unknown Host", status_code=421)
+        origin = request.headers.get("origin")
+        foreign = origin is not None and allowed_origins is not None and origin not in allowed_origins
+        if request.method == "POST" and foreign:
+            return Response("cross-origin request refused", status_code=403)
+        return None
+
+    def page(
+        handler: Callable[[Request, Session], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A page for a signed-in browser: others go to the sign-in page; a POST needs the session's CSRF token."""
+
+        async def endpoint(request: Request) -> Response:
+            if (refusal := refused(request)) is not None:
+                return refusal
+            session = sessions.of(request)
+            if session is None:
+                if request.method != "GET":
+                    return Response("sign in first", status_code=401)
+                return RedirectResponse("/ui/login", status_code=303)
+            if request.method == "POST":
+                form = await request.form()
+                csrf = form.get("csrf")
+                if not Sessions.csrf_matches(session, csrf if isinstance(csrf, str) else None):
+                    return Response("missing or stale form token: reload the page and try again", status_code=403)
+            return await handler(request, session)
+
+        return endpoint
+
+    # ----- signing in ------------------------------------------------------------------------------
+
+    async def login_form(request: Request) -> Response:
+        if (refusal := refused(request)) is not None:
+            return refusal
+        if sessions.of(request) is not None:
+            return RedirectResponse("/ui/servers", status_code=303)
+        return render(request, "login.html", None)
+
+    async def login(request: Request) -> Response:
+        if (refusal := refused(request)) is not None:
+            return refusal
+        token = (await request.form()).get("token")
+        if not isinstance(token, str) or not sessions.token_matches(token):
+            logger.warning("console: a sign-in with a wrong admin token")
+            return render(request, "login.html", None, 401, error="That is not this gateway's admin token.")
+        response = RedirectResponse("/ui/servers", status_code=303)
+        sessions.sign_in(response)
+        return response
+
+    async def logout(request: Request, _session: Session) -> Response:
+        response = RedirectResponse("/ui/login", status_code=303)
+        sessions.sign_out(request, response)
+        return response
+
+    # ----- servers ---------------------------------------------------------------------------------
+
+    async def servers(request: Request, session: Session) -> Response:
+        rows = [(view, RECENT_CALLS.summary(view.name)) for view in control.list()]
+        return render(request, "servers.html", session, rows=rows, window=RECENT_CALLS.seconds)
+
+    async def server(request: Request, session: Session) -> Response:
+        name = request.path_params["name"]
+        try:
+            report = control.report(name)
+        except ControlError as e:
+            return render(request, "missing.html", session, e.status, message=str(e))
+        # A proposal has no tools yet (nothing runs it), and no filter to apply.
+        offered = control.connects(name).tools.permits if report["launch"] is None else None
+        tools = [{**tool, "offered": offered is not None and offered(tool["name"])} for tool in report["tools"]]
+        summary = RECENT_CALLS.summary(name)
+        return render(request, "server.html", session, server=report, tools=tools, calls=summary)
+
+    async def act(request: Request, session: Session) -> Response:
+        name, action = request.path_params["name"], request.path_params["action"]
+        form = await request.form()
+        back = _back(request, f"/ui/servers/{name}")
+        try:
+            if action in ("enable", "disable"):
+                await control.set_enabled(name, action == "enable", actor=_ACTOR)
+            elif action == "restart":
+                await control.restart(name, actor=_ACTOR)
+            elif action == "quarantine":
+                await control.quarantine(name, actor=_ACTOR)
+            elif action == "approve":
+                tools = [t for t in form.getlist("tool") if isinstance(t, str)]
+                view = await control.approve(name, actor=_ACTOR, tools=tools or None)
+                if view.launch is not None:
+                    session.tell(True, f"server '{name}' approved to run; it starts quarantined: review its tools")
+                    return RedirectResponse(back, status_code=303)
+            elif action == "remove":
+                await control.remove(name, actor=_ACTOR)
+                back = "/ui/servers" if back.startswith(f"/ui/servers/{name}") else back
+            elif action == "authorize":
+                url = await authorize(name)
+                if url is None:
+                    raise ControlError(f"server '{name}' gave no authorization URL")
+                return RedirectResponse(url, status_code=303)
+            else:
+                raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
+        except (ControlError, StateError) as e:
+            session.tell(False, str(e))
+        else:
+            session.tell(True, f"{_DONE[action]} '{name}'")
+        return RedirectResponse(back, status_code=303)
+
+    # ----- review, runs, audit, OAuth -------------------------------------------------------------------
+
+    async def review_page(request: Request, session: Session) -> Response:
+        held = [review(h) for h in control.held()]
+        quarantined = sorted({h.server for h in held if not h.changed})
+        proposed = [view for view in control.list() if view.launch is not None]
+        return render(request, "review.html", session, held=held, quarantined=quarantined, proposed=proposed)
+
+    async def runs(request: Request, session: Session) -> Response:
+        return render(request, "runs.html", session, runs=gateway.runs.journal.recent(), **_show_code(gateway))
+
+    async def run_events(request: Request, session: Session) -> Response:
+        row = _templates.get_template("_run_row.html")
+        show = _show_code(gateway)
+
+        async def events() -> AsyncIterator[str]:
+            yield f"retry: {int(_KEEPALIVE * 1000)}\n\n"
+            with anyio.move_on_after(_LIVE_SECONDS):
+                async with gateway.runs.journal.follow() as live:
+                    while not gateway.drain.draining:
+                        with anyio.move_on_after(_KEEPALIVE) as idle:
+                            run = await live.receive()
+                        if idle.cancelled_caught:
+                            yield ": still here\n\n"
+                            continue
+                        html = row.render(run=run, **show)
+                        yield "event: run\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    async def audit(request: Request, session: Session) -> Response:
+        try:
+            entries = await control.audit(limit=_AUDIT_ROWS)
+        except StateError as e:
+            return render(request, "missing.html", session, 503, message=str(e))
+        return render(request, "audit.html", session, entries=entries)
+
+    async def oauth(request: Request, session: Session) -> Response:
+        rows = []
+        for view in control.list():
+            try:
+                config = control.connects(view.name)
+            except ControlError:
+                continue  # a proposal: nothing may connect it, not even a login
+            if config.oauth is None:
+                continue
+            stored = await gateway.tokens.load(view.name)
+            tokens = stored.tokens if stored is not None else None
+            rows.append(
+                {
+                    "server": view.name,
+                    "status": view.oauth_status or "unknown",
+                    "flow": resolve_flow(view.name, config.oauth),
+                    "scopes": " ".join(config.oauth.scopes or []) or None,
+                    "granted": tokens.scope if tokens is not None else None,
+                    "expires_at": stored.expires_at if stored is not None else None,
+                    "refused": stored.refused if stored is not None else None,
+                }
+            )
+        return render(request, "oauth.html", session, rows=rows)
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/ui/servers", status_code=303)
+
+    router = Router(
+        [
+            Route("/", home, methods=["GET"]),
+            Route("/login", login_form, methods=["GET"]),
+            Route("/login", login, methods=["POST"]),
+            Route("/logout", page(logout), methods=["POST"]),
+            Route("/servers", page(servers), methods=["GET"]),
+            Route("/servers/{name}", page(server), methods=["GET"]),
+            Route("/servers/{name}/{action}", page(act), methods=["POST"]),
+            Route("/review", page(review_page), methods=["GET"]),
+            Route("/runs", page(runs), methods=["GET"]),
+            Route("/runs/events", page(run_events), methods=["GET"]),
+            Route("/audit", page(audit), methods=["GET"]),
+            Route("/oauth", page(oauth), methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
+        ]
+    )
+    return Routes([Mount("/ui", app=router)])
+
+
+_DONE = {
+    "enable": "enabled",
+    "disable": "disabled",
+    "restart": "restarted",
+    "quarantine": "quarantined",
+    "approve": "approved",
+    "remove": "removed",
+    "authorize": "authorization started for",
+}
+
+
+def _back(request: Request, default: str) -> str:
+    """The console page the form was on (its Referer's path), else ``default``: never another site."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.path.startswith("/ui/") and referer.netloc == request.headers.get("host"):
+        return referer.path
+    return default
+
+
+def _show_code(gateway: Gateway) -> dict[str, bool]:
+    return {"show_code": gateway.config.ui.show_code}
