@@ -52,6 +52,7 @@ PUBLIC: dict[str, list[str]] = {
     # What snippets call as proxy.*: DESIGN's stable interface.
     "packs.proxy": [
         "call",
+        "describe",
         "get_prompt",
         "list_prompts",
         "list_resources",

@@ -113,6 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
             usage=f"onetool servers {verb} NAME [options] {what}",
             description=f"{summary[0].upper()}{summary[1:]}. {SERVER_ENTRY_HELP}",
         )
+    offered = actions.add_parser(
+        "tools",
+        parents=later,
+        help="show or set which of a server's tools are offered",
+        usage="onetool servers tools NAME [--allow PATTERN]... [--deny PATTERN]... | --reset",
+        description="Without options, show the server's tools filter and every tool it lists (HIDDEN: left out by "
+        "the filter). --allow/--deny set the filter at run time, replacing the entry's own (servers.NAME.tools) until "
+        "--reset; every face hears tools/list_changed at once. Patterns are tool names or globs (*, ?, [...]).",
+    )
+    offered.add_argument("name")
+    offered.add_argument("--allow", action="append", metavar="PATTERN", help="offer only the tools these match")
+    offered.add_argument("--deny", action="append", metavar="PATTERN", help="never offer these tools")
+    offered.add_argument("--reset", action="store_true", help="drop the run-time filter: the entry decides again")
     for action, summary in SERVER_ACTIONS.items():
         one = actions.add_parser(action, parents=later, help=summary)
         one.add_argument("name")

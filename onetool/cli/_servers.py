@@ -33,6 +33,9 @@ def cmd_servers(args: argparse.Namespace) -> int:
         what = "give an option (--timeout 30, --env K=V ...) or -- COMMAND [ARGS...]"
         print(f"onetool servers edit: nothing to change: {what}", file=sys.stderr)
         return EXIT_USAGE
+    if action == "tools" and args.reset and (args.allow or args.deny):
+        print("onetool servers tools: --reset drops the filter; give it alone, or --allow/--deny", file=sys.stderr)
+        return EXIT_USAGE
     try:
         target = locate(args)
         if target is not None:
@@ -58,6 +61,12 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace, ent
     elif action == "remove":
         removed = target.request("DELETE", server_path(args.name))
         print(json.dumps(removed) if args.json else f"removed server '{args.name}'")
+    elif action == "tools":
+        if args.reset:
+            target.request("DELETE", server_path(args.name, "tools"))
+        elif _sets_filter(args):
+            target.request("PUT", server_path(args.name, "tools"), _filter(args))
+        _print_tools_of(target.request("GET", server_path(args.name)), args.json)
     else:
         body = {"tools": args.tool} if action == "approve" and args.tool else None
         _print_view(target.request("POST", server_path(args.name, action), body), args.json)
@@ -72,13 +81,17 @@ def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] |
     from onetool.errors import ControlError
 
     config = setup(args, "ERROR")
-    if action in ("list", "show"):
+    if action == "tools" and (args.reset or _sets_filter(args)):
+        entry = None if args.reset else _filter(args)
+    elif action in ("list", "show", "tools"):
 
         def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> None:
             if action == "list":
                 _print_servers([v.to_dict() for v in control.list()], args.json)
-            else:
+            elif action == "show":
                 _print_report(control.report(args.name), args.json)
+            else:
+                _print_tools_of(control.report(args.name), args.json)
 
         try:
             with_pool(config, show)
@@ -91,6 +104,15 @@ def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] |
         return attach_failed("servers", e)
     print(json.dumps({"server": args.name, "action": action, "pending": True, "message": done}) if args.json else done)
     return EXIT_OK
+
+
+def _sets_filter(args: argparse.Namespace) -> bool:
+    return args.allow is not None or args.deny is not None
+
+
+def _filter(args: argparse.Namespace) -> dict[str, Any]:
+    """The tools filter `servers tools --allow/--deny` sets: it replaces the whole filter (no --allow: every tool)."""
+    return {"allow": args.allow, "deny": args.deny or []}
 
 
 def _entry(args: argparse.Namespace) -> dict[str, Any]:
@@ -219,10 +241,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         print(f"\nlast {count(len(report['stderr']), 'stderr line')} (for you only: they may hold secrets):")
         for line in report["stderr"]:
             print(f"  {escape_unsafe(line)}")
-    print(f"\ntools ({len(report['tools'])}):")
-    for tool in report["tools"]:
-        mark = "  HELD " if tool["held"] else "       "
-        print(f"{mark}{tool['name']}" + (f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""))
+    _print_tools(report)
     if report["status"] == "proposed":
         print(
             f"\nproposed by a model: nothing runs it until you approve it (onetool servers approve {report['name']}); "
@@ -236,3 +255,25 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
                 f"\nheld: {held['tool']} changed after approval; approve it with: onetool servers approve "
                 f"{report['name']} --tool {held['tool']}\n{held['diff']}"
             )
+
+
+def _print_tools_of(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({k: report[k] for k in ("name", "tools_filter", "tools")}, indent=2))
+    else:
+        print(f"server '{report['name']}'", end="")
+        _print_tools(report)
+
+
+def _print_tools(report: dict[str, Any]) -> None:
+    """A server's tools filter and every tool it lists: HIDDEN by the filter, HELD until approved."""
+    chosen = report["tools_filter"]
+    if chosen is None:
+        print("\ntools filter: none, every tool is offered")
+    else:
+        allow = ", ".join(chosen["allow"]) if chosen["allow"] is not None else "every tool"
+        print(f"\ntools filter ({chosen['from']}): allow {allow}; deny {', '.join(chosen['deny']) or 'none'}")
+    print(f"tools ({len(report['tools'])}):")
+    for tool in report["tools"]:
+        mark = "  HIDDEN " if not tool["offered"] else "  HELD   " if tool["held"] else "         "
+        print(f"{mark}{tool['name']}" + (f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""))

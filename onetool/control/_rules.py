@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from onetool.config import ServerConfig, to_identifier, validate_server
+from pydantic import ValidationError
+
+from onetool.config import ServerConfig, ToolFilter, to_identifier, validate_server
 from onetool.errors import ConfigError, ControlError
 from onetool.state.records import OPERATORS, Actor
 
@@ -73,6 +75,20 @@ def _merge_patch(target: Any, patch: Any) -> Any:
         else:
             merged[key] = _merge_patch(merged.get(key), value)
     return merged
+
+
+def tool_filter(name: str, tools: Any) -> ToolFilter | None:
+    """A run-time tools filter as given (``{"allow": [...] | null, "deny": [...]}``), checked; None for null."""
+    if tools is None:
+        return None
+    try:
+        return ToolFilter.model_validate(tools)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'tools'}: {err['msg']}" for err in e.errors())
+        raise ControlError(
+            f"bad tools filter for '{name}': {problems}; expected "
+            '{"allow": ["name or glob", ...] or null, "deny": ["name or glob", ...]}'
+        ) from None
 
 
 def check_editable(name: str, *, from_config: bool, converted_to: str | None, path: Path | None) -> None:

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from onetool.config import Config, ServerConfig, to_identifier, validate_server
+from onetool.config import Config, ServerConfig, ToolFilter, to_identifier, validate_server
 from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
 from onetool.control._trust import Trust
-from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch
+from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch, tools_filter
 from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
 from onetool.state.records import Actor, AuditEntry
@@ -70,6 +70,13 @@ class _Server:
     """The version of its overrides in the store this gateway knows (0: none): each change is written over it."""
     spec: dict[str, Any] | None = None
     """An added server's entry as stored (what an edit changes); None for a config-file server."""
+    tools_set: ToolFilter | None = None
+    """The tools filter set at run time (``onetool servers tools``): it replaces the entry's own."""
+
+    @property
+    def offered(self) -> ToolFilter:
+        """Which of its tools are offered: the run-time filter, else the entry's own."""
+        return self.tools_set if self.tools_set is not None else self.config.tools
 
     def pool_config(self) -> ServerConfig:
         connect = self.bridged or self.config
@@ -188,10 +195,11 @@ class ServerControl:
             connect = (old.proposed, old.pool_config()) != (new.proposed, new.pool_config())
             trusted = (old.trust.quarantined, old.trust.approved_at, old.trust.approved)
             same = not connect and trusted == (new.trust.quarantined, new.trust.approved_at, new.trust.approved)
-            if same and (old.version, old.enabled_by, old.added_by) == (new.version, new.enabled_by, new.added_by):
+            kept = (old.version, old.enabled_by, old.added_by, old.tools_set)
+            if same and kept == (new.version, new.enabled_by, new.added_by, new.tools_set):
                 continue
             old.config, old.added_by, old.enabled, old.bridged = new.config, new.added_by, new.enabled, new.bridged
-            old.spec = new.spec
+            old.spec, old.tools_set = new.spec, new.tools_set
             old.proposed, old.enabled_by, old.version = new.proposed, new.enabled_by, new.version
             # the same Trust object: what it already reported about held tools is not reported again
             old.trust.quarantined, old.trust.approved_at = new.trust.quarantined, new.trust.approved_at
@@ -240,7 +248,7 @@ class ServerControl:
             return pool.tools(server) if server in pool else []
         if s.trust.quarantined or s.proposed:
             return None
-        offered = s.config.tools
+        offered = s.offered
         return [tool for tool in s.trust.visible(pool.tools(server)) if offered.permits(tool.name)]
 
     def tools(self, server: str) -> list[types.Tool]:
@@ -299,10 +307,20 @@ class ServerControl:
         return self._view(name)
 
     def report(self, name: str) -> dict[str, Any]:
-        """One server for an admin: its full view, every tool it offers (held or not), its held changes."""
+        """One server for an admin: its full view, every tool it lists (held or not, offered by its tools filter or
+        not), its held changes."""
         view = self.get(name)
         held = {h.tool: h for h in self.held() if h.server == name}
-        tools = [{"name": t.name, "description": t.description or "", "held": t.name in held} for t in self.tools(name)]
+        offered = self._require(name).offered
+        tools = [
+            {
+                "name": t.name,
+                "description": t.description or "",
+                "held": t.name in held,
+                "offered": offered.permits(t.name),
+            }
+            for t in self.tools(name)
+        ]
         return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
 
     async def audit(self, *, limit: int = 100) -> builtins.list[AuditEntry]:
@@ -401,6 +419,22 @@ class ServerControl:
             self._log(name, "edited", actor, keys=changed)
             if not s.proposed:
                 await self._live().put(name, s.pool_config())
+            return await self._changed(name)
+
+    async def set_tools(self, name: str, tools: Mapping[str, Any] | None, *, actor: Actor) -> ServerView:
+        """Offer only the tools ``tools`` (``{"allow": [...] | None, "deny": [...]}``) lets through, whatever the
+        server's entry says; ``None`` lets the entry decide again. Faces hear ``tools/list_changed`` at once. An
+        operator's tool (admin API, CLI, console): no management tool a model has can reach it."""
+        async with self._lock:
+            s = self._require(name)
+            chosen = rules.tool_filter(name, tools)
+            try:
+                stored = chosen.model_dump(mode="json") if chosen is not None else None
+                s.version = (await self._store.set_tools(name, stored, actor, expected=s.version)).version
+            except LostRace as e:
+                await self._lost(name, e)
+            s.tools_set = chosen
+            self._log(name, "tools filter reset" if chosen is None else "tools filter set", actor, tools=stored)
             return await self._changed(name)
 
     async def restart(self, name: str, *, actor: Actor) -> ServerView:
@@ -571,6 +605,7 @@ class ServerControl:
                 tool_count=0,
                 added_by=s.added_by or FROM_CONFIG,
                 launch=launch(s.config),
+                tools_filter=tools_filter(s.offered, set_at_run_time=s.tools_set is not None),
             )
         st = self._live().server_status(name)
         return ServerView(
@@ -593,6 +628,7 @@ class ServerControl:
             unresponsive=st.unresponsive,
             calls_in_flight=st.calls_in_flight,
             stderr=list(st.stderr),
+            tools_filter=tools_filter(s.offered, set_at_run_time=s.tools_set is not None),
         )
 
     @staticmethod
@@ -661,8 +697,28 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
         enabled_by = o.enabled_by if o is not None else None
         version = o.version if o is not None else 0
         loaded[name] = _Server(
-            server, added_by, enabled, trust, proposed=proposed, enabled_by=enabled_by, version=version, spec=spec
+            server,
+            added_by,
+            enabled,
+            trust,
+            proposed=proposed,
+            enabled_by=enabled_by,
+            version=version,
+            spec=spec,
+            tools_set=_stored_filter(name, o.tools if o is not None else None, quiet=quiet),
         )
     for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
         loaded[name].bridged = entry
     return loaded
+
+
+def _stored_filter(name: str, stored: Mapping[str, Any] | None, *, quiet: bool) -> ToolFilter | None:
+    """The run-time tools filter the store holds; one that no longer validates is dropped, and said so once."""
+    if stored is None:
+        return None
+    try:
+        return ToolFilter.model_validate(stored)
+    except ValueError as e:
+        if not quiet:
+            logger.error("server '{}': ignoring the stored tools filter ({}); set it again", name, e)
+        return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from onetool.config import ServerConfig
+from onetool.config import ServerConfig, ToolFilter
 
 HeldReason = Literal["server quarantined", "changed after approval"]
 FROM_CONFIG = "config"
@@ -48,6 +48,9 @@ class ServerView:
     """For a proposed server, and in the answer to approving one: what approving it runs (see :func:`launch`)."""
     stderr: list[str] = field(default_factory=list)
     """A stdio server's last stderr lines (bounded, escaped): never for an MCP client, they may hold secrets."""
+    tools_filter: dict[str, Any] | None = None
+    """Which of its tools are offered, when not all: ``{"allow", "deny", "from"}``, from "entry" (the config
+    file's, or an added server's) or "run time" (``onetool servers tools``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for the admin API and the CLI; ``oauth_status`` only for an OAuth server."""
@@ -77,6 +80,13 @@ class HeldTool:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def tools_filter(offered: ToolFilter, *, set_at_run_time: bool) -> dict[str, Any] | None:
+    """A server's tools filter as :class:`ServerView` shows it; None when every tool is offered by default."""
+    if not set_at_run_time and offered.allow is None and not offered.deny:
+        return None
+    return {**offered.model_dump(mode="json"), "from": "run time" if set_at_run_time else "entry"}
 
 
 def launch(config: ServerConfig) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Server changes while no gateway runs: straight to the state store, applied when the gateway starts.
 
-Only what needs no live server can wait: add, edit, remove, enable, disable, quarantine. Approval records the
-tools as they are now, and restart, convert and revert change a running connection, so they need the gateway.
+Only what needs no live server can wait: add, edit, remove, enable, disable, quarantine, a tools filter. Approval
+records the tools as they are now, and restart, convert and revert change a running connection, so they need the
+gateway.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _NEEDS_GATEWAY = {
 
 async def change_offline(config: Config, action: str, name: str, spec: dict[str, Any] | None = None) -> str:
     """Record ``action`` on ``name`` in the store (as the CLI); what was done, for the user. ``spec``: the entry
-    to add, or the merge patch of an edit (see ``rules.edited_server``)."""
+    to add, the merge patch of an edit (see ``rules.edited_server``), or the tools filter to set (None: reset)."""
     if action in _NEEDS_GATEWAY:
         raise ControlError(
             f"no gateway is running, and {action} needs one ({_NEEDS_GATEWAY[action]}); start it with "
@@ -49,6 +50,10 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
                 raise rules.in_config_file(name, config.path)
             await store.remove_server(name, "cli")
             return f"removed server '{name}'; {LATER}"
+        if action == "tools":
+            chosen = rules.tool_filter(name, spec)
+            await store.set_tools(name, chosen.model_dump(mode="json") if chosen is not None else None, "cli")
+            return f"{'reset' if chosen is None else 'set'} the tools filter of server '{name}'; {LATER}"
         if action in ("enable", "disable"):
             await store.set_enabled(name, action == "enable", "cli")
         elif action == "quarantine":

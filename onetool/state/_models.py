@@ -74,6 +74,8 @@ overrides = Table(
     Column("enabled_by", String(ACTOR), nullable=True),
     # bumped by every change of the row: a replica writes only over the version it knows (else: lost a race)
     Column("version", Integer, nullable=False, server_default="1"),
+    # the tools filter set at run time, {"allow": [...] | null, "deny": [...]}: it replaces the entry's own
+    Column("tools", JSON, nullable=True),
 )
 
 # One row (id 1): bumped by every write that changes what a replica serves (servers, overrides, approvals,

@@ -218,6 +218,14 @@ class StateStore:
             values.update(approved_by=None, approved_at=None)
         return await self._override(name, actor, "set_quarantined", {"quarantined": quarantined}, expected, **values)
 
+    async def set_tools(
+        self, name: str, tools: Mapping[str, Any] | None, actor: Actor, *, expected: int | None = None
+    ) -> Override:
+        """Set which of a server's tools are offered (``{"allow": [...] | None, "deny": [...]}``, the caller
+        validated it), replacing its entry's own filter; ``None`` drops the override (the entry decides again)."""
+        value = dict(tools) if tools is not None else None
+        return await self._override(name, actor, "set_tools", {"tools": value}, expected, tools=value)
+
     async def approve_server(
         self, name: str, actor: Actor, tools: Iterable[Tool] | None = None, *, expected: int | None = None
     ) -> Override:

@@ -44,6 +44,8 @@ class Override:
     """Who set ``enabled`` last (None: nobody has)."""
     version: int = 1
     """Bumped by every change of this server's overrides (and approvals): what a replica writes over."""
+    tools: dict[str, Any] | None = None
+    """The tools filter set at run time (``{"allow": [...] | None, "deny": [...]}``); it replaces the entry's own."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@
     POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional;
                                            a model's proposal: starts it, quarantined, its "launch" says what runs)
                                            convert (serve a stdio server through the bridge), revert
+    PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
+                                           replacing its entry's filter (names or globs); DELETE: the entry decides
     GET    /admin/held                     every held tool, for review
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints;
                                            drained on SIGTERM like a tool call); with "progress": true, NDJSON
@@ -141,6 +143,14 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
         return view.to_dict()
 
+    async def set_tools(request: Request) -> Any:
+        name, actor = request.path_params["name"], request_actor(request)
+        return (await control.set_tools(name, await _body(request), actor=actor)).to_dict()
+
+    async def reset_tools(request: Request) -> Any:
+        name, actor = request.path_params["name"], request_actor(request)
+        return (await control.set_tools(name, None, actor=actor)).to_dict()
+
     async def held(_request: Request) -> Any:
         return {"held": [h.to_dict() for h in control.held()]}
 
@@ -163,6 +173,8 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers/{name}", json_endpoint(show), methods=["GET"]),
             Route("/servers/{name}", json_endpoint(remove), methods=["DELETE"]),
             Route("/servers/{name}", json_endpoint(edit), methods=["PATCH"]),
+            Route("/servers/{name}/tools", json_endpoint(set_tools), methods=["PUT"]),
+            Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
             Route("/run", json_endpoint(run), methods=["POST"]),

@@ -137,11 +137,8 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
             report = control.report(name)
         except ControlError as e:
             return render(request, "missing.html", session, e.status, message=str(e))
-        # A proposal has no tools yet (nothing runs it), and no filter to apply.
-        offered = control.connects(name).tools.permits if report["launch"] is None else None
-        tools = [{**tool, "offered": offered is not None and offered(tool["name"])} for tool in report["tools"]]
         summary = RECENT_CALLS.summary(name)
-        return render(request, "server.html", session, server=report, tools=tools, calls=summary)
+        return render(request, "server.html", session, server=report, tools=report["tools"], calls=summary)
 
     async def act(request: Request, session: Session) -> Response:
         name, action = request.path_params["name"], request.path_params["action"]
