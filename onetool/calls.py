@@ -57,11 +57,12 @@ Lookup = Callable[[Registry], T]
 Changes = Callable[[], AbstractAsyncContextManager[ObjectReceiveStream[None]]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Calls:
     """The call path over the gateway's shared services: built once by the gateway, used by every face."""
 
     config: Config
+    """The gateway's config; replaced by a reload (:meth:`reconfigure`)."""
     pool: UpstreamPool
     current: Callable[[], Registry]
     """The live registry: an immutable snapshot, replaced whenever what faces may see changes."""
@@ -73,6 +74,11 @@ class Calls:
     @property
     def registry(self) -> Registry:
         return self.current()
+
+    def reconfigure(self, config: Config) -> None:
+        """Use a reloaded config: local packs get it in their next ``ctx``."""
+        self.config = config
+        self.__dict__.pop("context", None)
 
     @cached_property
     def context(self) -> PackContext:

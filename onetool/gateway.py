@@ -13,7 +13,9 @@ change is told to subscribers (the MCP faces, which send ``notifications/tools/l
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from functools import partial
 from types import TracebackType
 
 import anyio
@@ -23,14 +25,15 @@ from mcp import types
 from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
 from onetool.calls import Calls
-from onetool.config import Config, SandboxConfig
+from onetool.config import Config, SandboxConfig, load_config
 from onetool.control import ServerControl
 from onetool.describe import describe_run
 from onetool.drain import Drain
-from onetool.errors import ControlError
+from onetool.errors import ConfigError, ControlError, StateError
 from onetool.logs import logger
 from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
+from onetool.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.runs import Runs
 from onetool.state import StateStore
 from onetool.state.paths import legacy_notice
@@ -55,6 +58,8 @@ class Gateway:
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
+        self._reloading = anyio.Lock()
+        self._watching: anyio.CancelScope | None = None
         self.drain = Drain()
         """Which tool calls are in flight on the faces, and the stop that lets them finish (``onetool serve``)."""
 
@@ -102,6 +107,8 @@ class Gateway:
             tasks.start_soon(self.control.keep_registered)
             stack.callback(tasks.cancel_scope.cancel)
             self.runs = Runs(self.calls, self._sandbox, self.limits, tasks)
+            self._tasks = tasks
+            self._watch_config(self.config.watch)
             self._stack = stack.pop_all()
         return self
 
@@ -137,6 +144,53 @@ class Gateway:
         """Run one snippet (:meth:`onetool.runs.Runs.run`) for ``face``; never raises for anything the snippet or an
         upstream does."""
         return await self.runs.run(code, client, face=face)
+
+    async def reload(self) -> Reloaded:
+        """Re-read the config file and apply what changed (see :mod:`onetool.reload`); one reload at a time.
+
+        Raises ConfigError, and changes nothing, for a file that does not load whole (or a local pack that does
+        not import); raises StateError when the store cannot be read to merge its servers in.
+        """
+        async with self._reloading:
+            path = self.config.path
+            if path is None:
+                raise ConfigError("this gateway was not started from a config file: there is nothing to re-read")
+            # Read and import off the event loop: a pack's top level is trusted code that may take its time.
+            config = await anyio.to_thread.run_sync(partial(load_config, path))
+            local = await anyio.to_thread.run_sync(partial(load_local_packs, config.packs.dirs))
+            later = restart_needed(self.config, config)
+            servers = await self.control.use_config(config)
+            self.config, self._local = config, local
+            self.limits = limits_of(config.sandbox)
+            self.calls.reconfigure(config)
+            self.runs.limits = self.limits
+            self._watch_config(config.watch)
+            self._publish()
+        done = dataclasses.replace(servers, packs=sorted(local), restart_needed=later)
+        logger.bind(**done.to_dict()).info("reloaded {}: {}", path, done.summary())
+        if later:
+            logger.warning("changed in {} but applied only at restart: {}", path, ", ".join(later))
+        return done
+
+    async def try_reload(self) -> None:
+        """A reload nobody waits on (SIGHUP, the file watch): a bad file is logged, the gateway serves on as it was."""
+        try:
+            await self.reload()
+        except (ConfigError, StateError) as e:
+            logger.error("not reloaded, nothing changed: {}", e)
+
+    def _watch_config(self, on: bool) -> None:
+        """Start or stop the file watch (``watch:``), as the config says now."""
+        if on and self._watching is None:
+            self._watching = anyio.CancelScope()
+            self._tasks.start_soon(self._watch_files, self._watching)
+        elif not on and self._watching is not None:
+            self._watching.cancel()
+            self._watching = None
+
+    async def _watch_files(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await watch_files(lambda: watched(self.config), self.try_reload)
 
     def _rebuild(self) -> None:
         self._registry = Registry.build(self._local, self._pool, self.control.shown)

@@ -29,13 +29,14 @@ from sandbox import Limits, RunResult, Sandbox
 __all__ = ["Runs"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Runs:
     """Runs snippets on the gateway's sandbox; ``tasks`` (the gateway's) owns the tasks that send a run's reports."""
 
     calls: Calls
     sandbox: Sandbox
     limits: Limits
+    """Each run's; a reload replaces them, and the next run has the new ones."""
     tasks: TaskGroup
     journal: RunLog = field(default_factory=RunLog)
     """The recent runs, for the operator's console."""
@@ -90,6 +91,7 @@ class Runs:
             return await self.sandbox.run(
                 code,
                 packs=registry.tool_names,
+                limits=self.limits,
                 on_call=partial(self._on_call, media, relay),
                 on_progress=None if relay is None else relay.snippet_progress,
                 on_sites=partial(check_sites, registry=registry, code=code),

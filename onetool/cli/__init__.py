@@ -17,6 +17,7 @@ from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from onetool.cli._completion import SHELLS, completion_script
 from onetool.cli._importing import cmd_import
 from onetool.cli._logs import cmd_logs
+from onetool.cli._reload import cmd_reload
 from onetool.cli._run import cmd_run
 from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
@@ -131,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
         one.add_argument("name")
         if action == "approve":
             one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
+
+    reload = sub.add_parser(
+        "reload",
+        parents=[common, remote, _json_option(None)],
+        help="make the running gateway re-read its config file and apply what changed (as SIGHUP does)",
+        description="Servers added start, removed ones stop, changed ones restart, untouched ones keep their "
+        "connections; local packs are imported again. A file that does not load changes nothing and says why "
+        "(exit 2). Keys applied only at restart (http.token, sandbox.max_workers...) are listed. `watch: true` in "
+        "the config reloads on every save.",
+    )
+    reload.set_defaults(func=cmd_reload)
 
     tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
     tools.add_argument("server", nargs="?", help="only this server or pack")

@@ -76,12 +76,24 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
         async with anyio.create_task_group() as tg:
             # A signal drains first: the calls in flight may finish, new ones go elsewhere.
             tg.start_soon(cancel_on_signal, tg.cancel_scope, gateway.drain, config.http.drain_seconds)
+            tg.start_soon(_reload_on_hangup, gateway)
             if listener is None:
                 logger.info("face: {}", "inspect/exec (serve --mode inspect)" if mode == "inspect" else "run")
                 await serve.serve_stdio(main_face(gateway, mode), gateway.drain)  # returns on stdin EOF
             else:
                 await _serve_http(gateway, mode, listener, announce)
             tg.cancel_scope.cancel()
+
+
+async def _reload_on_hangup(gateway: Gateway) -> None:
+    """SIGHUP re-reads the config file, as daemons do: `kill -HUP PID` (`onetool status` lists it)."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            await gateway.try_reload()
 
 
 class _Once:

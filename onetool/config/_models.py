@@ -393,6 +393,9 @@ class Config(_Strict):
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
+    watch: bool = Field(
+        default=False, description="re-read this file (and local packs) when it changes, as `onetool reload` does"
+    )
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

@@ -35,6 +35,7 @@ from onetool.control._trust import Trust
 from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch, tools_filter
 from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
+from onetool.reload import Reloaded
 from onetool.state.records import Actor, AuditEntry
 from onetool.upstream.status import ServerState, ServerStatus
 
@@ -83,6 +84,11 @@ class _Server:
         if connect.enabled == self.enabled:
             return connect
         return connect.model_copy(update={"enabled": self.enabled})
+
+    def connection(self) -> tuple[bool, dict[str, Any]]:
+        """What the pool's connection depends on: a change here reconnects the server, any other (its tools
+        filter, its quarantine) only changes what faces show."""
+        return self.proposed, self.pool_config().model_dump(exclude={"tools", "quarantined"})
 
 
 class ServerControl:
@@ -175,6 +181,26 @@ class ServerControl:
         for name in changed:
             await self.refresh(name)
 
+    async def use_config(self, config: Config) -> Reloaded:
+        """Serve ``config``'s servers from now on (a reloaded config file), merged with the store as at start: the
+        added start, the removed stop, those whose connection changed reconnect, the others keep theirs."""
+        async with self._lock:
+            with anyio.fail_after(READ_DEADLINE):
+                snapshot = await self._store.snapshot()
+                fresh = await _merge(config, snapshot, self._bridging, quiet=False)
+            before = {name: s.connection() for name, s in self._servers.items()}
+            changed = await self._apply(fresh)
+            self._config, self._config_path = config, config.path
+            self._applied = snapshot.counter
+        for name in changed:
+            await self.refresh(name)
+        return Reloaded(
+            added=[n for n in changed if n not in before],
+            removed=[n for n in changed if n not in self._servers],
+            restarted=[n for n in changed if n in before and n in self._servers and before[n] != fresh[n].connection()],
+            updated=[n for n in changed if n in before and n in self._servers and before[n] == fresh[n].connection()],
+        )
+
     async def _apply(self, fresh: dict[str, _Server]) -> builtins.list[str]:
         """Make the live servers what ``fresh`` says; the names of those that changed."""
         pool = self._live()
@@ -192,11 +218,11 @@ class ServerControl:
                     await pool.put(name, new.pool_config())
                 changed.append(name)
                 continue
-            connect = (old.proposed, old.pool_config()) != (new.proposed, new.pool_config())
+            connect = old.connection() != new.connection()
             trusted = (old.trust.quarantined, old.trust.approved_at, old.trust.approved)
             same = not connect and trusted == (new.trust.quarantined, new.trust.approved_at, new.trust.approved)
-            kept = (old.version, old.enabled_by, old.added_by, old.tools_set)
-            if same and kept == (new.version, new.enabled_by, new.added_by, new.tools_set):
+            kept = (old.config, old.version, old.enabled_by, old.added_by, old.tools_set)
+            if same and kept == (new.config, new.version, new.enabled_by, new.added_by, new.tools_set):
                 continue
             old.config, old.added_by, old.enabled, old.bridged = new.config, new.added_by, new.enabled, new.bridged
             old.spec, old.tools_set = new.spec, new.tools_set

@@ -13,6 +13,9 @@
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
     GET    /admin/held                     every held tool, for review
+    POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
+                                           happened to each server, and the keys that wait for a restart; 400
+                                           and nothing changed for a file that does not load
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints;
                                            drained on SIGTERM like a tool call); with "progress": true, NDJSON
                                            lines instead: {"progress", "total", "message"} as the run reports
@@ -38,7 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
-from onetool.errors import ControlError, StateError
+from onetool.errors import ConfigError, ControlError, StateError
 from onetool.relay import ProgressClient
 from onetool.serve._drain import drained
 from onetool.serve.http import BearerGuard, Routes
@@ -151,6 +154,12 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         name, actor = request.path_params["name"], request_actor(request)
         return (await control.set_tools(name, None, actor=actor)).to_dict()
 
+    async def reload(_request: Request) -> Any:
+        try:
+            return (await gateway.reload()).to_dict()
+        except ConfigError as e:
+            raise ControlError(f"not reloaded, nothing changed: {e}") from None
+
     async def held(_request: Request) -> Any:
         return {"held": [h.to_dict() for h in control.held()]}
 
@@ -177,6 +186,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
+            Route("/reload", json_endpoint(reload), methods=["POST"]),
             Route("/run", json_endpoint(run), methods=["POST"]),
         ]
     )
