@@ -18,6 +18,7 @@ from mcp import Client, types
 from onetool.config import to_identifier
 from tests.conftest import EVERYTHING_JS, TESTS, TIME_SERVER
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
+from tests.readme import readme_snippets
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +110,12 @@ async def test_describe_says_what_exists_for_a_bad_name(reference: ServedGateway
     async with Client(reference.url, read_timeout_seconds=60) as client:
         result = await client.call_tool("run", {"code": f"proxy.describe({name!r})"})
     assert result.is_error and error in text_of(result), text_of(result)
+
+
+async def test_the_readmes_snippets_run_on_the_reference_servers(reference: ServedGateway) -> None:
+    (snippet,) = readme_snippets()
+    result = await reference.run(snippet)
+    assert not result.is_error, text_of(result)
+    value = result.structured_content["result"]
+    assert sorted(value["times"]) == ["Asia/Tokyo", "UTC"] and value["total"] == "The sum of 1 and 2 is 3."
+    assert value["convert"].startswith("time.convert_time(source_timezone: str, time: str, target_timezone: str)")

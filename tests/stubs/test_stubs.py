@@ -23,6 +23,7 @@ from onetool.stubs import parse_filter, select, tools_module
 from onetool.stubs._module import SNIPPET_BUILTINS
 from tests.catalogue import catalogue, upstream_tool
 from tests.conftest import FIXTURES, TESTS
+from tests.readme import readme_snippets
 
 LOCAL_PACKS = TESTS / "fixtures" / "packs"
 
@@ -358,3 +359,11 @@ def test_huge_and_deep_schemas_are_bounded(tmp_path: Path) -> None:
     module = tools_module(Registry({"big": Pack("big", tools, server="big")}))
     assert len(module) < 200_000
     assert type_check(tmp_path, module, "big.wide()['anything']\n") == []
+
+
+def test_the_readmes_snippets_type_check_strictly_against_the_module(tmp_path: Path) -> None:
+    snippets = readme_snippets()
+    assert snippets, "the README's Writing snippets section has no ```python block"
+    module = tools_module(reference_registry())
+    for snippet in snippets:
+        assert type_check(tmp_path, module, snippet) == [], snippet
