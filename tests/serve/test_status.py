@@ -113,6 +113,7 @@ async def test_status_shows_each_server_as_clients_may_see_it(tmp_path: Path) ->
             "unresponsive": None,  # set while its calls kept timing out (the breaker is open)
             "calls_in_flight": 0,
             "launch": None,  # only a proposal's (what approving it would run)
+            "tools_filter": None,  # every tool offered: no filter in its entry, none set at run time
         }
         assert by_name["broken"]["status"] == "failed" and by_name["broken"]["error"]
         assert "detail" not in by_name["broken"]  # the upstream's stderr is for operators only
