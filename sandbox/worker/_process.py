@@ -8,6 +8,7 @@ then killed, so no state survives.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, NoReturn
 
 from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
@@ -15,7 +16,7 @@ from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._runtime import oversized, run_job
 from sandbox.worker.confine import Confinement, confine
 
-__all__ = ["prepare", "serve"]
+__all__ = ["WARM_UP_RUNS", "prepare", "serve", "warm_up"]
 
 _PREFAULT_JOB = {
     "code": "def f(x):\n    return {'x': [x, str(x)]}\nfor i in range(3):\n    print(f(i))\np.echo(f(1), text='x')",
@@ -35,6 +36,23 @@ class _Loopback(FdChannel):
         if message["op"] != "call":
             return  # the call sites the job shows: the host would check them
         self._reader.feed(encode({"id": message["id"], "value": {"x": [1, "1"]}}, self.max_size))
+
+
+WARM_UP_RUNS = 10
+"""Times the fork-server runs the prefault job itself before it forks (`warm_up`). Measured on a zygote: a worker
+took 793 page faults with none, 739 after one, 715 after ten, no fewer after a hundred."""
+
+
+def warm_up() -> None:
+    """Run the prefault job in the fork-server, confined as it is, before it forks anything: what a first run
+    makes lazily (the interpreter's specialised bytecode, caches, interned names, the allocator's pools) is
+    then made once, in pages every worker shares, rather than copied into each worker. The job is our own
+    constant code, the same in every fork-server: no snippet ever runs here, and nothing a run does reaches
+    these pages back."""
+    limit = sys.getrecursionlimit()
+    for _ in range(WARM_UP_RUNS):
+        run_job(_PREFAULT_JOB, _Loopback())
+    sys.setrecursionlimit(limit)  # run_job sets a snippet's; the fork-server's own code keeps its default
 
 
 def prepare(fd: int, confinement: Confinement, memory_mb: int, cpu_seconds: float, parent_pid: int) -> None:

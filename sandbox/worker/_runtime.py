@@ -150,7 +150,7 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
             None, _error("SyntaxError", f"the code cannot be compiled ({type(exc).__name__})", None, None, lines)
         )
 
-    namespace = make_globals(packs)
+    namespace = make_globals(packs, own_builtins=False)
     namespace["__builtins__"].update(parallel=session.parallel, progress=session.progress)
 
     sys.setrecursionlimit(_call_depth() + limits["max_recursion"] + 10)

@@ -4,7 +4,8 @@ Started by the host (sandbox/host/_launch.py) as `python -I -S -c <bootstrap> <h
 with an empty environment, its own session, as the init of a pid namespace of its own where the kernel
 allows, and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
 record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
-runs snippet code; it is single-threaded, so a fork copies a consistent interpreter.
+runs snippet code (only our constant prefault job, to warm up before its first fork: sandbox.worker._process.warm_up);
+it is single-threaded, so a fork copies a consistent interpreter.
 
 Host -> zygote: {"id", "memory_mb", "cpu_seconds", "prefault"}: fork a worker confined with these limits, which
 runs the prefault job before it says ready if "prefault" is true.
@@ -29,7 +30,7 @@ import socket
 import sys
 import time
 
-from sandbox.worker._process import serve
+from sandbox.worker._process import serve, warm_up
 from sandbox.worker.confine import Confinement, confine_fork_server, set_parent_death_signal
 
 __all__ = ["WORKER_NICE", "isolate", "main", "setup"]
@@ -70,7 +71,10 @@ def setup(program: bytes) -> Confinement:
     # glibc reads /etc/localtime once; a confined worker could not, so every fork inherits it read.
     time.localtime()
     isolate()
-    return confine_fork_server(program)
+    confinement = confine_fork_server(program)
+    # After the fork-server's own confinement: the warm-up sees what a worker would (no file, no import).
+    warm_up()
+    return confinement
 
 
 _DECODER = json.JSONDecoder()

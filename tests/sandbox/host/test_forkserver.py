@@ -6,6 +6,7 @@ import os
 import random
 import signal
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -151,3 +152,69 @@ async def test_the_zygote_is_replaced_every_few_forks_and_when_idle(monkeypatch:
         await hashed()  # the warm worker of the second zygote
         assert await hashed() not in seen
         assert third != first
+
+
+async def test_a_worker_forked_before_a_run_ends_sees_nothing_of_it() -> None:
+    """Run N leaves a global, a seeded generator and output behind, then waits on a pack call; run N+1 goes to a
+    worker forked before N ended (one the pool had ready), and so does the run after N: none sees any of it."""
+    leave = "import random\nleak = 'run N'\nrandom.seed(42)\nprint('from run N')\ndemo.echo('wait')"
+    look = (
+        "import random\ntry:\n    seen = leak\nexcept NameError:\n    seen = None\n"
+        "demo.echo(seen)\n[seen, random.random()]"
+    )
+    release = anyio.Event()
+    blocked = anyio.Event()
+    ready_while_blocked: set[forkserver.Worker] = set()
+    used: list[forkserver.Worker] = []
+    echo = make_on_call()
+
+    async with Sandbox(Limits(timeout=10.0), warm=2) as box:
+        await anyio.sleep(0.5)  # both pool workers forked and ready
+
+        async def on_call(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+            if args == ["wait"]:
+                ready_while_blocked.update(w for w in box._live if not w.taken)
+                blocked.set()
+                await release.wait()
+            else:
+                (mine,) = (w for w in box._live if w.taken and w is not first_worker)
+                used.append(mine)
+            return await echo(pack, tool, args, kwargs)
+
+        results: dict[str, Any] = {}
+
+        async def run_n() -> None:
+            results["N"] = await box.run(leave, packs={"demo": ["echo"]}, on_call=on_call)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_n)
+            with anyio.fail_after(10):
+                await blocked.wait()
+            (first_worker,) = (w for w in box._live if w.taken)
+            results["N+1"] = await box.run(look, packs={"demo": ["echo"]}, on_call=on_call)
+            release.set()
+        results["N+2"] = await box.run(look, packs={"demo": ["echo"]}, on_call=on_call)
+
+    assert results["N"].ok and results["N"].output == "from run N\n", results["N"].error
+    seeded = random.Random(42).random()
+    for name in ("N+1", "N+2"):
+        assert results[name].ok, results[name].error
+        seen, drawn = results[name].value
+        assert seen is None and drawn != seeded and results[name].output == ""
+    assert used[0] in ready_while_blocked, "run N+1 did not get a worker forked before run N ended"
+
+
+_WARM_UP_NAMES = ("f", "i", "x", "p")
+"""The names the prefault job (which the fork-server itself runs before forking) defines."""
+
+
+@pytest.mark.parametrize("warm", [0, 1], ids=["forked-on-demand", "from-the-pool"])
+async def test_the_fork_servers_warm_up_leaves_nothing_to_a_snippet(warm: int) -> None:
+    """The fork-server runs the prefault job itself before it forks (sandbox.worker._process.warm_up): a worker
+    forked on demand (no prefault job of its own) and a pool worker see none of its names or output."""
+    probe = "try:\n    {0}\n    found.append({0!r})\nexcept NameError:\n    pass\n"
+    probes = "".join(probe.format(name) for name in _WARM_UP_NAMES)
+    async with Sandbox(Limits(timeout=10.0), warm=warm) as box:
+        await anyio.sleep(0.3)
+        result = await box.run(f"found = []\n{probes}found", packs={}, on_call=make_on_call())
+    assert result.ok and result.value == [] and result.output == "", (result.error, result.value, result.output)
