@@ -13,19 +13,26 @@ module (the flow choice is in ``choice``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import issuers_match
+from mcp.shared.auth import (
+    JWT_BEARER_GRANT_TYPE,
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
+from onetool.auth.assertion import ClientAssertion, read_token_file
 from onetool.auth.choice import Flow
 from onetool.auth.store import ServerStorage, StoredAuth
 from onetool.auth.traffic import OAUTH_REQUEST
@@ -44,6 +51,12 @@ HOLD_WAIT: Final = 25.0
 """Seconds a refresh waits for another process's refresh of the same record: longer than one takes whose token
 request connects and is answered within TOKEN_REQUEST_TIMEOUT each, so a waiter gives up only on a holder that
 hangs (or on a token endpoint that crawls)."""
+GRANT_TYPES: Final[dict[Flow, str]] = {
+    "authorization_code": "authorization_code",
+    "client_credentials": "client_credentials",
+    "jwt_bearer": JWT_BEARER_GRANT_TYPE,  # RFC 7523 2.1
+    "token_exchange": "urn:ietf:params:oauth:grant-type:token-exchange",  # RFC 8693 2.1
+}
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
@@ -91,6 +104,25 @@ class Interaction:
         """Called once with None when tokens were obtained, else with the reason the flow stopped."""
 
 
+class _SigningContext(OAuthContext):
+    """The SDK's flow state, whose client authentication also signs a ``private_key_jwt`` assertion: the SDK
+    authenticates every token request it builds (code exchange, refresh) in :meth:`prepare_token_auth`, and so do
+    the machine grants (:class:`GrantProvider`), so this one method covers them all."""
+
+    signer: ClientAssertion | None = None
+
+    def prepare_token_auth(
+        self, data: dict[str, str], headers: dict[str, str] | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        data, headers = super().prepare_token_auth(data, headers)
+        if self.signer is not None:
+            assert self.client_info is not None  # a signer comes with a configured client
+            # RFC 7523bis: the audience is the authorization server's issuer identifier
+            audience = str(self.oauth_metadata.issuer) if self.oauth_metadata else self.server_url
+            data = {**data, "client_id": self.client_info.client_id, **self.signer.fields(audience)}
+        return data, headers
+
+
 class _Observed(OAuthClientProvider):
     """Hooks into the SDK provider's flow: expiry kept across restarts, logging, why a flow stopped, and the
     refresh, which this class does instead of the SDK (:meth:`_refresh_flow`).
@@ -107,7 +139,12 @@ class _Observed(OAuthClientProvider):
     problem: OAuthFlowError | None
     _refreshing: anyio.Lock
 
-    def _setup(self, server: str, storage: ServerStorage, interaction: Interaction | None) -> None:
+    def _setup(
+        self, server: str, storage: ServerStorage, interaction: Interaction | None, signer: ClientAssertion | None
+    ) -> None:
+        context = _SigningContext(**{f.name: getattr(self.context, f.name) for f in dataclasses.fields(self.context)})
+        context.signer = signer
+        self.context = context
         self.server = server
         self.storage = storage
         self.interaction = interaction
@@ -325,8 +362,58 @@ class OAuthProvider(_Observed):
     """Authorization code with PKCE (and dynamic registration when no client_id is configured)."""
 
 
-class CredentialsProvider(_Observed, ClientCredentialsOAuthProvider):
-    """Client credentials for machine-to-machine servers."""
+class GrantProvider(_Observed):
+    """The grants without a browser, for machine deployments: client credentials (RFC 6749 4.4), a JWT bearer
+    assertion such as a workload identity token (RFC 7523 2.1), a token exchange (RFC 8693). Each token request
+    authenticates the configured client (a secret, a signed assertion, or only its client_id).
+
+    A scope step-up (403 ``insufficient_scope``) needs no one: the SDK's flow asks this class for a new grant with
+    the union of the scopes, and retries the request.
+    """
+
+    grant: Flow
+    oauth: OAuthConfig
+
+    def _select_authorization_server(self, advertised: list[str]) -> str:
+        issuer = self.oauth.issuer
+        return next((a for a in advertised if issuer is not None and issuers_match(a, issuer)), advertised[0])
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        self._require_issuer()
+        data = {"grant_type": GRANT_TYPES[self.grant], **self._grant_fields()}
+        if self.context.should_include_resource_param(self.context.protocol_version):
+            data["resource"] = self.context.get_resource_url()  # RFC 8707
+        if self.context.client_metadata.scope:
+            data["scope"] = self.context.client_metadata.scope
+        if self.oauth.token_auth == "none":
+            assert self.oauth.client_id is not None  # the config requires it for every machine grant
+            data["client_id"] = self.oauth.client_id  # RFC 6749 3.2.1: an unauthenticated client names itself
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        data, headers = self.context.prepare_token_auth(data, headers)
+        return httpx2.Request("POST", self._get_token_endpoint(), data=data, headers=headers)
+
+    def _grant_fields(self) -> dict[str, str]:
+        where = f"servers.{self.server}.oauth"
+        if self.grant == "jwt_bearer":
+            assert self.oauth.assertion_file is not None
+            return {"assertion": read_token_file(self.oauth.assertion_file, f"{where}.assertion_file")}
+        if self.grant == "token_exchange":
+            assert self.oauth.subject_token_file is not None
+            token = read_token_file(self.oauth.subject_token_file, f"{where}.subject_token_file")
+            fields = {"subject_token": token, "subject_token_type": self.oauth.subject_token_type}
+            return fields | ({"audience": self.oauth.audience} if self.oauth.audience else {})
+        return {}
+
+    def _require_issuer(self) -> None:
+        """With an issuer configured, the credentials go to that authorization server only, whichever one the MCP
+        server names."""
+        issuer, metadata = self.oauth.issuer, self.context.oauth_metadata
+        if issuer is None or (metadata is not None and issuers_match(str(metadata.issuer), issuer)):
+            return
+        self.context.oauth_metadata = None
+        self.context.clear_tokens()
+        found = f"the server's authorization server is {metadata.issuer}" if metadata else "no metadata was found"
+        raise OAuthFlowError(f"oauth.issuer is {issuer}, but {found}; the credentials were not sent")
 
 
 def build_provider(
@@ -339,43 +426,45 @@ def build_provider(
 ) -> _Observed:
     """The httpx2 ``Auth`` for one server; ``interaction`` is None in the gateway (no browser step)."""
     scope = " ".join(oauth.scopes) or None
+    method = oauth.token_auth
+    signer = ClientAssertion(oauth, server) if method == "private_key_jwt" else None
     provider: _Observed
-    if flow == "client_credentials":
-        assert oauth.client_id is not None and oauth.client_secret is not None  # the config checks this
-        with warnings.catch_warnings():
-            # Without an issuer the SDK warns once per provider; OneTool says it once, in the log.
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            provider = CredentialsProvider(
-                url, storage, oauth.client_id, oauth.client_secret, scope=scope, issuer=oauth.issuer
-            )
+    if flow != "authorization_code":
+        metadata = OAuthClientMetadata(
+            redirect_uris=None, grant_types=[GRANT_TYPES[flow]], token_endpoint_auth_method=method, scope=scope
+        )
+        grants = GrantProvider(url, metadata, storage)
+        grants.grant, grants.oauth = flow, oauth
+        provider = grants
         if oauth.issuer is None:
             logger.bind(server=server).warning(
-                "server '{}': oauth.issuer is not set, so the client secret goes to whichever authorization "
+                "server '{}': oauth.issuer is not set, so the client's credentials go to whichever authorization "
                 "server the MCP server names; set servers.{}.oauth.issuer",
                 server,
                 server,
             )
-        provider._setup(server, storage, None)
-        return provider
-    redirect_uri = interaction.redirect_uri if interaction else oauth.redirect_uri or PLACEHOLDER_REDIRECT
-    metadata = OAuthClientMetadata(
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
-        client_name="OneTool",
-        grant_types=["authorization_code", "refresh_token"],
-        token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
-        scope=scope,
-    )
-    provider = OAuthProvider(url, metadata, storage)
-    provider._setup(server, storage, interaction)
-    provider.context.redirect_handler = provider._redirect
-    provider.context.callback_handler = provider._callback
+        redirect_uris = None
+    else:
+        redirect_uri = interaction.redirect_uri if interaction else oauth.redirect_uri or PLACEHOLDER_REDIRECT
+        redirect_uris = [redirect_uri]
+        metadata = OAuthClientMetadata(
+            redirect_uris=redirect_uris,  # type: ignore[arg-type]
+            client_name="OneTool",
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method=method,
+            scope=scope,
+        )
+        provider = OAuthProvider(url, metadata, storage)
+        provider.context.redirect_handler = provider._redirect
+        provider.context.callback_handler = provider._callback
+    provider._setup(server, storage, interaction if flow == "authorization_code" else None, signer)
     if oauth.client_id is not None:
         provider.fixed_client = OAuthClientInformationFull(
             client_id=oauth.client_id,
             client_secret=oauth.client_secret,
-            redirect_uris=[redirect_uri],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
+            redirect_uris=redirect_uris,  # type: ignore[arg-type]
+            grant_types=list(metadata.grant_types),
+            token_endpoint_auth_method=method,
             scope=scope,
         )
     return provider

@@ -124,17 +124,14 @@ async def _forget_tokens(config: Config, name: str) -> bool:
 
 
 async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
-    from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
+    from onetool.auth import PendingFlows, StateTokenStore, no_browser_step, resolve_flow
     from onetool.auth.login import loopback_listener
     from onetool.errors import AuthError
     from onetool.state import StateStore
     from onetool.upstream.authorize import authorize
 
-    if resolve_flow(name, server.oauth) == "client_credentials":
-        print(
-            f"server '{name}' uses the client-credentials flow: there is no browser step, OneTool obtains its"
-            " tokens when it connects (see onetool auth --status)"
-        )
+    if (machine := no_browser_step(name, resolve_flow(name, server.oauth))) is not None:
+        print(f"{machine} (see onetool auth --status)")
         return EXIT_OK
 
     async def show(url: str) -> None:

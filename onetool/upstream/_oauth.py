@@ -9,7 +9,7 @@ import httpx2
 from onetool.auth.choice import resolve_flow
 from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
 from onetool.auth.traffic import oauth_problem
-from onetool.config import ServerConfig
+from onetool.config import MACHINE_GRANTS, ServerConfig
 from onetool.logs import logger
 from onetool.upstream.status import Failure, ServerState
 from onetool.upstream.transports import HttpStatuses, http_reason
@@ -56,7 +56,7 @@ class UpstreamAuth:
                 first_authorization=self.provider.first_authorization,
             )
         if problem is not None:
-            then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
+            then = "" if self.flow in MACHINE_GRANTS else f", then {auth_command(self.name)}"
             return Failure(
                 f"OAuth authentication failed: {oauth_problem(problem)}",
                 fix=f"check servers.{self.name}.oauth{then}",
@@ -68,10 +68,10 @@ class UpstreamAuth:
         assert code is not None
         # Refused although the SDK's flow had nothing left to try: a token it had just obtained, or a 403.
         reason = f"the server refused the token ({http_reason(code)})"
-        if self.flow == "client_credentials":
+        if self.flow in MACHINE_GRANTS:
             return Failure(
                 f"OAuth authentication failed: {reason}",
-                fix=f"check servers.{self.name}.oauth (client_id, client_secret, scopes)",
+                fix=f"check servers.{self.name}.oauth (its grant {self.flow}, client credentials, scopes)",
                 oauth_status="authentication_failed",
             )
         return Failure(

@@ -520,7 +520,7 @@ def test_flow_inference_is_logged_at_info(
     config = cc_config(server)
     assert config.oauth is not None and resolve_flow("m2m", config.oauth) == "client_credentials"
     assert resolve_flow("fx", code_config(server).oauth) == "authorization_code"  # type: ignore[arg-type]
-    assert resolve_flow("x", cc_config(server, flow="authorization_code").oauth) == "authorization_code"  # type: ignore[arg-type]
+    assert resolve_flow("x", cc_config(server, grant="authorization_code").oauth) == "authorization_code"  # type: ignore[arg-type]
     infos = [(r["level"], r["message"]) for r in log_records if "OAuth flow" in r["message"]]
     assert infos == [
         ("INFO", "server 'm2m': OAuth flow client_credentials (inferred: a client secret and no browser)"),
@@ -544,7 +544,7 @@ async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path:
     [
         ("{url: 'http://x/mcp', oauth: {client_idd: a}}", "oauth.client_idd: unknown key; did you mean 'client_id'?"),
         ("{command: x, oauth: {}}", "oauth cannot be used with a stdio ('command') server"),
-        ("{url: 'http://x/mcp', oauth: {flow: client_credentials}}", "needs client_id and client_secret"),
+        ("{url: 'http://x/mcp', oauth: {grant: client_credentials}}", "grant client_credentials needs client_id"),
         ("{url: 'http://x/mcp', oauth: {client_secret: s3cr3t}}", "client_secret needs client_id"),
         ("{url: 'http://x/mcp', oauth: {redirect_uri: 'ftp://x'}}", "redirect_uri must be an http(s) URL"),
     ],
