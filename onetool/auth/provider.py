@@ -23,7 +23,12 @@ import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.client.auth.utils import issuers_match
+from mcp.client.auth.utils import (
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    issuers_match,
+    union_scopes,
+)
 from mcp.shared.auth import (
     JWT_BEARER_GRANT_TYPE,
     AuthorizationCodeResult,
@@ -137,6 +142,13 @@ class _Observed(OAuthClientProvider):
     interaction: Interaction | None
     fixed_client: OAuthClientInformationFull | None
     problem: OAuthFlowError | None
+    asked_scope: str | None
+    """The configured scopes and those a step-up asked for (``StoredAuth.wanted_scope``): every authorization asks
+    for them besides what the server's challenge names (the SDK asks for the challenge's alone)."""
+    step_up: str | None
+    """The scopes a request was refused for (403 ``insufficient_scope``) and only the browser step can grant: the
+    failure of that request names them (:meth:`take_step_up`)."""
+    browser_step: bool = False
     _refreshing: anyio.Lock
 
     def _setup(
@@ -150,6 +162,8 @@ class _Observed(OAuthClientProvider):
         self.interaction = interaction
         self.fixed_client = None
         self.problem = None
+        self.asked_scope = context.client_metadata.scope
+        self.step_up = None
         self._refreshing = anyio.Lock()
 
     @property
@@ -181,9 +195,9 @@ class _Observed(OAuthClientProvider):
             await super()._initialize()
             # The SDK only learns the expiry from a fresh token response; without this a stored,
             # expired token would be sent (and refused) instead of refreshed.
-            self.context.token_expiry_time = (
-                (await self.storage.record()).expires_at if self.context.current_tokens else None
-            )
+            record = await self.storage.record()
+            self.context.token_expiry_time = record.expires_at if self.context.current_tokens else None
+            self.asked_scope = union_scopes(self.asked_scope, record.wanted_scope)
         if self.fixed_client is not None:
             self.context.client_info = self.fixed_client
 
@@ -303,6 +317,14 @@ class _Observed(OAuthClientProvider):
                     if outgoing is request and not retried_401 and self._refresh_first(response):
                         retried_401 = True
                         break  # run the flow again: it refreshes before it resends
+                    if outgoing is request and self.interaction is None and _insufficient_scope(response):
+                        if self.browser_step:
+                            # The request fails with the server's 403 (the session stays up); take_step_up says why.
+                            await self._needs_step_up(response)
+                            return
+                        self._log.info(
+                            "server '{}': the server asks for more scope; obtaining a token for it", self.server
+                        )
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return
@@ -317,6 +339,37 @@ class _Observed(OAuthClientProvider):
                 raise
             finally:
                 await flow.aclose()
+
+    async def _needs_step_up(self, response: httpx2.Response) -> None:
+        """Keep the union of the scopes asked and granted so far and those the 403 names, for the next
+        ``onetool auth`` (SEP-2350: a step-up keeps every earlier grant)."""
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        asked = union_scopes(self.asked_scope, union_scopes(self.context.client_metadata.scope, granted))
+        wanted = union_scopes(asked, extract_scope_from_www_auth(response)) or ""
+        self.step_up = wanted
+        try:
+            await self.storage.want_scope(wanted)
+        except StateError as e:  # the failure of the request still names the scope; the next one stores it
+            self._log.warning("server '{}': the scope it asks for could not be stored: {}", self.server, e)
+        self._log.bind(scope=wanted).warning(
+            "server '{}': a request needs scope '{}', which only the browser step can grant; run `onetool auth {}`",
+            self.server,
+            wanted,
+            self.server,
+        )
+
+    def take_step_up(self) -> str | None:
+        """The scopes the last refused request needed, once (see :attr:`step_up`)."""
+        wanted, self.step_up = self.step_up, None
+        return wanted
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        self.context.client_metadata.scope = union_scopes(self.asked_scope, self.context.client_metadata.scope)
+        return await self._authorization_request()
+
+    async def _authorization_request(self) -> httpx2.Request:
+        """The token request of this provider's grant: the SDK's browser step, then its code exchange."""
+        return await super()._perform_authorization()
 
     def _refresh_first(self, response: httpx2.Response) -> bool:
         """On a 401 the SDK goes straight to a new authorization, even with a refresh token in hand (a
@@ -361,6 +414,8 @@ class _Observed(OAuthClientProvider):
 class OAuthProvider(_Observed):
     """Authorization code with PKCE (and dynamic registration when no client_id is configured)."""
 
+    browser_step = True
+
 
 class GrantProvider(_Observed):
     """The grants without a browser, for machine deployments: client credentials (RFC 6749 4.4), a JWT bearer
@@ -378,7 +433,7 @@ class GrantProvider(_Observed):
         issuer = self.oauth.issuer
         return next((a for a in advertised if issuer is not None and issuers_match(a, issuer)), advertised[0])
 
-    async def _perform_authorization(self) -> httpx2.Request:
+    async def _authorization_request(self) -> httpx2.Request:
         self._require_issuer()
         data = {"grant_type": GRANT_TYPES[self.grant], **self._grant_fields()}
         if self.context.should_include_resource_param(self.context.protocol_version):
@@ -468,6 +523,10 @@ def build_provider(
             scope=scope,
         )
     return provider
+
+
+def _insufficient_scope(response: httpx2.Response) -> bool:
+    return response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
 
 
 def _same(a: OAuthToken | None, b: OAuthToken | None) -> bool:

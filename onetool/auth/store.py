@@ -61,6 +61,9 @@ class StoredAuth(BaseModel):
     refused: str | None = None
     """Why the tokens were dropped: the authorization server refused the refresh token (its error, safe to show).
     Kept so every process sharing the record names the real cause; gone once tokens are stored again."""
+    wanted_scope: str | None = None
+    """The scopes a server asked for (403 ``insufficient_scope``) that only the browser step can grant: the next
+    authorization asks for them. Gone once tokens granting them are stored."""
 
 
 class HeldRecord(Protocol):
@@ -305,8 +308,17 @@ class ServerStorage:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         expires_at = time.time() + tokens.expires_in if tokens.expires_in is not None else None
-        update = {"tokens": tokens, "expires_at": expires_at, "refused": None}
-        await self._save((await self.record()).model_copy(update=update))
+        record = await self.record()
+        update: dict[str, object] = {"tokens": tokens, "expires_at": expires_at, "refused": None}
+        if record.wanted_scope and set(record.wanted_scope.split()) <= set((tokens.scope or "").split()):
+            update["wanted_scope"] = None
+        await self._save(record.model_copy(update=update))
+
+    async def want_scope(self, scope: str) -> None:
+        """Keep the scopes a step-up needs for the next authorization (see :attr:`StoredAuth.wanted_scope`)."""
+        record = await self.record()
+        if record.wanted_scope != scope:
+            await self._save(record.model_copy(update={"wanted_scope": scope}))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self.record()).client

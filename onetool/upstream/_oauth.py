@@ -78,6 +78,13 @@ class UpstreamAuth:
             f"authorization required: {reason}", fix=auth_command(self.name), oauth_status="pending_authorization"
         )
 
+    def refused_call(self) -> Failure | None:
+        """Why the call that just failed was refused, when it needs a scope only ``onetool auth`` can grant."""
+        wanted = self.provider.take_step_up()
+        if wanted is None:
+            return None
+        return Failure(f"authorization required: the server asks for scope '{wanted}'", fix=auth_command(self.name))
+
     def status(self, state: ServerState, failure: Failure | None) -> OAuthStatus:
         if state is ServerState.CONNECTED:
             return "authenticated"

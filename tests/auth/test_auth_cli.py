@@ -50,7 +50,7 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "<b>fx</b>" in page.text
-    assert "server 'fx': authorized; 2 tools" in out
+    assert "server 'fx': authorized; 3 tools" in out
     assert oauth_records(tmp_path) == ["fx", "m2m"]  # in the state store (m2m: client credentials), no file
     assert not (tmp_path / "state" / "oauth").exists()
 

@@ -169,7 +169,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
 ) -> None:
     browser = Browser()
     done = await run_authorization("fx", code_config(server), store, browser)
-    assert done == Authorized("fx", 2)
+    assert done == Authorized("fx", 3)
     page = browser.pages[0]
     assert page.status_code == 200 and "Authorization complete" in page.text and "<b>fx</b>" in page.text
     query = parse_qs(urlsplit(browser.urls[0]).query)
@@ -187,7 +187,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
 
     async with pool_of({"fx": code_config(server)}, store) as pool:
         status = pool.server_status("fx")
-        assert (status.status, status.oauth_status, status.tool_count) == ("connected", "authenticated", 2)
+        assert (status.status, status.oauth_status, status.tool_count) == ("connected", "authenticated", 3)
         assert (await pool.call("fx", "add", {"a": 2, "b": 3})).structured_content == {"result": 5}
 
 
@@ -265,7 +265,7 @@ async def test_a_wrong_state_is_rejected_and_the_real_redirect_still_completes(
         return await Browser.visit(browser, url)
 
     browser.visit = forge_then_visit  # type: ignore[method-assign]
-    assert await run_authorization("fx", code_config(server), store, browser) == Authorized("fx", 2)
+    assert await run_authorization("fx", code_config(server), store, browser) == Authorized("fx", 3)
     assert forged[0].status_code == 400 and "invalid or has expired" in forged[0].text
     assert browser.pages[0].status_code == 200
 
