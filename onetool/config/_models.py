@@ -174,6 +174,11 @@ class OAuthConfig(_Strict):
                 yield "client_auth private_key_jwt needs client_id (the client the key is registered for)"
             if not self.has_private_key:
                 yield "client_auth private_key_jwt needs private_key_file or private_key_env"
+            if grant == "authorization_code":
+                yield (
+                    "client_auth private_key_jwt is for the grants without a browser (client_credentials, jwt_bearer,"
+                    " token_exchange); grant authorization_code authenticates with a client_secret or none"
+                )
         elif self.has_private_key:
             yield f"a private key is only used by client_auth private_key_jwt, and client_auth is {auth}"
         if auth == "none" and self.client_secret is not None:

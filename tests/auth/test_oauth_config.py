@@ -33,6 +33,10 @@ from tests.config.test_config import error_of, write
             "{client_id: c, client_auth: client_secret_post, client_secret: s3cr3t, private_key_file: k.pem}",
             "a private key is only used by client_auth private_key_jwt, and client_auth is client_secret_post",
         ),
+        (
+            "{grant: authorization_code, client_id: c, private_key_env: K}",
+            "client_auth private_key_jwt is for the grants without a browser",
+        ),
         ("{assertion_file: t.jwt}", "assertion_file is only used by grant jwt_bearer; set grant: jwt_bearer"),
         ("{audience: x}", "audience is only used by grant token_exchange"),
         (
