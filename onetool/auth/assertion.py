@@ -29,7 +29,12 @@ ASSERTION_LIFETIME: Final = 300
 
 
 class CredentialUnavailable(OAuthFlowError):
-    """A key or token file the config names could not be read or used; the message names it, never its content."""
+    """A key or token file the config names could not be read or used. The message names its config key, never its
+    content; :attr:`detail` its path or variable, for operators (a host path is not for the model)."""
+
+    def __init__(self, reason: str, detail: str | None = None) -> None:
+        super().__init__(reason)
+        self.detail = detail
 
 
 class ClientAssertion:
@@ -67,22 +72,22 @@ class ClientAssertion:
     def _key(self) -> bytes:
         """The PEM key, checked to be one (PyJWT's own error would not say which key was wrong)."""
         if self.key_file is not None:
-            what = f"{self.where}.private_key_file {self.key_file}"
+            what, where = f"{self.where}.private_key_file", str(self.key_file)
             try:
                 pem = self.key_file.read_bytes()
             except OSError as e:
-                raise CredentialUnavailable(f"{what}: cannot read it ({e.strerror or type(e).__name__})") from None
+                raise CredentialUnavailable(f"{what} cannot be read ({_why(e)})", where) from None
         else:
-            what = f"{self.where}.private_key_env {self.key_env}"
+            what, where = f"{self.where}.private_key_env", f"${self.key_env}"
             value = os.environ.get(self.key_env or "")
             if not value:
-                raise CredentialUnavailable(f"{what}: the environment variable is not set") from None
+                raise CredentialUnavailable(f"{what}: the environment variable is not set", where) from None
             pem = value.encode()
         try:
             load_pem_private_key(pem, password=None)
         except (ValueError, TypeError):
             # never the content: it is the key, or whatever was put there by mistake
-            raise CredentialUnavailable(f"{what}: not an unencrypted PEM private key") from None
+            raise CredentialUnavailable(f"{what} is not an unencrypted PEM private key", where) from None
         return pem
 
 
@@ -91,8 +96,11 @@ def read_token_file(path: Path, key: str) -> str:
     try:
         token = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-        raise CredentialUnavailable(f"{key} {path}: cannot read it ({reason})") from None
+        raise CredentialUnavailable(f"{key} cannot be read ({_why(e)})", str(path)) from None
     if not token:
-        raise CredentialUnavailable(f"{key} {path}: the file is empty")
+        raise CredentialUnavailable(f"{key} is an empty file", str(path))
     return token
+
+
+def _why(error: Exception) -> str:
+    return error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__

@@ -61,6 +61,10 @@ class StoredAuth(BaseModel):
     refused: str | None = None
     """Why the tokens were dropped: the authorization server refused the refresh token (its error, safe to show).
     Kept so every process sharing the record names the real cause; gone once tokens are stored again."""
+    issued_at: float | None = None
+    """When the stored tokens were obtained (a grant or a refresh; epoch seconds), for ``onetool auth status``."""
+    refreshed_at: float | None = None
+    """When the access token was last refreshed (epoch seconds)."""
     wanted_scope: str | None = None
     """The scopes a server asked for (403 ``insufficient_scope``) that only the browser step can grant: the next
     authorization asks for them. Gone once tokens granting them are stored."""
@@ -307,9 +311,12 @@ class ServerStorage:
         return (await self.record()).tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        expires_at = time.time() + tokens.expires_in if tokens.expires_in is not None else None
         record = await self.record()
-        update: dict[str, object] = {"tokens": tokens, "expires_at": expires_at, "refused": None}
+        now = time.time()
+        expires_at = now + tokens.expires_in if tokens.expires_in is not None else None
+        update: dict[str, object] = {"tokens": tokens, "expires_at": expires_at, "refused": None, "issued_at": now}
+        if self._hold is not None:  # only a refresh holds the record (:meth:`held`)
+            update["refreshed_at"] = now
         if record.wanted_scope and set(record.wanted_scope.split()) <= set((tokens.scope or "").split()):
             update["wanted_scope"] = None
         await self._save(record.model_copy(update=update))

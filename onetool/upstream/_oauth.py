@@ -59,6 +59,7 @@ class UpstreamAuth:
             then = "" if self.flow in MACHINE_GRANTS else f", then {auth_command(self.name)}"
             return Failure(
                 f"OAuth authentication failed: {oauth_problem(problem)}",
+                detail=getattr(problem, "detail", None),  # a key's or token file's path: for operators only
                 fix=f"check servers.{self.name}.oauth{then}",
                 oauth_status="authentication_failed",
             )
