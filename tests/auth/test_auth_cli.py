@@ -130,3 +130,18 @@ def test_auth_status_shows_grant_scopes_expiry_last_refresh_and_error_without_se
         rows["wl"],
     ), rows["wl"]
     assert [s for s in server.hook("secrets") if s in status.stdout + status.stderr] == []
+
+
+def test_a_failed_authorization_without_a_gateway_says_why_without_a_traceback(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server("--fail-exchange")
+    config = write_config(tmp_path, {"servers": {"fx": {"url": server.url, "oauth": {}}}})
+    env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
+    with auth_command(config, "fx", env) as (url, proc):
+        fetch(url)  # the loopback listener of `onetool auth` gets the code; the exchange is refused
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "onetool auth: server 'fx': authorization failed: Token exchange failed (400)" in err
+    assert "Traceback" not in err and "ExceptionGroup" not in err
