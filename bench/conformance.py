@@ -167,7 +167,17 @@ def oauth_block(context: dict[str, Any], folder: Path) -> dict[str, Any]:
             "private_key_file": str(key),
             "signing_algorithm": context.get("signing_algorithm", "RS256"),
         }
-    if "client_secret" in context and "idp_id_token" not in context:
+    if "idp_id_token" in context:  # enterprise-managed authorization (SEP-990)
+        id_token = folder / "id_token"
+        id_token.write_text(context["idp_id_token"])
+        idp = {
+            "token_endpoint": context["idp_token_endpoint"],
+            "client_id": context["idp_client_id"],
+            "id_token_file": str(id_token),
+        }
+        secret = {"client_id": context["client_id"], "client_secret": context["client_secret"]}
+        return {"grant": "jwt_bearer", **secret, "identity_provider": idp}
+    if "client_secret" in context:
         # the suite's pre-registration scenario is a browser flow; its client-credentials one is not
         grant = (
             "authorization_code"

@@ -62,6 +62,8 @@ GRANT_TYPES: Final[dict[Flow, str]] = {
     "jwt_bearer": JWT_BEARER_GRANT_TYPE,  # RFC 7523 2.1
     "token_exchange": "urn:ietf:params:oauth:grant-type:token-exchange",  # RFC 8693 2.1
 }
+ID_JAG: Final = "urn:ietf:params:oauth:token-type:id-jag"
+"""The token type of an identity assertion grant (SEP-990)."""
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
@@ -435,7 +437,8 @@ class GrantProvider(_Observed):
 
     async def _authorization_request(self) -> httpx2.Request:
         self._require_issuer()
-        data = {"grant_type": GRANT_TYPES[self.grant], **self._grant_fields()}
+        presented = await self._identity_assertion() if self.oauth.identity_provider else self._grant_fields()
+        data = {"grant_type": GRANT_TYPES[self.grant], **presented}
         if self.context.should_include_resource_param(self.context.protocol_version):
             data["resource"] = self.context.get_resource_url()  # RFC 8707
         if self.context.client_metadata.scope:
@@ -458,6 +461,47 @@ class GrantProvider(_Observed):
             fields = {"subject_token": token, "subject_token_type": self.oauth.subject_token_type}
             return fields | ({"audience": self.oauth.audience} if self.oauth.audience else {})
         return {}
+
+    async def _identity_assertion(self) -> dict[str, str]:
+        """SEP-990 (cross-app access): the enterprise identity provider exchanges the ID token for an identity
+        assertion grant (ID-JAG, RFC 8693) for this authorization server and this MCP server, which the jwt_bearer
+        grant presents. Its own HTTP client: this request goes to the identity provider, not through the MCP
+        server's transport."""
+        idp = self.oauth.identity_provider
+        assert idp is not None
+        metadata = self.context.oauth_metadata
+        audience = str(metadata.issuer) if metadata is not None else self.oauth.issuer
+        if audience is None:
+            raise OAuthFlowError("no authorization server was found to ask the identity provider's assertion for")
+        id_token = read_token_file(idp.id_token_file, f"servers.{self.server}.oauth.identity_provider.id_token_file")
+        data = {
+            "grant_type": GRANT_TYPES["token_exchange"],
+            "requested_token_type": ID_JAG,
+            "subject_token": id_token,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "audience": audience,
+            "resource": self.context.get_resource_url(),
+        }
+        if self.context.client_metadata.scope:
+            data["scope"] = self.context.client_metadata.scope
+        auth = httpx2.BasicAuth(idp.client_id, idp.client_secret) if idp.client_id and idp.client_secret else None
+        if idp.client_id and auth is None:
+            data["client_id"] = idp.client_id
+        self._log.debug("server '{}': asking the identity provider for an identity assertion", self.server)
+        try:
+            async with httpx2.AsyncClient(timeout=TOKEN_REQUEST_TIMEOUT) as client:
+                response = await client.post(idp.token_endpoint, data=data, auth=auth or httpx2.USE_CLIENT_DEFAULT)
+        except httpx2.HTTPError as e:
+            raise OAuthFlowError(f"the identity provider could not be reached ({type(e).__name__})") from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        assertion = body.get("access_token") if isinstance(body, dict) else None
+        if response.status_code != 200 or not isinstance(assertion, str):
+            cause = _refusal(response, (id_token, idp.client_secret))
+            raise OAuthFlowError(f"the identity provider refused the token exchange: {cause}")
+        return {"assertion": assertion}
 
     def _require_issuer(self) -> None:
         """With an issuer configured, the credentials go to that authorization server only, whichever one the MCP

@@ -84,6 +84,30 @@ MACHINE_GRANTS: tuple[OAuthGrant, ...] = ("client_credentials", "jwt_bearer", "t
 TOKEN_TYPE_JWT = "urn:ietf:params:oauth:token-type:jwt"
 
 
+class IdentityProvider(_Strict):
+    """Enterprise-managed authorization (SEP-990, cross-app access): the enterprise identity provider exchanges the
+    user's ID token for an identity assertion grant (ID-JAG, RFC 8693), which grant jwt_bearer presents to the MCP
+    server's authorization server."""
+
+    token_endpoint: str = Field(description="the identity provider's token endpoint")
+    id_token_file: Path = Field(description="the file holding the ID token to exchange, read at each grant")
+    client_id: str | None = Field(default=None, description="OneTool's client at the identity provider")
+    client_secret: str | None = Field(default=None, repr=False)
+
+    @model_validator(mode="after")
+    def _safe(self) -> IdentityProvider:
+        if urlsplit(self.token_endpoint).scheme not in ("http", "https"):
+            raise ValueError(f"token_endpoint must be an http(s) URL, got '{self.token_endpoint}'")
+        if (host := plain_http_host(self.token_endpoint)) is not None:  # loopback may be plain http (tests, agents)
+            raise ValueError(
+                f"token_endpoint: plain http:// to {host or 'a URL without a host'} sends the ID token unencrypted:"
+                " use https://"
+            )
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret needs client_id")
+        return self
+
+
 class OAuthConfig(_Strict):
     """OAuth 2.1 for an HTTP server; every key is optional (discovery and dynamic registration fill the rest)."""
 
@@ -112,6 +136,11 @@ class OAuthConfig(_Strict):
         default=None,
         description="grant jwt_bearer: the file holding the JWT to present (a workload identity token), read at each"
         " grant",
+    )
+    identity_provider: IdentityProvider | None = Field(
+        default=None,
+        description="grant jwt_bearer: obtain the assertion from this enterprise identity provider (SEP-990) instead"
+        " of assertion_file",
     )
     subject_token_file: Path | None = Field(
         default=None, description="grant token_exchange: the file holding the token to exchange, read at each grant"
@@ -144,7 +173,9 @@ class OAuthConfig(_Strict):
     def relative_to(self, base: Path) -> OAuthConfig:
         """The files it names, relative to the config file's folder rather than the current directory."""
         keys = ("private_key_file", "assertion_file", "subject_token_file")
-        found = {k: base / v for k in keys if (v := getattr(self, k)) is not None}
+        found: dict[str, object] = {k: base / v for k in keys if (v := getattr(self, k)) is not None}
+        if (idp := self.identity_provider) is not None:
+            found["identity_provider"] = idp.model_copy(update={"id_token_file": base / idp.id_token_file})
         return self.model_copy(update=found) if found else self
 
     @model_validator(mode="after")
@@ -190,12 +221,16 @@ class OAuthConfig(_Strict):
                 "grant client_credentials needs a client credential: client_secret, or private_key_file or"
                 " private_key_env (client_auth private_key_jwt)"
             )
-        if grant == "jwt_bearer" and self.assertion_file is None:
-            yield "grant jwt_bearer needs assertion_file (the file holding the JWT to present)"
+        if grant == "jwt_bearer" and (self.assertion_file is None) == (self.identity_provider is None):
+            yield (
+                "grant jwt_bearer needs assertion_file (the file holding the JWT to present) or identity_provider"
+                " (which issues it), one of them"
+            )
         if grant == "token_exchange" and self.subject_token_file is None:
             yield "grant token_exchange needs subject_token_file (the file holding the token to exchange)"
-        if self.assertion_file is not None and grant != "jwt_bearer":
-            yield "assertion_file is only used by grant jwt_bearer; set grant: jwt_bearer"
+        for key in ("assertion_file", "identity_provider"):
+            if getattr(self, key) is not None and grant != "jwt_bearer":
+                yield f"{key} is only used by grant jwt_bearer; set grant: jwt_bearer"
         for key in ("subject_token_file", "subject_token_type", "audience"):
             if key in self.model_fields_set and grant != "token_exchange":
                 yield f"{key} is only used by grant token_exchange; set grant: token_exchange"

@@ -1,7 +1,8 @@
 """The grants without a browser against the OAuth fixture: client credentials with a `private_key_jwt` client
 assertion (RFC 7523 2.2; the key from a file or from the environment), a JWT bearer grant from a token file (RFC 7523
-2.1, workload identity; the file is read again at each grant, so a rotated token is used), and a token exchange
-(RFC 8693). Both protocol eras, expiry, a key that is missing, wrong or not a key, and no secret in any log."""
+2.1, workload identity; the file is read again at each grant, so a rotated token is used), a token exchange
+(RFC 8693), and enterprise-managed authorization (SEP-990: the identity provider's ID-JAG, then the JWT bearer
+grant). Both protocol eras, expiry, a key that is missing, wrong or not a key, and no secret in any log."""
 
 from __future__ import annotations
 
@@ -68,10 +69,17 @@ def server(keys: Keys) -> Iterator[OAuthServer]:
         yield started
 
 
-def idp_token(keys: Keys, server: OAuthServer, subject: str) -> str:
-    """What a workload identity provider (or an enterprise IdP) would hand the workload, for this issuer."""
+def idp_token(keys: Keys, server: OAuthServer, subject: str, audience: str | None = None) -> str:
+    """What a workload identity provider (or an enterprise IdP) would hand the workload, for this issuer (or, an
+    ID token, for ``audience``)."""
     now = int(time.time())
-    claims = {"iss": "https://idp.example", "sub": subject, "aud": server.base, "iat": now, "exp": now + 600}
+    claims = {
+        "iss": "https://idp.example",
+        "sub": subject,
+        "aud": audience or server.base,
+        "iat": now,
+        "exp": now + 600,
+    }
     return jwt.encode(claims, keys.idp, algorithm="ES256")
 
 
@@ -192,3 +200,35 @@ async def test_token_exchange_through_the_gateway(server: OAuthServer, keys: Key
     assert delta(before, stats(server)) == {"token_exchange": 1, "audience:mcp-fixture": 1}
     log = served.log.read_text()
     assert [s for s in server.hook("secrets") if s in log] == []
+
+
+async def test_cross_app_access_exchanges_the_id_token_for_an_id_jag_then_presents_it(
+    server: OAuthServer, keys: Keys, tmp_path: Path, log_records: list[dict[str, Any]]
+) -> None:
+    (tmp_path / "id_token").write_text(idp_token(keys, server, "alice@example.com", audience="idp-client"))
+    idp = {"token_endpoint": f"{server.base}/idp/token", "client_id": "idp-client", "id_token_file": "id_token"}
+    oauth = {"grant": "jwt_bearer", "client_id": "cc-client", "client_secret": "cc-secret", "identity_provider": idp}
+    servers = {
+        "xaa": config(server, **oauth).model_copy(update={"oauth": config(server, **oauth).oauth.relative_to(tmp_path)})
+    }  # type: ignore[union-attr]
+    before = stats(server)
+    async with UpstreamPool(servers, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        assert (await pool.call("xaa", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    assert delta(before, stats(server)) == {"idp_token_exchange": 1, "id_jag": 1, "jwt_bearer": 1}
+    logged = repr(log_records)
+    assert [s for s in server.hook("secrets") if s in logged] == []
+
+
+async def test_an_id_token_the_identity_provider_refuses_is_named_with_its_words(
+    server: OAuthServer, keys: Keys, tmp_path: Path
+) -> None:
+    (tmp_path / "id_token").write_text(idp_token(keys, server, "mallory", audience="another-client"))
+    idp = {"token_endpoint": f"{server.base}/idp/token", "id_token_file": str(tmp_path / "id_token")}
+    oauth = {"grant": "jwt_bearer", "client_id": "cc-client", "client_secret": "cc-secret", "identity_provider": idp}
+    async with UpstreamPool({"xaa": config(server, **oauth)}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        status = pool.server_status("xaa")
+    assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
+    assert status.error == (
+        "OAuth authentication failed: the identity provider refused the token exchange: invalid_grant: the JWT does"
+        " not verify: InvalidAudienceError"
+    )

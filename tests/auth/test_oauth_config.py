@@ -20,7 +20,21 @@ from tests.config.test_config import error_of, write
             "grant client_credentials needs a client credential: client_secret, or private_key_file or"
             " private_key_env (client_auth private_key_jwt)",
         ),
-        ("{grant: jwt_bearer, client_id: c}", "grant jwt_bearer needs assertion_file"),
+        ("{grant: jwt_bearer, client_id: c}", "grant jwt_bearer needs assertion_file (the file holding the JWT"),
+        (
+            "{grant: jwt_bearer, client_id: c, assertion_file: a, identity_provider: {token_endpoint: "
+            "'https://idp.example/token', id_token_file: t}}",
+            "or identity_provider (which issues it), one of them",
+        ),
+        (
+            "{grant: jwt_bearer, client_id: c, identity_provider: {token_endpoint: 'http://idp.example/token',"
+            " id_token_file: t}}",
+            "token_endpoint: plain http:// to idp.example sends the ID token unencrypted: use https://",
+        ),
+        (
+            "{identity_provider: {token_endpoint: 'https://idp.example/token', id_token_file: t}}",
+            "identity_provider is only used by grant jwt_bearer",
+        ),
         ("{grant: jwt_bearer, assertion_file: t.jwt}", "grant jwt_bearer needs client_id"),
         ("{grant: token_exchange, client_id: c}", "grant token_exchange needs subject_token_file"),
         ("{client_auth: private_key_jwt, client_id: c}", "client_auth private_key_jwt needs private_key_file or"),
@@ -66,6 +80,8 @@ def test_client_auth_follows_the_credentials_and_files_are_relative_to_the_confi
         "key": "{client_id: c, private_key_file: keys/k.pem}",
         "wl": "{grant: jwt_bearer, client_id: c, assertion_file: /run/token}",
         "tx": "{grant: token_exchange, client_id: c, client_secret: s, subject_token_file: t, audience: a}",
+        "xaa": "{grant: jwt_bearer, client_id: c, client_secret: s, identity_provider: {token_endpoint:"
+        " 'https://idp.example/token', id_token_file: idp/id_token}}",
     }
     text = "servers:\n" + "".join(f"  {n}: {{url: 'http://127.0.0.1:9/mcp', oauth: {b}}}\n" for n, b in blocks.items())
     config = load_config(write(tmp_path, text), environ={})
@@ -77,8 +93,11 @@ def test_client_auth_follows_the_credentials_and_files_are_relative_to_the_confi
         "key": "private_key_jwt",
         "wl": "none",
         "tx": "client_secret_basic",
+        "xaa": "client_secret_basic",
     }
     assert oauth["key"].private_key_file == tmp_path / "keys" / "k.pem"
     assert oauth["wl"].assertion_file == Path("/run/token")
     assert oauth["tx"].subject_token_file == tmp_path / "t"
+    assert oauth["xaa"].identity_provider is not None
+    assert oauth["xaa"].identity_provider.id_token_file == tmp_path / "idp" / "id_token"
     assert "'s'" not in repr(oauth["cc"])  # the secret stays out of reprs (and so out of logged models)
