@@ -48,7 +48,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
         print(f"onetool auth: {what}; OAuth servers: {known}", file=sys.stderr)
         return EXIT_USAGE
     if args.logout:
-        forgot = anyio.run(_forget_tokens, config, args.server)
+        forgot = anyio.run(_forget_tokens, config, args.server, oauth[args.server])
         print(
             f"server '{args.server}': " + ("tokens and client registration forgotten" if forgot else "nothing stored")
         )
@@ -100,6 +100,7 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
     import anyio
 
     from onetool.auth import ServerStorage, StateTokenStore, resolve_flow
+    from onetool.auth.store import store_for
     from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
@@ -115,7 +116,8 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
                 connected = {s.name: s for s in pool.status()}
             table = [("NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR")]
             for name, server in servers.items():
-                record = await ServerStorage(tokens, name, server.url or "").record()
+                url = server.url or ""
+                record = await ServerStorage(store_for(name, server.oauth, url, tokens), name, url).record()
                 status = connected.get(name)
                 error = status.report if status is not None and not status.connected else ""
                 if not error and record.wanted_scope:
@@ -144,17 +146,19 @@ def _when(epoch: float | None) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-async def _forget_tokens(config: Config, name: str) -> bool:
+async def _forget_tokens(config: Config, name: str, server: Any) -> bool:
     from onetool.auth import StateTokenStore
+    from onetool.auth.store import store_for
     from onetool.state import StateStore
 
     async with await StateStore.open(config.store_url) as store:
-        return await StateTokenStore(store).forget(name)
+        return await store_for(name, server.oauth, server.url or "", StateTokenStore(store)).forget(name)
 
 
 async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
     from onetool.auth import PendingFlows, StateTokenStore, no_browser_step, resolve_flow
     from onetool.auth.login import loopback_listener
+    from onetool.auth.store import store_for
     from onetool.errors import AuthError
     from onetool.state import StateStore
     from onetool.upstream.authorize import authorize
@@ -169,7 +173,7 @@ async def _authorize(config: Config, name: str, server: Any, browser: bool) -> i
     pending = PendingFlows()
     async with await StateStore.open(config.store_url) as state:
         store = StateTokenStore(state)
-        stored = await store.load(name)
+        stored = await store_for(name, server.oauth, server.url or "", store).load(name)
         reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
         try:
             async with loopback_listener(

@@ -154,6 +154,10 @@ class OAuthConfig(_Strict):
     issuer: str | None = Field(
         default=None, description="the authorization server the client credentials belong to; sent nowhere else"
     )
+    store: Literal["state", "keyring"] = Field(
+        default="state",
+        description="where its tokens live: the state store (shared by replicas), or the OS keyring of this user",
+    )
 
     @property
     def has_private_key(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Literal
 import httpx2
 
 from onetool.auth.choice import resolve_flow
-from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
+from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore, store_for
 from onetool.auth.traffic import oauth_problem
 from onetool.config import MACHINE_GRANTS, ServerConfig
 from onetool.logs import logger
@@ -31,7 +31,7 @@ class UpstreamAuth:
         assert config.oauth is not None
         self.name = name
         self.flow = resolve_flow(name, config.oauth)
-        self.storage = ServerStorage(store or FileTokenStore(), name, url)
+        self.storage = ServerStorage(store_for(name, config.oauth, url, store or FileTokenStore()), name, url)
         self.provider = build_provider(name, url, config.oauth, self.flow, self.storage)
         self._reported: tuple[OAuthStatus, str] | None = None
 
