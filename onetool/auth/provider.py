@@ -1,9 +1,12 @@
 """The ``mcp`` SDK's OAuth client providers, configured from ``servers.NAME.oauth`` and made observable.
 
-The SDK does the protocol: protected-resource and authorization-server discovery, dynamic client
-registration, PKCE, the code and client-credentials exchanges. This module adds what a gateway needs around it:
-a per-server token store, log records without secrets, the reason a flow stopped (for the server's status), and a
-non-interactive mode in which a flow that would need a browser stops with :class:`AuthorizationRequired` instead.
+The SDK does the protocol: protected-resource and authorization-server discovery (and the 2025-03-26 fallback to
+the server's origin), dynamic client registration, PKCE, the code exchange, a scope step-up. This module adds the
+grants without a browser (:class:`GrantProvider`: client credentials, JWT bearer, token exchange, the SEP-990
+identity assertion) and ``private_key_jwt`` client authentication, and what a gateway needs around it all: a
+per-server token store, log records without secrets, the reason a flow stopped (for the server's status), and a
+non-interactive mode in which a flow that would need a browser stops with :class:`AuthorizationRequired` instead
+(a step-up it cannot grant fails the one request, naming the scope).
 
 It also refreshes the access token itself, in place of the SDK, once across every process sharing the token store
 (replicas): authorization servers rotate refresh tokens and refuse one used twice, so two processes refreshing at
@@ -113,8 +116,8 @@ class Interaction:
 
 class _SigningContext(OAuthContext):
     """The SDK's flow state, whose client authentication also signs a ``private_key_jwt`` assertion: the SDK
-    authenticates every token request it builds (code exchange, refresh) in :meth:`prepare_token_auth`, and so do
-    the machine grants (:class:`GrantProvider`), so this one method covers them all."""
+    authenticates the token requests it builds (a refresh) in :meth:`prepare_token_auth`, and so do the grants
+    without a browser (:class:`GrantProvider`), so this one method covers them all."""
 
     signer: ClientAssertion | None = None
 
