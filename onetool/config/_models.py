@@ -216,6 +216,8 @@ class OAuthConfig(_Strict):
                 )
         elif self.has_private_key:
             yield f"a private key is only used by client_auth private_key_jwt, and client_auth is {auth}"
+        elif "signing_algorithm" in self.model_fields_set:
+            yield f"signing_algorithm is only used by client_auth private_key_jwt, and client_auth is {auth}"
         if auth == "none" and self.client_secret is not None:
             yield "client_auth none sends no client_secret: remove it, or choose client_secret_basic or _post"
         if grant in MACHINE_GRANTS and self.client_id is None:

@@ -51,6 +51,10 @@ from tests.config.test_config import error_of, write
             "{grant: authorization_code, client_id: c, private_key_env: K}",
             "client_auth private_key_jwt is for the grants without a browser",
         ),
+        (
+            "{grant: client_credentials, client_id: c, client_secret: s3cr3t, signing_algorithm: ES256}",
+            "signing_algorithm is only used by client_auth private_key_jwt, and client_auth is client_secret_basic",
+        ),
         ("{assertion_file: t.jwt}", "assertion_file is only used by grant jwt_bearer; set grant: jwt_bearer"),
         ("{audience: x}", "audience is only used by grant token_exchange"),
         (
