@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from onetool.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from onetool.auth.choice import Flow, browser_available, resolve_flow
+    from onetool.auth.choice import Flow, browser_available, no_browser_step, resolve_flow
     from onetool.auth.flows import CallbackPage, FlowFailed, PendingFlow, PendingFlows
     from onetool.auth.provider import AuthorizationRequired, build_provider
     from onetool.auth.store import FileTokenStore, ServerStorage, StateTokenStore, StoredAuth, TokenStore, state_dir
@@ -26,6 +26,7 @@ _EXPORTS = {
     "build_provider": "provider",
     "Flow": "choice",
     "browser_available": "choice",
+    "no_browser_step": "choice",
     "resolve_flow": "choice",
     "FileTokenStore": "store",
     "ServerStorage": "store",
@@ -49,6 +50,7 @@ __all__ = [
     "TokenStore",
     "browser_available",
     "build_provider",
+    "no_browser_step",
     "resolve_flow",
     "state_dir",
 ]

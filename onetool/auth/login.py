@@ -77,16 +77,23 @@ async def loopback_listener(
     # capture of its own (Ctrl-C stops `onetool auth` at once), the same header and body deadlines.
     app = Starlette(routes=[Route(path, callback_endpoint(pending), methods=["GET"])])
     server = UvicornServer(app, DEFAULT_LIMITS)
+    failed: Exception | None = None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, [sock])
             await server.ready.wait()
             try:
                 yield f"http://{host}:{bound}{path}"
+            except Exception as e:
+                # raised again as itself below, not inside the task group's ExceptionGroup: the caller catches
+                # an AuthError (a failed authorization) by its type
+                failed = e
             finally:
                 server.should_exit = True
     finally:
         sock.close()
+    if failed is not None:
+        raise failed
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -1,9 +1,12 @@
 """The ``mcp`` SDK's OAuth client providers, configured from ``servers.NAME.oauth`` and made observable.
 
-The SDK does the protocol: protected-resource and authorization-server discovery, dynamic client
-registration, PKCE, the code and client-credentials exchanges. This module adds what a gateway needs around it:
-a per-server token store, log records without secrets, the reason a flow stopped (for the server's status), and a
-non-interactive mode in which a flow that would need a browser stops with :class:`AuthorizationRequired` instead.
+The SDK does the protocol: protected-resource and authorization-server discovery (and the 2025-03-26 fallback to
+the server's origin), dynamic client registration, PKCE, the code exchange, a scope step-up. This module adds the
+grants without a browser (:class:`GrantProvider`: client credentials, JWT bearer, token exchange, the SEP-990
+identity assertion) and ``private_key_jwt`` client authentication, and what a gateway needs around it all: a
+per-server token store, log records without secrets, the reason a flow stopped (for the server's status), and a
+non-interactive mode in which a flow that would need a browser stops with :class:`AuthorizationRequired` instead
+(a step-up it cannot grant fails the one request, naming the scope).
 
 It also refreshes the access token itself, in place of the SDK, once across every process sharing the token store
 (replicas): authorization servers rotate refresh tokens and refuse one used twice, so two processes refreshing at
@@ -13,19 +16,31 @@ module (the flow choice is in ``choice``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 
 import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import (
+    extract_field_from_www_auth,
+    extract_scope_from_www_auth,
+    issuers_match,
+    union_scopes,
+)
+from mcp.shared.auth import (
+    JWT_BEARER_GRANT_TYPE,
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
+from onetool.auth.assertion import ClientAssertion, read_token_file
 from onetool.auth.choice import Flow
 from onetool.auth.store import ServerStorage, StoredAuth
 from onetool.auth.traffic import OAUTH_REQUEST
@@ -44,6 +59,14 @@ HOLD_WAIT: Final = 25.0
 """Seconds a refresh waits for another process's refresh of the same record: longer than one takes whose token
 request connects and is answered within TOKEN_REQUEST_TIMEOUT each, so a waiter gives up only on a holder that
 hangs (or on a token endpoint that crawls)."""
+GRANT_TYPES: Final[dict[Flow, str]] = {
+    "authorization_code": "authorization_code",
+    "client_credentials": "client_credentials",
+    "jwt_bearer": JWT_BEARER_GRANT_TYPE,  # RFC 7523 2.1
+    "token_exchange": "urn:ietf:params:oauth:grant-type:token-exchange",  # RFC 8693 2.1
+}
+ID_JAG: Final = "urn:ietf:params:oauth:token-type:id-jag"
+"""The token type of an identity assertion grant (SEP-990)."""
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
@@ -91,6 +114,25 @@ class Interaction:
         """Called once with None when tokens were obtained, else with the reason the flow stopped."""
 
 
+class _SigningContext(OAuthContext):
+    """The SDK's flow state, whose client authentication also signs a ``private_key_jwt`` assertion: the SDK
+    authenticates the token requests it builds (a refresh) in :meth:`prepare_token_auth`, and so do the grants
+    without a browser (:class:`GrantProvider`), so this one method covers them all."""
+
+    signer: ClientAssertion | None = None
+
+    def prepare_token_auth(
+        self, data: dict[str, str], headers: dict[str, str] | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        data, headers = super().prepare_token_auth(data, headers)
+        if self.signer is not None:
+            assert self.client_info is not None  # a signer comes with a configured client
+            # RFC 7523bis: the audience is the authorization server's issuer identifier
+            audience = str(self.oauth_metadata.issuer) if self.oauth_metadata else self.server_url
+            data = {**data, "client_id": self.client_info.client_id, **self.signer.fields(audience)}
+        return data, headers
+
+
 class _Observed(OAuthClientProvider):
     """Hooks into the SDK provider's flow: expiry kept across restarts, logging, why a flow stopped, and the
     refresh, which this class does instead of the SDK (:meth:`_refresh_flow`).
@@ -105,14 +147,28 @@ class _Observed(OAuthClientProvider):
     interaction: Interaction | None
     fixed_client: OAuthClientInformationFull | None
     problem: OAuthFlowError | None
+    asked_scope: str | None
+    """The configured scopes and those a step-up asked for (``StoredAuth.wanted_scope``): every authorization asks
+    for them besides what the server's challenge names (the SDK asks for the challenge's alone)."""
+    step_up: str | None
+    """The scopes a request was refused for (403 ``insufficient_scope``) and only the browser step can grant: the
+    failure of that request names them (:meth:`take_step_up`)."""
+    browser_step: bool = False
     _refreshing: anyio.Lock
 
-    def _setup(self, server: str, storage: ServerStorage, interaction: Interaction | None) -> None:
+    def _setup(
+        self, server: str, storage: ServerStorage, interaction: Interaction | None, signer: ClientAssertion | None
+    ) -> None:
+        context = _SigningContext(**{f.name: getattr(self.context, f.name) for f in dataclasses.fields(self.context)})
+        context.signer = signer
+        self.context = context
         self.server = server
         self.storage = storage
         self.interaction = interaction
         self.fixed_client = None
         self.problem = None
+        self.asked_scope = context.client_metadata.scope
+        self.step_up = None
         self._refreshing = anyio.Lock()
 
     @property
@@ -144,9 +200,9 @@ class _Observed(OAuthClientProvider):
             await super()._initialize()
             # The SDK only learns the expiry from a fresh token response; without this a stored,
             # expired token would be sent (and refused) instead of refreshed.
-            self.context.token_expiry_time = (
-                (await self.storage.record()).expires_at if self.context.current_tokens else None
-            )
+            record = await self.storage.record()
+            self.context.token_expiry_time = record.expires_at if self.context.current_tokens else None
+            self.asked_scope = union_scopes(self.asked_scope, record.wanted_scope)
         if self.fixed_client is not None:
             self.context.client_info = self.fixed_client
 
@@ -266,6 +322,14 @@ class _Observed(OAuthClientProvider):
                     if outgoing is request and not retried_401 and self._refresh_first(response):
                         retried_401 = True
                         break  # run the flow again: it refreshes before it resends
+                    if outgoing is request and self.interaction is None and _insufficient_scope(response):
+                        if self.browser_step:
+                            # The request fails with the server's 403 (the session stays up); take_step_up says why.
+                            await self._needs_step_up(response)
+                            return
+                        self._log.info(
+                            "server '{}': the server asks for more scope; obtaining a token for it", self.server
+                        )
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return
@@ -280,6 +344,37 @@ class _Observed(OAuthClientProvider):
                 raise
             finally:
                 await flow.aclose()
+
+    async def _needs_step_up(self, response: httpx2.Response) -> None:
+        """Keep the union of the scopes asked and granted so far and those the 403 names, for the next
+        ``onetool auth`` (SEP-2350: a step-up keeps every earlier grant)."""
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        asked = union_scopes(self.asked_scope, union_scopes(self.context.client_metadata.scope, granted))
+        wanted = union_scopes(asked, extract_scope_from_www_auth(response)) or ""
+        self.step_up = wanted
+        try:
+            await self.storage.want_scope(wanted)
+        except StateError as e:  # the failure of the request still names the scope; the next one stores it
+            self._log.warning("server '{}': the scope it asks for could not be stored: {}", self.server, e)
+        self._log.bind(scope=wanted).warning(
+            "server '{}': a request needs scope '{}', which only the browser step can grant; run `onetool auth {}`",
+            self.server,
+            wanted,
+            self.server,
+        )
+
+    def take_step_up(self) -> str | None:
+        """The scopes the last refused request needed, once (see :attr:`step_up`)."""
+        wanted, self.step_up = self.step_up, None
+        return wanted
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        self.context.client_metadata.scope = union_scopes(self.asked_scope, self.context.client_metadata.scope)
+        return await self._authorization_request()
+
+    async def _authorization_request(self) -> httpx2.Request:
+        """The token request of this provider's grant: the SDK's browser step, then its code exchange."""
+        return await super()._perform_authorization()
 
     def _refresh_first(self, response: httpx2.Response) -> bool:
         """On a 401 the SDK goes straight to a new authorization, even with a refresh token in hand (a
@@ -324,9 +419,103 @@ class _Observed(OAuthClientProvider):
 class OAuthProvider(_Observed):
     """Authorization code with PKCE (and dynamic registration when no client_id is configured)."""
 
+    browser_step = True
 
-class CredentialsProvider(_Observed, ClientCredentialsOAuthProvider):
-    """Client credentials for machine-to-machine servers."""
+
+class GrantProvider(_Observed):
+    """The grants without a browser, for machine deployments: client credentials (RFC 6749 4.4), a JWT bearer
+    assertion such as a workload identity token (RFC 7523 2.1), a token exchange (RFC 8693). Each token request
+    authenticates the configured client (a secret, a signed assertion, or only its client_id).
+
+    A scope step-up (403 ``insufficient_scope``) needs no one: the SDK's flow asks this class for a new grant with
+    the union of the scopes, and retries the request.
+    """
+
+    grant: Flow
+    oauth: OAuthConfig
+
+    def _select_authorization_server(self, advertised: list[str]) -> str:
+        issuer = self.oauth.issuer
+        return next((a for a in advertised if issuer is not None and issuers_match(a, issuer)), advertised[0])
+
+    async def _authorization_request(self) -> httpx2.Request:
+        self._require_issuer()
+        presented = await self._identity_assertion() if self.oauth.identity_provider else self._grant_fields()
+        data = {"grant_type": GRANT_TYPES[self.grant], **presented}
+        if self.context.should_include_resource_param(self.context.protocol_version):
+            data["resource"] = self.context.get_resource_url()  # RFC 8707
+        if self.context.client_metadata.scope:
+            data["scope"] = self.context.client_metadata.scope
+        if self.oauth.token_auth == "none":
+            assert self.oauth.client_id is not None  # the config requires it for every machine grant
+            data["client_id"] = self.oauth.client_id  # RFC 6749 3.2.1: an unauthenticated client names itself
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        data, headers = self.context.prepare_token_auth(data, headers)
+        return httpx2.Request("POST", self._get_token_endpoint(), data=data, headers=headers)
+
+    def _grant_fields(self) -> dict[str, str]:
+        where = f"servers.{self.server}.oauth"
+        if self.grant == "jwt_bearer":
+            assert self.oauth.assertion_file is not None
+            return {"assertion": read_token_file(self.oauth.assertion_file, f"{where}.assertion_file")}
+        if self.grant == "token_exchange":
+            assert self.oauth.subject_token_file is not None
+            token = read_token_file(self.oauth.subject_token_file, f"{where}.subject_token_file")
+            fields = {"subject_token": token, "subject_token_type": self.oauth.subject_token_type}
+            return fields | ({"audience": self.oauth.audience} if self.oauth.audience else {})
+        return {}
+
+    async def _identity_assertion(self) -> dict[str, str]:
+        """SEP-990 (cross-app access): the enterprise identity provider exchanges the ID token for an identity
+        assertion grant (ID-JAG, RFC 8693) for this authorization server and this MCP server, which the jwt_bearer
+        grant presents. Its own HTTP client: this request goes to the identity provider, not through the MCP
+        server's transport."""
+        idp = self.oauth.identity_provider
+        assert idp is not None
+        metadata = self.context.oauth_metadata
+        audience = str(metadata.issuer) if metadata is not None else self.oauth.issuer
+        if audience is None:
+            raise OAuthFlowError("no authorization server was found to ask the identity provider's assertion for")
+        id_token = read_token_file(idp.id_token_file, f"servers.{self.server}.oauth.identity_provider.id_token_file")
+        data = {
+            "grant_type": GRANT_TYPES["token_exchange"],
+            "requested_token_type": ID_JAG,
+            "subject_token": id_token,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "audience": audience,
+            "resource": self.context.get_resource_url(),
+        }
+        if self.context.client_metadata.scope:
+            data["scope"] = self.context.client_metadata.scope
+        auth = httpx2.BasicAuth(idp.client_id, idp.client_secret) if idp.client_id and idp.client_secret else None
+        if idp.client_id and auth is None:
+            data["client_id"] = idp.client_id
+        self._log.debug("server '{}': asking the identity provider for an identity assertion", self.server)
+        try:
+            async with httpx2.AsyncClient(timeout=TOKEN_REQUEST_TIMEOUT) as client:
+                response = await client.post(idp.token_endpoint, data=data, auth=auth or httpx2.USE_CLIENT_DEFAULT)
+        except httpx2.HTTPError as e:
+            raise OAuthFlowError(f"the identity provider could not be reached ({type(e).__name__})") from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        assertion = body.get("access_token") if isinstance(body, dict) else None
+        if response.status_code != 200 or not isinstance(assertion, str):
+            cause = _refusal(response, (id_token, idp.client_secret))
+            raise OAuthFlowError(f"the identity provider refused the token exchange: {cause}")
+        return {"assertion": assertion}
+
+    def _require_issuer(self) -> None:
+        """With an issuer configured, the credentials go to that authorization server only, whichever one the MCP
+        server names."""
+        issuer, metadata = self.oauth.issuer, self.context.oauth_metadata
+        if issuer is None or (metadata is not None and issuers_match(str(metadata.issuer), issuer)):
+            return
+        self.context.oauth_metadata = None
+        self.context.clear_tokens()
+        found = f"the server's authorization server is {metadata.issuer}" if metadata else "no metadata was found"
+        raise OAuthFlowError(f"oauth.issuer is {issuer}, but {found}; the credentials were not sent")
 
 
 def build_provider(
@@ -339,46 +528,52 @@ def build_provider(
 ) -> _Observed:
     """The httpx2 ``Auth`` for one server; ``interaction`` is None in the gateway (no browser step)."""
     scope = " ".join(oauth.scopes) or None
+    method = oauth.token_auth
+    signer = ClientAssertion(oauth, server) if method == "private_key_jwt" else None
     provider: _Observed
-    if flow == "client_credentials":
-        assert oauth.client_id is not None and oauth.client_secret is not None  # the config checks this
-        with warnings.catch_warnings():
-            # Without an issuer the SDK warns once per provider; OneTool says it once, in the log.
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            provider = CredentialsProvider(
-                url, storage, oauth.client_id, oauth.client_secret, scope=scope, issuer=oauth.issuer
-            )
+    if flow != "authorization_code":
+        metadata = OAuthClientMetadata(
+            redirect_uris=None, grant_types=[GRANT_TYPES[flow]], token_endpoint_auth_method=method, scope=scope
+        )
+        grants = GrantProvider(url, metadata, storage)
+        grants.grant, grants.oauth = flow, oauth
+        provider = grants
         if oauth.issuer is None:
             logger.bind(server=server).warning(
-                "server '{}': oauth.issuer is not set, so the client secret goes to whichever authorization "
+                "server '{}': oauth.issuer is not set, so the client's credentials go to whichever authorization "
                 "server the MCP server names; set servers.{}.oauth.issuer",
                 server,
                 server,
             )
-        provider._setup(server, storage, None)
-        return provider
-    redirect_uri = interaction.redirect_uri if interaction else oauth.redirect_uri or PLACEHOLDER_REDIRECT
-    metadata = OAuthClientMetadata(
-        redirect_uris=[redirect_uri],  # type: ignore[list-item]
-        client_name="OneTool",
-        grant_types=["authorization_code", "refresh_token"],
-        token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
-        scope=scope,
-    )
-    provider = OAuthProvider(url, metadata, storage)
-    provider._setup(server, storage, interaction)
-    provider.context.redirect_handler = provider._redirect
-    provider.context.callback_handler = provider._callback
+        redirect_uris = None
+    else:
+        redirect_uri = interaction.redirect_uri if interaction else oauth.redirect_uri or PLACEHOLDER_REDIRECT
+        redirect_uris = [redirect_uri]
+        metadata = OAuthClientMetadata(
+            redirect_uris=redirect_uris,  # type: ignore[arg-type]
+            client_name="OneTool",
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method=method,
+            scope=scope,
+        )
+        provider = OAuthProvider(url, metadata, storage)
+        provider.context.redirect_handler = provider._redirect
+        provider.context.callback_handler = provider._callback
+    provider._setup(server, storage, interaction if flow == "authorization_code" else None, signer)
     if oauth.client_id is not None:
         provider.fixed_client = OAuthClientInformationFull(
             client_id=oauth.client_id,
             client_secret=oauth.client_secret,
-            redirect_uris=[redirect_uri],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="client_secret_post" if oauth.client_secret else "none",
+            redirect_uris=redirect_uris,  # type: ignore[arg-type]
+            grant_types=list(metadata.grant_types),
+            token_endpoint_auth_method=method,
             scope=scope,
         )
     return provider
+
+
+def _insufficient_scope(response: httpx2.Response) -> bool:
+    return response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
 
 
 def _same(a: OAuthToken | None, b: OAuthToken | None) -> bool:

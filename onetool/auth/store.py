@@ -15,16 +15,16 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from onetool.config import to_identifier
+from onetool.config import OAuthConfig, to_identifier
 from onetool.errors import StateError
 from onetool.logs import logger
 from onetool.state.paths import state_dir, write_private
@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 __all__ = [
     "FileTokenStore",
     "HeldRecord",
+    "KeyringTokenStore",
     "ServerStorage",
     "StateTokenStore",
     "StoredAuth",
     "TokenStore",
     "state_dir",
+    "store_for",
 ]
 
 FILE_LOCK_POLL: Final = 0.02
@@ -61,6 +63,13 @@ class StoredAuth(BaseModel):
     refused: str | None = None
     """Why the tokens were dropped: the authorization server refused the refresh token (its error, safe to show).
     Kept so every process sharing the record names the real cause; gone once tokens are stored again."""
+    issued_at: float | None = None
+    """When the stored tokens were obtained (a grant or a refresh; epoch seconds), for ``onetool auth status``."""
+    refreshed_at: float | None = None
+    """When the access token was last refreshed (epoch seconds)."""
+    wanted_scope: str | None = None
+    """The scopes a server asked for (403 ``insufficient_scope``) that only the browser step can grant: the next
+    authorization asks for them. Gone once tokens granting them are stored."""
 
 
 class HeldRecord(Protocol):
@@ -158,8 +167,8 @@ class FileTokenStore:
         """How long :meth:`save` and :meth:`forget` wait for a holder elsewhere (a refresh holds the record for a
         token request), as the state store's writes wait its timeout."""
 
-    def _path(self, server: str, suffix: str = ".json") -> Path:
-        return self.folder / f"{to_identifier(server)}{suffix}"
+    def _path(self, server: str) -> Path:
+        return self.folder / f"{to_identifier(server)}.json"
 
     async def load(self, server: str) -> StoredAuth | None:
         path = self._path(server)
@@ -189,27 +198,31 @@ class FileTokenStore:
         async with self._locked(server, wait):
             yield _HeldFile(self, server)
 
-    @asynccontextmanager
-    async def _locked(self, server: str, wait: float) -> AsyncIterator[None]:
-        """An exclusive ``flock`` on the server's lock file while inside. The kernel drops it when its holder
-        exits, however it exits; two opens of the file conflict even within one process."""
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)  # also when it existed with wider permissions
-        lock = self._path(server, ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            locked = False
-            with anyio.move_on_after(wait):
-                while not (locked := _try_lock(fd)):
-                    await anyio.sleep(FILE_LOCK_POLL)
-            if not locked:
-                raise StateError(
-                    f"{lock}: another process has held the OAuth record of '{server}' for over {wait:g} s"
-                    " (refreshing its token?); try again"
-                )
-            yield
-        finally:
-            os.close(fd)  # releases the lock
+    def _locked(self, server: str, wait: float) -> AbstractAsyncContextManager[None]:
+        return _file_lock(self.folder, server, wait)
+
+
+@asynccontextmanager
+async def _file_lock(folder: Path, server: str, wait: float) -> AsyncIterator[None]:
+    """An exclusive ``flock`` on the server's lock file in ``folder`` while inside. The kernel drops it when its
+    holder exits, however it exits; two opens of the file conflict even within one process."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)  # also when it existed with wider permissions
+    lock = folder / f"{to_identifier(server)}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        locked = False
+        with anyio.move_on_after(wait):
+            while not (locked := _try_lock(fd)):
+                await anyio.sleep(FILE_LOCK_POLL)
+        if not locked:
+            raise StateError(
+                f"{lock}: another process has held the OAuth record of '{server}' for over {wait:g} s"
+                " (refreshing its token?); try again"
+            )
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _try_lock(fd: int) -> bool:
@@ -230,6 +243,81 @@ class _HeldFile:
 
     async def save(self, record: StoredAuth) -> None:
         self._store._write(self._server, record)
+
+
+class KeyringTokenStore:
+    """The records in the OS keyring (``oauth.store: keyring``): macOS Keychain, Windows Credential Locker, the
+    Secret Service of a Linux desktop, whichever backend the ``keyring`` package finds. One entry per server and URL
+    (service ``onetool-oauth``), so projects naming the same server share its login, as a user expects of a desktop.
+
+    The keyring has no locks: :meth:`hold`, :meth:`save` and :meth:`forget` take the same lock file per server as
+    :class:`FileTokenStore`, in ``<state dir>/oauth-keyring``.
+    """
+
+    SERVICE: Final = "onetool-oauth"
+
+    def __init__(self, urls: Mapping[str, str], locks: Path | None = None, *, wait: float = 5.0) -> None:
+        self.urls = urls
+        """The URL of each server, part of its entry's name: an entry for another URL is another login."""
+        self.locks = locks or state_dir() / "oauth-keyring"
+        self.wait = wait
+
+    def _entry(self, server: str) -> str:
+        return f"{server} {self.urls.get(server, '')}"
+
+    async def _call(self, method: str, *args: str) -> Any:
+        # lazy: keyring loads its backends' entry points; and its backends block (D-Bus, Keychain), so off the loop
+        import keyring
+        from keyring.errors import KeyringError, PasswordDeleteError
+
+        def call() -> Any:
+            try:
+                return getattr(keyring, method)(self.SERVICE, *args)
+            except PasswordDeleteError:
+                return False
+            except KeyringError as e:
+                raise StateError(f"the OS keyring ({type(keyring.get_keyring()).__name__}) failed: {e}") from None
+
+        return await anyio.to_thread.run_sync(call)
+
+    async def load(self, server: str) -> StoredAuth | None:
+        text = await self._call("get_password", self._entry(server))
+        return None if text is None else _parse(server, text, "in the OS keyring")
+
+    async def save(self, server: str, record: StoredAuth) -> None:
+        async with _file_lock(self.locks, server, self.wait):
+            await self._write(server, record)
+
+    async def _write(self, server: str, record: StoredAuth) -> None:
+        await self._call("set_password", self._entry(server), _dump(record))
+
+    async def forget(self, server: str) -> bool:
+        async with _file_lock(self.locks, server, self.wait):
+            if await self.load(server) is None:
+                return False
+            return await self._call("delete_password", self._entry(server)) is not False
+
+    @asynccontextmanager
+    async def hold(self, server: str, wait: float) -> AsyncIterator[HeldRecord]:
+        async with _file_lock(self.locks, server, wait):
+            yield _HeldEntry(self, server)
+
+
+class _HeldEntry:
+    def __init__(self, store: KeyringTokenStore, server: str) -> None:
+        self._store = store
+        self._server = server
+
+    async def load(self) -> StoredAuth | None:
+        return await self._store.load(self._server)
+
+    async def save(self, record: StoredAuth) -> None:
+        await self._store._write(self._server, record)
+
+
+def store_for(server: str, oauth: OAuthConfig, url: str, default: TokenStore) -> TokenStore:
+    """Where the server's record lives: the OS keyring when its ``oauth.store`` says so, else ``default``."""
+    return KeyringTokenStore({server: url}) if oauth.store == "keyring" else default
 
 
 class ServerStorage:
@@ -304,9 +392,21 @@ class ServerStorage:
         return (await self.record()).tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        expires_at = time.time() + tokens.expires_in if tokens.expires_in is not None else None
-        update = {"tokens": tokens, "expires_at": expires_at, "refused": None}
-        await self._save((await self.record()).model_copy(update=update))
+        record = await self.record()
+        now = time.time()
+        expires_at = now + tokens.expires_in if tokens.expires_in is not None else None
+        update: dict[str, object] = {"tokens": tokens, "expires_at": expires_at, "refused": None, "issued_at": now}
+        if self._hold is not None:  # only a refresh holds the record (:meth:`held`)
+            update["refreshed_at"] = now
+        if record.wanted_scope and set(record.wanted_scope.split()) <= set((tokens.scope or "").split()):
+            update["wanted_scope"] = None
+        await self._save(record.model_copy(update=update))
+
+    async def want_scope(self, scope: str) -> None:
+        """Keep the scopes a step-up needs for the next authorization (see :attr:`StoredAuth.wanted_scope`)."""
+        record = await self.record()
+        if record.wanted_scope != scope:
+            await self._save(record.model_copy(update={"wanted_scope": scope}))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self.record()).client

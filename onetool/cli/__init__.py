@@ -191,10 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     auth = sub.add_parser(
         "auth",
         parents=[common, remote],
-        help="authorize OneTool for an OAuth server (in a browser); --status, --logout",
+        help="authorize OneTool for an OAuth server (in a browser); status, --logout",
     )
-    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of)")
-    auth.add_argument("--status", action="store_true", help="connect each OAuth server and show its oauth_status")
+    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of); status: as --status")
+    auth.add_argument(
+        "--status",
+        action="store_true",
+        help="connect each OAuth server; show its grant, oauth_status, scopes, expiry, last refresh and error",
+    )
     auth.add_argument("--logout", action="store_true", help="forget the server's tokens and client registration")
     auth.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
     auth.set_defaults(func=cmd_auth)

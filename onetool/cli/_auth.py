@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ def cmd_auth(args: argparse.Namespace) -> int:
 
     config = setup(args, "WARNING")
     oauth = {name: s for name, s in config.servers.items() if s.oauth is not None}
+    if args.server == "status" and "status" not in oauth:  # `onetool auth status`, unless a server is named so
+        args.status, args.server = True, None
     if args.status:
         if args.server or args.logout:
             print("onetool auth: --status takes no server and no --logout", file=sys.stderr)
@@ -45,7 +48,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
         print(f"onetool auth: {what}; OAuth servers: {known}", file=sys.stderr)
         return EXIT_USAGE
     if args.logout:
-        forgot = anyio.run(_forget_tokens, config, args.server)
+        forgot = anyio.run(_forget_tokens, config, args.server, oauth[args.server])
         print(
             f"server '{args.server}': " + ("tokens and client registration forgotten" if forgot else "nothing stored")
         )
@@ -92,9 +95,12 @@ def _show_authorization_url(name: str, url: str, browser: bool) -> None:
 
 
 def _auth_status(config: Config, servers: dict[str, Any]) -> int:
+    """Per OAuth server: its grant, its oauth_status after a connect attempt, the scopes granted, when the access
+    token expires and was last refreshed, and what is wrong. Never a token, a secret or a key."""
     import anyio
 
-    from onetool.auth import StateTokenStore
+    from onetool.auth import ServerStorage, StateTokenStore, resolve_flow
+    from onetool.auth.store import store_for
     from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
@@ -104,37 +110,61 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
 
     async def go() -> None:
         async with await StateStore.open(config.store_url) as store:
+            tokens = StateTokenStore(store)
             enabled = {n: s for n, s in servers.items() if s.enabled}
-            async with UpstreamPool(enabled, token_store=StateTokenStore(store)) as pool:
-                table = [("NAME", "OAUTH", "ERROR")]
-                table += [(s.name, s.oauth_status or "disabled", s.report) for s in pool.status()]
-                table += [(n, "disabled", "") for n, s in servers.items() if not s.enabled]
-                print_table(table)
+            async with UpstreamPool(enabled, token_store=tokens) as pool:
+                connected = {s.name: s for s in pool.status()}
+            table = [("NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR")]
+            for name, server in servers.items():
+                url = server.url or ""
+                record = await ServerStorage(store_for(name, server.oauth, url, tokens), name, url).record()
+                status = connected.get(name)
+                error = status.report if status is not None and not status.connected else ""
+                if not error and record.wanted_scope:
+                    error = f"a call needs scope '{record.wanted_scope}'; run `onetool auth {name}`"
+                granted = record.tokens is not None
+                table.append(
+                    (
+                        name,
+                        resolve_flow(name, server.oauth),
+                        (status.oauth_status if status is not None else None) or "disabled",
+                        (record.tokens.scope if record.tokens is not None else None) or "-",
+                        _when(record.expires_at) if granted else "-",
+                        _when(record.refreshed_at) if granted else "-",
+                        error,
+                    )
+                )
+            print_table(table)
 
     anyio.run(go)
     return EXIT_OK
 
 
-async def _forget_tokens(config: Config, name: str) -> bool:
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return "never"
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+async def _forget_tokens(config: Config, name: str, server: Any) -> bool:
     from onetool.auth import StateTokenStore
+    from onetool.auth.store import store_for
     from onetool.state import StateStore
 
     async with await StateStore.open(config.store_url) as store:
-        return await StateTokenStore(store).forget(name)
+        return await store_for(name, server.oauth, server.url or "", StateTokenStore(store)).forget(name)
 
 
 async def _authorize(config: Config, name: str, server: Any, browser: bool) -> int:
-    from onetool.auth import PendingFlows, StateTokenStore, resolve_flow
+    from onetool.auth import PendingFlows, StateTokenStore, no_browser_step, resolve_flow
     from onetool.auth.login import loopback_listener
+    from onetool.auth.store import store_for
     from onetool.errors import AuthError
     from onetool.state import StateStore
     from onetool.upstream.authorize import authorize
 
-    if resolve_flow(name, server.oauth) == "client_credentials":
-        print(
-            f"server '{name}' uses the client-credentials flow: there is no browser step, OneTool obtains its"
-            " tokens when it connects (see onetool auth --status)"
-        )
+    if (machine := no_browser_step(name, resolve_flow(name, server.oauth))) is not None:
+        print(f"{machine} (see onetool auth --status)")
         return EXIT_OK
 
     async def show(url: str) -> None:
@@ -143,7 +173,7 @@ async def _authorize(config: Config, name: str, server: Any, browser: bool) -> i
     pending = PendingFlows()
     async with await StateStore.open(config.store_url) as state:
         store = StateTokenStore(state)
-        stored = await store.load(name)
+        stored = await store_for(name, server.oauth, server.url or "", store).load(name)
         reuse = stored.client.redirect_uris[0] if stored and stored.client and stored.client.redirect_uris else None
         try:
             async with loopback_listener(

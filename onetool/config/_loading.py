@@ -270,7 +270,11 @@ def _resolve_paths(config: Config, path: Path) -> Config:
     """
     base = path.resolve().parent
     servers = {
-        name: s.model_copy(update={"cwd": base / s.cwd if s.cwd else base}) if s.command else s
+        name: s.model_copy(update={"cwd": base / s.cwd if s.cwd else base})
+        if s.command
+        else s.model_copy(update={"oauth": s.oauth.relative_to(base)})
+        if s.oauth
+        else s
         for name, s in config.servers.items()
     }
     packs = config.packs.model_copy(update={"dirs": [base / d for d in config.packs.dirs]})

@@ -6,7 +6,7 @@ import fnmatch
 import keyword
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -75,35 +75,173 @@ class ToolFilter(_Strict):
         return self.allow is None or any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.allow)
 
 
+OAuthGrant = Literal["authorization_code", "client_credentials", "jwt_bearer", "token_exchange"]
+"""How OneTool obtains an upstream's tokens: a user in a browser, or a machine credential (its own client secret or
+key, a workload identity token, a token to exchange)."""
+ClientAuth = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+"""How OneTool authenticates itself at the token endpoint (RFC 6749 2.3, RFC 7523 2.2)."""
+MACHINE_GRANTS: tuple[OAuthGrant, ...] = ("client_credentials", "jwt_bearer", "token_exchange")
+TOKEN_TYPE_JWT = "urn:ietf:params:oauth:token-type:jwt"
+
+
+class IdentityProvider(_Strict):
+    """Enterprise-managed authorization (SEP-990, cross-app access): the enterprise identity provider exchanges the
+    user's ID token for an identity assertion grant (ID-JAG, RFC 8693), which grant jwt_bearer presents to the MCP
+    server's authorization server."""
+
+    token_endpoint: str = Field(description="the identity provider's token endpoint")
+    id_token_file: Path = Field(description="the file holding the ID token to exchange, read at each grant")
+    client_id: str | None = Field(default=None, description="OneTool's client at the identity provider")
+    client_secret: str | None = Field(default=None, repr=False)
+
+    @model_validator(mode="after")
+    def _safe(self) -> IdentityProvider:
+        if urlsplit(self.token_endpoint).scheme not in ("http", "https"):
+            raise ValueError(f"token_endpoint must be an http(s) URL, got '{self.token_endpoint}'")
+        if (host := plain_http_host(self.token_endpoint)) is not None:  # loopback may be plain http (tests, agents)
+            raise ValueError(
+                f"token_endpoint: plain http:// to {host or 'a URL without a host'} sends the ID token unencrypted:"
+                " use https://"
+            )
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret needs client_id")
+        return self
+
+
 class OAuthConfig(_Strict):
     """OAuth 2.1 for an HTTP server; every key is optional (discovery and dynamic registration fill the rest)."""
 
+    grant: OAuthGrant | None = Field(
+        default=None,
+        description="default: client_credentials given a private key, or a client_secret and no browser; else"
+        " authorization_code",
+    )
     client_id: str | None = Field(default=None, description="a pre-registered client (default: register dynamically)")
     client_secret: str | None = Field(default=None, repr=False)
-    scopes: list[str] = Field(default_factory=list, description="scopes to request (default: what the server asks)")
-    flow: Literal["authorization_code", "client_credentials"] | None = Field(
+    client_auth: ClientAuth | None = Field(
         default=None,
-        description="default: client_credentials given a client_secret and no browser, else authorization_code",
+        description="default: private_key_jwt given a private key; given a client_secret, client_secret_post for"
+        " authorization_code and client_secret_basic for the other grants; else none",
     )
+    private_key_file: Path | None = Field(
+        default=None, description="PEM private key signing the client assertions of client_auth private_key_jwt"
+    )
+    private_key_env: str | None = Field(
+        default=None, description="the environment variable holding that PEM key (instead of private_key_file)"
+    )
+    signing_algorithm: Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"] = Field(
+        default="RS256", description="the JWS algorithm of the client assertions; it must fit the key"
+    )
+    assertion_file: Path | None = Field(
+        default=None,
+        description="grant jwt_bearer: the file holding the JWT to present (a workload identity token), read at each"
+        " grant",
+    )
+    identity_provider: IdentityProvider | None = Field(
+        default=None,
+        description="grant jwt_bearer: obtain the assertion from this enterprise identity provider (SEP-990) instead"
+        " of assertion_file",
+    )
+    subject_token_file: Path | None = Field(
+        default=None, description="grant token_exchange: the file holding the token to exchange, read at each grant"
+    )
+    subject_token_type: str = Field(default=TOKEN_TYPE_JWT, description="grant token_exchange: its RFC 8693 type")
+    audience: str | None = Field(default=None, description="grant token_exchange: the audience to ask a token for")
+    scopes: list[str] = Field(default_factory=list, description="scopes to request (default: what the server asks)")
     redirect_uri: str | None = Field(
         default=None, description="where the authorization server sends the browser back (default: a loopback port)"
     )
     issuer: str | None = Field(
-        default=None, description="the authorization server the client secret belongs to; it is sent nowhere else"
+        default=None, description="the authorization server the client credentials belong to; sent nowhere else"
     )
+    store: Literal["state", "keyring"] = Field(
+        default="state",
+        description="where its tokens live: the state store (shared by replicas), or the OS keyring of this user",
+    )
+
+    @property
+    def has_private_key(self) -> bool:
+        return self.private_key_file is not None or self.private_key_env is not None
+
+    @property
+    def token_auth(self) -> ClientAuth:
+        """The configured client_auth, else the one the credentials given imply."""
+        if self.client_auth is not None:
+            return self.client_auth
+        if self.has_private_key:
+            return "private_key_jwt"
+        if self.client_secret is None:
+            return "none"
+        return "client_secret_post" if self.grant in (None, "authorization_code") else "client_secret_basic"
+
+    def relative_to(self, base: Path) -> OAuthConfig:
+        """The files it names, relative to the config file's folder rather than the current directory."""
+        keys = ("private_key_file", "assertion_file", "subject_token_file")
+        found: dict[str, object] = {k: base / v for k in keys if (v := getattr(self, k)) is not None}
+        if (idp := self.identity_provider) is not None:
+            found["identity_provider"] = idp.model_copy(update={"id_token_file": base / idp.id_token_file})
+        return self.model_copy(update=found) if found else self
 
     @model_validator(mode="after")
     def _complete(self) -> OAuthConfig:
-        if self.client_secret is not None and self.client_id is None:
-            raise ValueError("client_secret needs client_id")
-        if self.flow == "client_credentials":
-            if self.client_id is None or self.client_secret is None:
-                raise ValueError("flow client_credentials needs client_id and client_secret")
-            if self.redirect_uri is not None:
-                raise ValueError("redirect_uri is only used by flow authorization_code")
+        if problems := list(self._problems()):
+            raise ValueError("; ".join(problems))
         if self.redirect_uri is not None and urlsplit(self.redirect_uri).scheme not in ("http", "https"):
             raise ValueError(f"redirect_uri must be an http(s) URL, got '{self.redirect_uri}'")
         return self
+
+    def _problems(self) -> Iterator[str]:
+        """What a half-filled block lacks, or holds that no flow it selects uses: each names the key and the flow."""
+        grant, auth = self.grant, self.token_auth
+        if self.private_key_file is not None and self.private_key_env is not None:
+            yield "give private_key_file or private_key_env, not both"
+        if self.client_secret is not None and self.client_id is None:
+            yield "client_secret needs client_id"
+        if self.client_secret is not None and self.has_private_key:
+            yield (
+                "give client_secret (client_auth client_secret_basic or _post) or a private key (private_key_jwt),"
+                " not both"
+            )
+        if auth in ("client_secret_basic", "client_secret_post") and self.client_secret is None:
+            yield f"client_auth {auth} needs client_secret (and client_id)"
+        if auth == "private_key_jwt":
+            if self.client_id is None:
+                yield "client_auth private_key_jwt needs client_id (the client the key is registered for)"
+            if not self.has_private_key:
+                yield "client_auth private_key_jwt needs private_key_file or private_key_env"
+            if grant == "authorization_code":
+                yield (
+                    "client_auth private_key_jwt is for the grants without a browser (client_credentials, jwt_bearer,"
+                    " token_exchange); grant authorization_code authenticates with a client_secret or none"
+                )
+        elif self.has_private_key:
+            yield f"a private key is only used by client_auth private_key_jwt, and client_auth is {auth}"
+        elif "signing_algorithm" in self.model_fields_set:
+            yield f"signing_algorithm is only used by client_auth private_key_jwt, and client_auth is {auth}"
+        if auth == "none" and self.client_secret is not None:
+            yield "client_auth none sends no client_secret: remove it, or choose client_secret_basic or _post"
+        if grant in MACHINE_GRANTS and self.client_id is None:
+            yield f"grant {grant} needs client_id (the client registered at the authorization server)"
+        if grant == "client_credentials" and auth == "none":
+            yield (
+                "grant client_credentials needs a client credential: client_secret, or private_key_file or"
+                " private_key_env (client_auth private_key_jwt)"
+            )
+        if grant == "jwt_bearer" and (self.assertion_file is None) == (self.identity_provider is None):
+            yield (
+                "grant jwt_bearer needs assertion_file (the file holding the JWT to present) or identity_provider"
+                " (which issues it), one of them"
+            )
+        if grant == "token_exchange" and self.subject_token_file is None:
+            yield "grant token_exchange needs subject_token_file (the file holding the token to exchange)"
+        for key in ("assertion_file", "identity_provider"):
+            if getattr(self, key) is not None and grant != "jwt_bearer":
+                yield f"{key} is only used by grant jwt_bearer; set grant: jwt_bearer"
+        for key in ("subject_token_file", "subject_token_type", "audience"):
+            if key in self.model_fields_set and grant != "token_exchange":
+                yield f"{key} is only used by grant token_exchange; set grant: token_exchange"
+        if self.redirect_uri is not None and grant in MACHINE_GRANTS:
+            yield f"redirect_uri is only used by grant authorization_code, and grant is {grant}"
 
 
 class ServerConfig(_Strict):

@@ -33,6 +33,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from onetool import __version__, metrics
 from onetool.drain import Drain
 from onetool.logs import logger
+from onetool.serve import _no_catalogue as no_catalogue
 from onetool.serve._drain import drain_calls
 from onetool.serve._request_log import log_request
 from onetool.serve._requests import connection_of
@@ -152,8 +153,9 @@ def face_server(
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
 ) -> Server[dict[str, Any]]:
-    """An MCP server for one face: these tool handlers, list_changed to both eras on each change, one log
-    record per request, and its tool calls counted by ``drain`` (stopped past its deadline).
+    """An MCP server for one face: these tool handlers, no prompts or resources (empty lists), list_changed to both
+    eras on each change, one log record per request, and its tool calls counted by ``drain`` (stopped past its
+    deadline).
 
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
@@ -170,6 +172,11 @@ def face_server(
         lifespan=lifespan,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_prompts=no_catalogue.list_prompts,
+        on_get_prompt=no_catalogue.get_prompt,
+        on_list_resources=no_catalogue.list_resources,
+        on_list_resource_templates=no_catalogue.list_resource_templates,
+        on_read_resource=no_catalogue.read_resource,
         on_subscriptions_listen=fanout.listen,
         get_tool_input_schema=get_tool_input_schema,
     )

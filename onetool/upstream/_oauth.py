@@ -7,9 +7,9 @@ from typing import Literal
 import httpx2
 
 from onetool.auth.choice import resolve_flow
-from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore
+from onetool.auth.store import FileTokenStore, ServerStorage, TokenStore, store_for
 from onetool.auth.traffic import oauth_problem
-from onetool.config import ServerConfig
+from onetool.config import MACHINE_GRANTS, ServerConfig
 from onetool.logs import logger
 from onetool.upstream.status import Failure, ServerState
 from onetool.upstream.transports import HttpStatuses, http_reason
@@ -31,7 +31,7 @@ class UpstreamAuth:
         assert config.oauth is not None
         self.name = name
         self.flow = resolve_flow(name, config.oauth)
-        self.storage = ServerStorage(store or FileTokenStore(), name, url)
+        self.storage = ServerStorage(store_for(name, config.oauth, url, store or FileTokenStore()), name, url)
         self.provider = build_provider(name, url, config.oauth, self.flow, self.storage)
         self._reported: tuple[OAuthStatus, str] | None = None
 
@@ -56,9 +56,10 @@ class UpstreamAuth:
                 first_authorization=self.provider.first_authorization,
             )
         if problem is not None:
-            then = "" if self.flow == "client_credentials" else f", then {auth_command(self.name)}"
+            then = "" if self.flow in MACHINE_GRANTS else f", then {auth_command(self.name)}"
             return Failure(
                 f"OAuth authentication failed: {oauth_problem(problem)}",
+                detail=getattr(problem, "detail", None),  # a key's or token file's path: for operators only
                 fix=f"check servers.{self.name}.oauth{then}",
                 oauth_status="authentication_failed",
             )
@@ -68,15 +69,22 @@ class UpstreamAuth:
         assert code is not None
         # Refused although the SDK's flow had nothing left to try: a token it had just obtained, or a 403.
         reason = f"the server refused the token ({http_reason(code)})"
-        if self.flow == "client_credentials":
+        if self.flow in MACHINE_GRANTS:
             return Failure(
                 f"OAuth authentication failed: {reason}",
-                fix=f"check servers.{self.name}.oauth (client_id, client_secret, scopes)",
+                fix=f"check servers.{self.name}.oauth (its grant {self.flow}, client credentials, scopes)",
                 oauth_status="authentication_failed",
             )
         return Failure(
             f"authorization required: {reason}", fix=auth_command(self.name), oauth_status="pending_authorization"
         )
+
+    def refused_call(self) -> Failure | None:
+        """Why the call that just failed was refused, when it needs a scope only ``onetool auth`` can grant."""
+        wanted = self.provider.take_step_up()
+        if wanted is None:
+            return None
+        return Failure(f"authorization required: the server asks for scope '{wanted}'", fix=auth_command(self.name))
 
     def status(self, state: ServerState, failure: Failure | None) -> OAuthStatus:
         if state is ServerState.CONNECTED:

@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.shared.auth import AuthorizationCodeResult
 
 from onetool.auth.flows import PendingFlow, PendingFlows
-from onetool.auth.store import ServerStorage, TokenStore
+from onetool.auth.store import ServerStorage, TokenStore, store_for
 from onetool.auth.traffic import oauth_problem
 from onetool.config import ServerConfig
 from onetool.errors import AuthError
@@ -57,7 +57,7 @@ async def authorize(
     if oauth is None or config.url is None:
         raise AuthError(f"server '{name}' has no oauth block in the config")
     url = config.url
-    storage = ServerStorage(store, name, url)
+    storage = ServerStorage(store_for(name, oauth, url, store), name, url)
     await storage.clear_tokens()  # `onetool auth` means: authorize again, whatever is stored
     client = (await storage.record()).client
     if oauth.client_id is None and client is not None and redirect_uri not in map(str, client.redirect_uris or []):

@@ -605,6 +605,9 @@ class Connection:
                 self._lose(session, Failure(e.message))
                 raise Lost(session.lost) from None
             session.answered()
+            if session.auth is not None and (refused := session.auth.refused_call()) is not None:
+                message = f"{display} failed: {refused.reason}; {refused.fix}"
+                raise UpstreamError(message, server=self.name, tool=display) from None
             raise UpstreamError(f"{display} failed: {e.message}", server=self.name, tool=display) from None
         except httpx2.TransportError as e:
             self._lose(session, Failure(type(e).__name__, str(e) or None))

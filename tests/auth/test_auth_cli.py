@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,8 +41,12 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
 
     status = onetool(tmp_path, "auth", "--status", "--config", config)
     assert status.returncode == 0
-    assert re.search(r"^fx\s+pending_authorization\s+authorization required: no stored tokens", status.stdout, re.M)
-    assert re.search(r"^m2m\s+authenticated", status.stdout, re.M)
+    assert re.search(
+        r"^fx\s+authorization_code\s+pending_authorization\s+-\s+-\s+-\s+authorization required: no stored tokens",
+        status.stdout,
+        re.M,
+    )
+    assert re.search(r"^m2m\s+client_credentials\s+authenticated", status.stdout, re.M)
 
     env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
     with auth_command(Path(config), "fx", env) as (url, proc):
@@ -50,12 +55,12 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "<b>fx</b>" in page.text
-    assert "server 'fx': authorized; 2 tools" in out
+    assert "server 'fx': authorized; 3 tools" in out
     assert oauth_records(tmp_path) == ["fx", "m2m"]  # in the state store (m2m: client credentials), no file
     assert not (tmp_path / "state" / "oauth").exists()
 
-    status = onetool(tmp_path, "auth", "--status", "--config", config)
-    assert re.search(r"^fx\s+authenticated", status.stdout, re.M), status.stdout
+    status = onetool(tmp_path, "auth", "status", "--config", config)
+    assert re.search(r"^fx\s+authorization_code\s+authenticated", status.stdout, re.M), status.stdout
 
     snippet = (
         "[sorted((s['name'], s['oauth_status']) for s in proxy.list_servers()), fx.add(a=1, b=2), m2m.add(a=2, b=2)]"
@@ -83,3 +88,60 @@ def test_auth_names_the_oauth_servers_when_given_another(tmp_path: Path) -> None
     wrong = onetool(tmp_path, "auth", "nope", "--config", config)
     assert wrong.returncode == 2
     assert wrong.stderr == "onetool auth: 'nope' is not a server with an oauth block; OAuth servers: a\n"
+
+
+def test_auth_status_shows_grant_scopes_expiry_last_refresh_and_error_without_secrets(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server()  # access tokens live 2 s
+    m2m = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": server.base, "scopes": ["mcp"]}
+    workload = {"grant": "jwt_bearer", "client_id": "w", "assertion_file": "missing.jwt", "issuer": server.base}
+    servers = {
+        "fx": {"url": server.url, "oauth": {"scopes": ["mcp"]}},
+        "m2m": {"url": server.url, "oauth": m2m},
+        "wl": {"url": server.url, "oauth": workload},
+    }
+    config = str(write_config(tmp_path, {"servers": servers}))
+    env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
+    with auth_command(Path(config), "fx", env) as (url, proc):
+        fetch(url)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    machine = onetool(tmp_path, "auth", "wl", "--config", config)
+    assert machine.stdout.startswith("server 'wl' uses the jwt_bearer grant: there is no browser step")
+
+    time.sleep(2.5)  # the access token expired: the next connect refreshes it
+    ran = onetool(tmp_path, "run", "-c", "fx.add(a=1, b=1)", "--config", config)
+    assert (ran.returncode, ran.stdout.strip()) == (0, "2"), ran.stderr
+
+    status = onetool(tmp_path, "auth", "status", "--config", config)
+    lines = status.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR"]
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert re.fullmatch(rf"fx\s+authorization_code\s+authenticated\s+mcp\s+{when}\s+{when}", rows["fx"]), rows["fx"]
+    assert re.fullmatch(rf"m2m\s+client_credentials\s+authenticated\s+mcp\s+{when}\s+never", rows["m2m"]), rows
+    missing = tmp_path / "missing.jwt"
+    assert re.fullmatch(
+        r"wl\s+jwt_bearer\s+authentication_failed\s+-\s+-\s+-\s+OAuth authentication failed: "
+        r"servers\.wl\.oauth\.assertion_file cannot be read \(No such file or directory\)"
+        rf" \({re.escape(str(missing))}\) - check servers\.wl\.oauth",
+        rows["wl"],
+    ), rows["wl"]
+    assert [s for s in server.hook("secrets") if s in status.stdout + status.stderr] == []
+
+
+def test_a_failed_authorization_without_a_gateway_says_why_without_a_traceback(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server("--fail-exchange")
+    config = write_config(tmp_path, {"servers": {"fx": {"url": server.url, "oauth": {}}}})
+    env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
+    with auth_command(config, "fx", env) as (url, proc):
+        fetch(url)  # the loopback listener of `onetool auth` gets the code; the exchange is refused
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "onetool auth: server 'fx': authorization failed: Token exchange failed (400)" in err
+    assert "Traceback" not in err and "ExceptionGroup" not in err

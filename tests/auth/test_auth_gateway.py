@@ -70,7 +70,7 @@ async def test_auth_through_the_running_gateway_then_a_restart_keeps_the_tokens(
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert page.status_code == 200 and "Authorization complete" in page.text and "<b>fx</b>" in page.text
-    assert f"server 'fx': authorized; 2 tools (reconnected by the gateway at {origin(served)})" in out
+    assert f"server 'fx': authorized; 3 tools (reconnected by the gateway at {origin(served)})" in out
 
     # Connected without a restart: the gateway reconnected the server with the stored tokens.
     assert oauth_view(served, "fx") == ("connected", "authenticated")

@@ -12,7 +12,7 @@ from typing import Any
 from tests.conftest import FIXTURES, PYTHON, free_port
 from tests.gateways import write_config
 
-OPTIONAL = ("alembic", "jwt", "mcp.client.auth.extensions.client_credentials", "onetool.auth.provider")
+OPTIONAL = ("alembic", "jwt", "keyring", "onetool.auth.assertion", "onetool.auth.provider")
 
 # `onetool serve` over stdio returns at stdin's end, once the gateway has started: every upstream connected
 # (or failed) and the faces built. The HTTP front's modules are imported too, as `serve --http` would.
@@ -55,8 +55,4 @@ async def test_serve_without_oauth_servers_imports_neither_alembic_nor_the_oauth
 async def test_an_oauth_server_brings_the_oauth_client(tmp_path: Path) -> None:
     # nothing listens there: the server fails to connect, but its OAuth provider is built all the same
     servers = {"secured": {"url": f"http://127.0.0.1:{free_port()}/mcp", "oauth": {}, "connect_timeout": 2}}
-    assert serve_once(tmp_path, servers) == [
-        "jwt",
-        "mcp.client.auth.extensions.client_credentials",
-        "onetool.auth.provider",
-    ]
+    assert serve_once(tmp_path, servers) == ["jwt", "onetool.auth.assertion", "onetool.auth.provider"]  # no keyring

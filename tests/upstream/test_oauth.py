@@ -169,7 +169,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
 ) -> None:
     browser = Browser()
     done = await run_authorization("fx", code_config(server), store, browser)
-    assert done == Authorized("fx", 2)
+    assert done == Authorized("fx", 3)
     page = browser.pages[0]
     assert page.status_code == 200 and "Authorization complete" in page.text and "<b>fx</b>" in page.text
     query = parse_qs(urlsplit(browser.urls[0]).query)
@@ -187,7 +187,7 @@ async def test_authorization_code_with_registration_and_pkce_then_tools_work(
 
     async with pool_of({"fx": code_config(server)}, store) as pool:
         status = pool.server_status("fx")
-        assert (status.status, status.oauth_status, status.tool_count) == ("connected", "authenticated", 2)
+        assert (status.status, status.oauth_status, status.tool_count) == ("connected", "authenticated", 3)
         assert (await pool.call("fx", "add", {"a": 2, "b": 3})).structured_content == {"result": 5}
 
 
@@ -265,7 +265,7 @@ async def test_a_wrong_state_is_rejected_and_the_real_redirect_still_completes(
         return await Browser.visit(browser, url)
 
     browser.visit = forge_then_visit  # type: ignore[method-assign]
-    assert await run_authorization("fx", code_config(server), store, browser) == Authorized("fx", 2)
+    assert await run_authorization("fx", code_config(server), store, browser) == Authorized("fx", 3)
     assert forged[0].status_code == 400 and "invalid or has expired" in forged[0].text
     assert browser.pages[0].status_code == 200
 
@@ -520,7 +520,7 @@ def test_flow_inference_is_logged_at_info(
     config = cc_config(server)
     assert config.oauth is not None and resolve_flow("m2m", config.oauth) == "client_credentials"
     assert resolve_flow("fx", code_config(server).oauth) == "authorization_code"  # type: ignore[arg-type]
-    assert resolve_flow("x", cc_config(server, flow="authorization_code").oauth) == "authorization_code"  # type: ignore[arg-type]
+    assert resolve_flow("x", cc_config(server, grant="authorization_code").oauth) == "authorization_code"  # type: ignore[arg-type]
     infos = [(r["level"], r["message"]) for r in log_records if "OAuth flow" in r["message"]]
     assert infos == [
         ("INFO", "server 'm2m': OAuth flow client_credentials (inferred: a client secret and no browser)"),
@@ -544,7 +544,7 @@ async def test_token_store_ignores_a_record_for_another_url(kind: str, tmp_path:
     [
         ("{url: 'http://x/mcp', oauth: {client_idd: a}}", "oauth.client_idd: unknown key; did you mean 'client_id'?"),
         ("{command: x, oauth: {}}", "oauth cannot be used with a stdio ('command') server"),
-        ("{url: 'http://x/mcp', oauth: {flow: client_credentials}}", "needs client_id and client_secret"),
+        ("{url: 'http://x/mcp', oauth: {grant: client_credentials}}", "grant client_credentials needs client_id"),
         ("{url: 'http://x/mcp', oauth: {client_secret: s3cr3t}}", "client_secret needs client_id"),
         ("{url: 'http://x/mcp', oauth: {redirect_uri: 'ftp://x'}}", "redirect_uri must be an http(s) URL"),
     ],

@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from onetool.auth import PendingFlows, resolve_flow
+from onetool.auth import PendingFlows, no_browser_step, resolve_flow
 from onetool.auth.login import CALLBACK_PATH, callback_endpoint
 from onetool.errors import ControlError, OneToolError
 from onetool.logs import logger
@@ -77,11 +77,8 @@ class Logins:
         config = self.gateway.control.connects(name)
         if config.oauth is None:
             raise ControlError(f"server '{name}' has no oauth block in its config: there is nothing to authorize")
-        if resolve_flow(name, config.oauth) == "client_credentials":
-            raise ControlError(
-                f"server '{name}' uses the client-credentials flow: there is no browser step, OneTool obtains its"
-                " tokens when it connects"
-            )
+        if (machine := no_browser_step(name, resolve_flow(name, config.oauth))) is not None:
+            raise ControlError(machine)
         if (previous := self._logins.get(name)) is not None:
             previous.scope.cancel()
         login = self._logins[name] = Login(name)
