@@ -10,7 +10,7 @@ the exporter is loaded.
 
 The tracer provider is this gateway's own, not the process's global one: the ``mcp`` SDK's own spans stay
 non-recording (they still carry the current span's context, so a call's ``_meta`` and ``traceparent`` point at
-the gateway's ``proxy.tool.call``), and an agent that sent its trace context makes the run a span of its trace.
+the gateway's ``proxy.tool.call``).
 """
 
 from __future__ import annotations
