@@ -10,7 +10,8 @@ the exporter is loaded.
 
 The tracer provider is this gateway's own, not the process's global one: the ``mcp`` SDK's own spans stay
 non-recording (they still carry the current span's context, so a call's ``_meta`` and ``traceparent`` point at
-the gateway's ``proxy.tool.call``).
+the gateway's ``proxy.tool.call``), and an agent that sent its trace context in a request's ``_meta`` gets that
+request's ``mcp.request`` span, and the run under it, in its trace.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
+from mcp import Client
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -18,6 +19,7 @@ from onetool.config import Config, OtelConfig
 from onetool.gateway import Gateway
 from tests.conftest import PYTHON
 from tests.gateways import text_of, write_config
+from tests.serve.conftest import running_http
 from tests.upstream.conftest import FaultHttpServer, fault
 
 pytestmark = pytest.mark.anyio
@@ -108,6 +110,29 @@ async def test_a_run_is_a_span_its_upstream_calls_children_and_http_upstreams_ge
     assert set(connects) == {"web", "fx"}
     assert all(s.parent is None and s.attributes["status"] == "SUCCESS" for s in connects.values())
     assert connects["web"].attributes["toolCount"] == connects["fx"].attributes["toolCount"] > 0
+
+
+async def test_over_mcp_the_run_joins_the_trace_the_agent_sent(fx_http: FaultHttpServer) -> None:
+    exporter = InMemorySpanExporter()
+    agent = TracerProvider()  # the agent's own tracing, in its own provider
+    async with (
+        Gateway(traced_config({"web": {"url": fx_http.url}}), span_exporter=exporter) as gw,
+        running_http(gw) as url,
+        Client(url) as client,
+    ):
+        with agent.get_tracer("agent").start_as_current_span("agent.step") as step:
+            # The SDK puts the current trace context in the request's _meta (SEP-414).
+            result = await client.call_tool("run", {"code": "web.header(name='traceparent')"})
+    assert not result.is_error, text_of(result)
+    spans = list(exporter.get_finished_spans())
+    [request] = [s for s in named(spans, "mcp.request") if s.attributes["method"] == "tools/call"]
+    assert request.get_span_context().trace_id == step.get_span_context().trace_id
+    assert request.parent is not None and request.parent.span_id == step.get_span_context().span_id
+    [run] = children(spans, request)
+    assert run.name == "run" and run.attributes["status"] == "SUCCESS"
+    [call] = children(spans, run)
+    assert call.name == "proxy.tool.call"
+    assert text_of(result).strip('"').split("-")[1] == format(step.get_span_context().trace_id, "032x")
 
 
 _RUN_UNTRACED = """

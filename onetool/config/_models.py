@@ -390,7 +390,10 @@ class OtelConfig(_Strict):
     )
     timeout: float = Field(default=10.0, gt=0, description="seconds one export may take")
     sample_ratio: float = Field(
-        default=1.0, ge=0, le=1, description="the share of traces kept (a child span follows its parent's choice)"
+        default=1.0,
+        ge=0,
+        le=1,
+        description="the share of runs traced (a run in an agent's trace follows the agent's choice)",
     )
     allow_http: bool = Field(default=False, description="export to a plain http:// url on a host that is not loopback")
 
