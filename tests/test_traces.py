@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +42,6 @@ def traced_config(servers: dict[str, Any]) -> Config:
         {
             "servers": servers,
             "otel": {"endpoint": COLLECTOR, "service_name": "onetool-test"},
-            "state": {"dir": f"traces-{uuid.uuid4().hex}"},
         }
     )
 
