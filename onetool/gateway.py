@@ -17,6 +17,7 @@ import dataclasses
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import partial
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ObjectReceiveStream
@@ -41,15 +42,27 @@ from onetool.upstream import UpstreamPool
 from onetool.upstream.children import watched_children
 from sandbox import Limits, Sandbox
 
+if TYPE_CHECKING:  # the SDK is imported only when the config has `otel:`
+    from opentelemetry.sdk.trace.export import SpanExporter
+
 __all__ = ["Gateway", "limits_of"]
 
 
 class Gateway:
     """``background``: entering returns before the servers' first connection attempts end (``onetool serve``: the
-    front answers at once, whatever the upstreams do); by default it returns after them."""
+    front answers at once, whatever the upstreams do); by default it returns after them. ``span_exporter``: where
+    spans go instead of ``otel.endpoint`` when the config has ``otel:`` (the tests' in-memory exporter)."""
 
-    def __init__(self, config: Config, *, warm_workers: int = 2, background: bool = False) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        warm_workers: int = 2,
+        background: bool = False,
+        span_exporter: SpanExporter | None = None,
+    ) -> None:
         self.config = config
+        self._span_exporter = span_exporter
         self._warm = warm_workers
         self._background = background
         self.limits = limits_of(config.sandbox)
@@ -67,6 +80,10 @@ class Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.
         self._local = load_local_packs(self.config.packs.dirs)
         async with AsyncExitStack() as stack:
+            if self.config.otel is not None:  # first: the upstreams' first connects are spans too
+                from onetool.traces import traced
+
+                await stack.enter_async_context(traced(self.config.otel, self._span_exporter))
             # The store before any process starts: a corrupt or locked one is a startup error (StateError).
             if not self.config.state.url and (notice := legacy_notice(self.config.store_file)):
                 logger.warning(notice)

@@ -14,8 +14,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, MutableMapping
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from loguru import logger
 
@@ -28,10 +29,13 @@ __all__ = [
     "LEVELS",
     "RECORD_HEAD",
     "LogSpan",
+    "Tracer",
     "log_level",
     "logger",
     "quoted",
     "setup_logging",
+    "trace_context",
+    "use_tracer",
 ]
 
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
@@ -146,6 +150,34 @@ _all_tracebacks = False
 """Whether every failed span carries its exception's traceback (at DEBUG), not only the unexpected ones."""
 
 
+class Tracer(Protocol):
+    """Where every :class:`LogSpan` also goes as a trace span, when traces are on (:mod:`onetool.traces`)."""
+
+    def start(self, name: str) -> Callable[[dict[str, Any]], None]:
+        """Open a span called ``name``, the current one in this context until the returned function ends it with
+        the LogSpan's final fields."""
+        ...
+
+    def inject(self, headers: MutableMapping[str, str]) -> None:
+        """Put the current span's W3C trace context (``traceparent``) into ``headers``."""
+        ...
+
+
+_tracer: Tracer | None = None
+
+
+def use_tracer(tracer: Tracer | None) -> None:
+    """Send every LogSpan from now on to ``tracer`` too (None: to logs only, the default)."""
+    global _tracer
+    _tracer = tracer
+
+
+def trace_context(headers: MutableMapping[str, str]) -> None:
+    """Add the current span's trace context to an outgoing request's ``headers``, when traces are on."""
+    if _tracer is not None:
+        _tracer.inject(headers)
+
+
 class LogSpan:
     """Times a block and logs one record on exit.
 
@@ -157,6 +189,9 @@ class LogSpan:
 
     A failure of an unexpected kind (an exception that is no OneToolError, or one :meth:`attach` marks so) puts
     its traceback on the record; at DEBUG every failure does.
+
+    With traces on (:func:`use_tracer`) the block is also a trace span, a child of the span around it, with the
+    record's fields as its attributes: LogSpan is the one place spans are opened.
     """
 
     def __init__(self, span: str, *, level: str = "INFO", **fields: Any) -> None:
@@ -166,6 +201,7 @@ class LogSpan:
         self._start = 0.0
         self._cause: BaseException | None = None
         self._expected = True
+        self._end_trace: Callable[[dict[str, Any]], None] | None = None
 
     def attach(self, cause: BaseException, *, expected: bool) -> None:
         """Why the span failed, caught below it and not raised through it: its traceback goes on the record when
@@ -177,6 +213,7 @@ class LogSpan:
 
     def __enter__(self) -> LogSpan:
         self._start = time.perf_counter()
+        self._end_trace = _tracer.start(self.span) if _tracer is not None else None
         return self
 
     def __exit__(
@@ -195,4 +232,6 @@ class LogSpan:
             level = "WARNING"
         cause, expected = (exc, isinstance(exc, OneToolError)) if exc is not None else (self._cause, self._expected)
         traced = isinstance(cause, Exception) and failed and (_all_tracebacks or not expected)
+        if self._end_trace is not None:
+            self._end_trace(fields)
         logger.opt(exception=cause if traced else None).bind(span=self.span, **fields).log(level, self.span)

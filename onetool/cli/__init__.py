@@ -44,6 +44,7 @@ SERVER_ACTIONS = {
     "restart": "restart a server",
     "quarantine": "hide a server's tools until it is approved",
     "approve": "approve a quarantined server, or its held tools",
+    "reject": "reject held tools' changes: they stay hidden, and the same change is not held for review again",
     "convert": "serve a stdio server through the bridge (bridge.url) and connect it there",
     "revert": "stop a converted server on the bridge and run it over stdio again",
 }
@@ -132,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         one.add_argument("name")
         if action == "approve":
             one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
+        elif action == "reject":
+            one.add_argument("--tool", action="append", required=True, help="reject this held tool's change (repeat)")
 
     reload = sub.add_parser(
         "reload",

@@ -1,5 +1,5 @@
-"""`onetool servers`: list, show, add, edit, remove, enable, disable, restart, quarantine, approve, convert,
-revert; each prints a table, or with --json what the admin API answers."""
+"""`onetool servers`: list, show, add, edit, remove, enable, disable, restart, quarantine, approve, reject,
+convert, revert; each prints a table, or with --json what the admin API answers."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace, ent
             target.request("PUT", server_path(args.name, "tools"), _filter(args))
         _print_tools_of(target.request("GET", server_path(args.name)), args.json)
     else:
-        body = {"tools": args.tool} if action == "approve" and args.tool else None
+        body = {"tools": args.tool} if action in ("approve", "reject") and args.tool else None
         _print_view(target.request("POST", server_path(args.name, action), body), args.json)
     return EXIT_OK
 
@@ -253,7 +253,8 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         if held["reason"] == "changed after approval":
             print(
                 f"\nheld: {held['tool']} changed after approval; approve it with: onetool servers approve "
-                f"{report['name']} --tool {held['tool']}\n{held['diff']}"
+                f"{report['name']} --tool {held['tool']} (or reject the change: onetool servers reject "
+                f"{report['name']} --tool {held['tool']})\n{held['diff']}"
             )
 
 
@@ -266,7 +267,8 @@ def _print_tools_of(report: dict[str, Any], as_json: bool) -> None:
 
 
 def _print_tools(report: dict[str, Any]) -> None:
-    """A server's tools filter and every tool it lists: HIDDEN by the filter, HELD until approved."""
+    """A server's tools filter and every tool it lists: HIDDEN by the filter, HELD until approved, REJECTED (its
+    change was, so it stays hidden)."""
     chosen = report["tools_filter"]
     if chosen is None:
         print("\ntools filter: none, every tool is offered")
@@ -275,5 +277,6 @@ def _print_tools(report: dict[str, Any]) -> None:
         print(f"\ntools filter ({chosen['from']}): allow {allow}; deny {', '.join(chosen['deny']) or 'none'}")
     print(f"tools ({len(report['tools'])}):")
     for tool in report["tools"]:
-        mark = "  HIDDEN " if not tool["offered"] else "  HELD   " if tool["held"] else "         "
-        print(f"{mark}{tool['name']}" + (f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""))
+        mark = "HIDDEN" if not tool["offered"] else "HELD" if tool["held"] else "REJECTED" if tool["rejected"] else ""
+        summary = f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""
+        print(f"  {mark:<8} {tool['name']}{summary}")

@@ -517,6 +517,31 @@ class BridgeConfig(_Strict):
         return self.model_copy(update={"url": url or self.url, "token": env.get(ENV_BRIDGE_TOKEN) or self.token})
 
 
+class OtelConfig(_Strict):
+    """OpenTelemetry traces (needs the ``otel`` extra): each run is a span, its upstream calls and connects are
+    child spans, exported over OTLP/HTTP; HTTP upstreams get the call's ``traceparent``. Read at start only."""
+
+    endpoint: str = Field(description="the collector's OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces")
+    service_name: str = Field(default="onetool", min_length=1, description="the spans' service.name")
+    headers: dict[str, str] = Field(
+        default_factory=dict, repr=False, description="sent with every export, e.g. the collector's API key"
+    )
+    timeout: float = Field(default=10.0, gt=0, description="seconds one export may take")
+    sample_ratio: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="the share of runs traced (a run in an agent's trace follows the agent's choice)",
+    )
+    allow_http: bool = Field(default=False, description="export to a plain http:// url on a host that is not loopback")
+
+    @model_validator(mode="after")
+    def _no_plain_http(self) -> OtelConfig:
+        if not self.allow_http and (refused := _plain_http_refused(self.endpoint, "allow_http")):
+            raise ValueError(f"endpoint: {refused}")
+        return self
+
+
 class Config(_Strict):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
     packs: PacksConfig = Field(default_factory=PacksConfig)
@@ -531,6 +556,7 @@ class Config(_Strict):
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
+    otel: OtelConfig | None = Field(default=None, description="export traces (OpenTelemetry); none when absent")
     watch: bool = Field(
         default=False, description="re-read this file (and local packs) when it changes, as `onetool reload` does"
     )

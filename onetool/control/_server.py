@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -219,8 +220,13 @@ class ServerControl:
                 changed.append(name)
                 continue
             connect = old.connection() != new.connection()
-            trusted = (old.trust.quarantined, old.trust.approved_at, old.trust.approved)
-            same = not connect and trusted == (new.trust.quarantined, new.trust.approved_at, new.trust.approved)
+            trusted = (old.trust.quarantined, old.trust.approved_at, old.trust.approved, old.trust.rejected)
+            same = not connect and trusted == (
+                new.trust.quarantined,
+                new.trust.approved_at,
+                new.trust.approved,
+                new.trust.rejected,
+            )
             kept = (old.config, old.version, old.enabled_by, old.added_by, old.tools_set)
             if same and kept == (new.config, new.version, new.enabled_by, new.added_by, new.tools_set):
                 continue
@@ -229,7 +235,7 @@ class ServerControl:
             old.proposed, old.enabled_by, old.version = new.proposed, new.enabled_by, new.version
             # the same Trust object: what it already reported about held tools is not reported again
             old.trust.quarantined, old.trust.approved_at = new.trust.quarantined, new.trust.approved_at
-            old.trust.approved = new.trust.approved
+            old.trust.approved, old.trust.rejected = new.trust.approved, new.trust.rejected
             if connect and not new.proposed:
                 await pool.put(name, old.pool_config())
             changed.append(name)
@@ -301,8 +307,8 @@ class ServerControl:
     async def _report(self, server: str, fresh: list[HeldTool]) -> None:
         for held in fresh:
             logger.bind(server=server, tool=held.tool).warning(
-                "server '{}': tool '{}' changed after approval; it is held until an admin approves it "
-                "(onetool servers approve {} --tool {}):\n{}",
+                "server '{}': tool '{}' changed after approval; it is held until an admin approves or rejects it "
+                "(onetool servers approve|reject {} --tool {}):\n{}",
                 server,
                 held.tool,
                 server,
@@ -333,17 +339,18 @@ class ServerControl:
         return self._view(name)
 
     def report(self, name: str) -> dict[str, Any]:
-        """One server for an admin: its full view, every tool it lists (held or not, offered by its tools filter or
-        not), its held changes."""
+        """One server for an admin: its full view, every tool it lists (held or not, hidden for a rejected change or
+        not, offered by its tools filter or not), its held changes."""
         view = self.get(name)
         held = {h.tool: h for h in self.held() if h.server == name}
-        offered = self._require(name).offered
+        s = self._require(name)
         tools = [
             {
                 "name": t.name,
                 "description": t.description or "",
                 "held": t.name in held,
-                "offered": offered.permits(t.name),
+                "rejected": t.name in s.trust.refused,
+                "offered": s.offered.permits(t.name),
             }
             for t in self.tools(name)
         ]
@@ -510,17 +517,11 @@ class ServerControl:
                     await self._lost(name, e)
                 s.version = override.version
                 s.trust.quarantined, s.trust.approved_at = False, override.approved_at
-                s.trust.approved = await self._store.approved_tools(name)
+                s.trust.approved, s.trust.rejected = await self._store.approved_tools(name), {}
                 self._log(name, "approved", actor, tools=len(current))
             else:
-                if s.trust.quarantined:
-                    raise ControlError(f"server '{name}' is quarantined: approve the server, not single tools", 409)
-                unheld = [t for t in tools if t not in s.trust.held]
-                if unheld or not tools:
-                    raise ControlError(
-                        f"server '{name}' holds no tool named {', '.join(map(repr, unheld)) or '(none given)'}; "
-                        f"held: {', '.join(s.trust.held) or 'none'}"
-                    )
+                # A rejected change may still be approved: the operator changed their mind.
+                self._check_reviewable(name, s, tools, s.trust.held.keys() | s.trust.refused)
                 try:
                     approved = await self._store.approve_tools(
                         name, [current[t] for t in tools], actor, expected=s.version
@@ -529,8 +530,42 @@ class ServerControl:
                     await self._lost(name, e)
                 s.version += 1
                 s.trust.approved |= approved
+                for tool in tools:
+                    s.trust.rejected.pop(tool, None)
                 self._log(name, "tools approved", actor, tools=sorted(tools))
             return await self._changed(name)
+
+    async def reject(self, name: str, *, actor: Actor, tools: Sequence[str]) -> ServerView:
+        """Reject the named held tools' changes: their approved definitions stay, and the tools stay hidden while
+        the server offers the rejected definitions, no longer held for review (see :mod:`onetool.control._trust`).
+
+        For the admin API and the CLI only, as :meth:`approve`.
+        """
+        async with self._lock:
+            s = self._started(name, "reject", actor)
+            self._check_reviewable(name, s, tools, s.trust.held.keys())
+            current = {t.name: t for t in self._live().tools(name)}
+            try:
+                rejected = await self._store.reject_tools(name, [current[t] for t in tools], actor, expected=s.version)
+            except LostRace as e:
+                await self._lost(name, e)
+            s.version += 1
+            s.trust.rejected |= rejected
+            self._log(name, "tools rejected", actor, tools=sorted(tools))
+            return await self._changed(name)
+
+    @staticmethod
+    def _check_reviewable(name: str, s: _Server, tools: Sequence[str], reviewable: AbstractSet[str]) -> None:
+        """A ControlError unless ``tools`` are one or more of ``reviewable``, the tools of ``name`` an admin may
+        decide on now: a quarantined server is reviewed as a whole."""
+        if s.trust.quarantined:
+            raise ControlError(f"server '{name}' is quarantined: approve the server as a whole, not single tools", 409)
+        unheld = [t for t in tools if t not in reviewable]
+        if unheld or not tools:
+            raise ControlError(
+                f"server '{name}' holds no tool named {', '.join(map(repr, unheld)) or '(none given)'}; "
+                f"held: {', '.join(sorted(s.trust.held)) or 'none'}"
+            )
 
     async def convert(self, name: str, *, actor: Actor) -> ServerView:
         """Serve ``name`` (a stdio server) through the bridge and reconnect it there; its pack, overrides and
@@ -719,7 +754,7 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
         quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
         approved_at = o.approved_at if o is not None else None
         approved = approvals.get(name, {}) if approved_at is not None else {}
-        trust = Trust(quarantined, approved_at, approved)
+        trust = Trust(quarantined, approved_at, approved, snapshot.rejections.get(name, {}))
         enabled_by = o.enabled_by if o is not None else None
         version = o.version if o is not None else 0
         loaded[name] = _Server(

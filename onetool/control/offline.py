@@ -1,8 +1,8 @@
 """Server changes while no gateway runs: straight to the state store, applied when the gateway starts.
 
 Only what needs no live server can wait: add, edit, remove, enable, disable, quarantine, a tools filter. Approval
-records the tools as they are now, and restart, convert and revert change a running connection, so they need the
-gateway.
+and rejection record the tools as they are now, and restart, convert and revert change a running connection, so
+they need the gateway.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ __all__ = ["LATER", "change_offline"]
 LATER = "applies when the gateway starts"
 _NEEDS_GATEWAY = {
     "approve": "it records the tools as they are now",
+    "reject": "it records the tools as they are now",
     "restart": "nothing runs to restart",
     "convert": "it reconnects the server through the bridge",
     "revert": "it reconnects the server over stdio",

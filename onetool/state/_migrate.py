@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
 
 
-HEAD = "0006"
+HEAD = "0007"
 """The newest revision in ``migrations/versions/`` (a test checks it against Alembic's own answer)."""
 
 MIGRATIONS = Path(__file__).with_name("migrations")

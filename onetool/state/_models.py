@@ -98,6 +98,19 @@ approved_tools = Table(
     Column("approved_at", UtcDateTime, nullable=False),
 )
 
+# A held tool's change an operator rejected: while the server offers that very definition (this fingerprint) the
+# tool stays hidden and is not offered for review again; another change is held for review as usual. Approving the
+# tool (or the whole server) deletes the row.
+rejected_tools = Table(
+    "rejected_tools",
+    metadata,
+    Column("server", String(NAME), primary_key=True),
+    Column("tool", String(NAME), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),  # sha256 hex of the rejected definition's canonical JSON
+    Column("rejected_by", String(ACTOR), nullable=False),
+    Column("rejected_at", UtcDateTime, nullable=False),
+)
+
 # Append-only: rows are inserted, never updated or deleted.
 audit_log = Table(
     "audit_log",

@@ -1,5 +1,5 @@
-"""The state store: servers added at run time, per-server overrides, approved tool fingerprints, converted servers,
-OAuth credentials, an audit log.
+"""The state store: servers added at run time, per-server overrides, approved and rejected tool fingerprints,
+converted servers, OAuth credentials, an audit log.
 
     store = await StateStore.open(config.store_url)     # or: async with await StateStore.open(...) as store:
     await store.set_quarantined("wix", True, actor="api")
@@ -14,6 +14,7 @@ The store does not know the config: callers check names and validate specs (``on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -31,9 +32,27 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from onetool.errors import LostRace, ServerExists, StateError
 from onetool.state._engine import Target, create_engine, read_only, waiting
 from onetool.state._migrate import upgrade
-from onetool.state._models import approved_tools, audit_log, changes, conversions, oauth_tokens, overrides, servers
+from onetool.state._models import (
+    approved_tools,
+    audit_log,
+    changes,
+    conversions,
+    oauth_tokens,
+    overrides,
+    rejected_tools,
+    servers,
+)
 from onetool.state.fingerprint import canonical_json, fingerprint_of
-from onetool.state.records import ACTORS, Actor, AddedServer, ApprovedTool, AuditEntry, ConvertedServer, Override
+from onetool.state.records import (
+    ACTORS,
+    Actor,
+    AddedServer,
+    ApprovedTool,
+    AuditEntry,
+    ConvertedServer,
+    Override,
+    RejectedTool,
+)
 
 if TYPE_CHECKING:
     from mcp.types import Tool
@@ -57,6 +76,7 @@ class Snapshot:
     added: dict[str, AddedServer]
     overrides: dict[str, Override]
     approvals: dict[str, dict[str, ApprovedTool]]
+    rejections: dict[str, dict[str, RejectedTool]]
 
 
 class StateStore:
@@ -244,6 +264,7 @@ class StateStore:
             details: dict[str, Any] = {}
             if tools is not None:
                 await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
+                await conn.execute(delete(rejected_tools).where(rejected_tools.c.server == name))
                 details["tools"] = await _approve(conn, name, tools, actor)
             await _bump(conn)
             await _audit(conn, actor, "approve_server", name, details)
@@ -284,6 +305,34 @@ class StateStore:
                 select(approved_tools).where(approved_tools.c.server == server, approved_tools.c.tool.in_(names))
             )
             return {row.tool: ApprovedTool(**row._mapping) for row in rows}
+
+    async def reject_tools(
+        self, server: str, tools: Iterable[Tool], actor: Actor, *, expected: int | None = None
+    ) -> dict[str, RejectedTool]:
+        """Reject these tools as they are now (held after a change): their approved definitions stay, and while the
+        server offers these very definitions they stay hidden without being offered for review again. One audit
+        entry ``reject_tool`` per tool, with the rejected fingerprint.
+
+        The server's override version is bumped (``expected`` as for :meth:`set_enabled`).
+        """
+        _check_actor(actor)
+        fingerprints = {tool.name: fingerprint_of(canonical_json(tool)) for tool in tools}
+        async with self._transaction(f"reject tools of '{server}'") as conn:
+            now = _now()
+            await _set_override(conn, server, actor, now, expected)
+            names = sorted(fingerprints)
+            await conn.execute(
+                delete(rejected_tools).where(rejected_tools.c.server == server, rejected_tools.c.tool.in_(names))
+            )
+            rejected = {
+                name: RejectedTool(server, name, fingerprints[name], rejected_by=actor, rejected_at=now)
+                for name in names
+            }
+            await conn.execute(insert(rejected_tools), [dataclasses.asdict(r) for r in rejected.values()])
+            await _bump(conn)
+            for name in names:
+                await _audit(conn, actor, "reject_tool", server, {"tool": name, "fingerprint": fingerprints[name]})
+            return rejected
 
     async def forget_server(self, name: str, actor: Actor) -> None:
         """Drop a server's overrides, approved tools and OAuth record (e.g. a config-file server that was removed)."""
@@ -435,7 +484,11 @@ class StateStore:
             rows = await conn.execute(select(approved_tools).order_by(approved_tools.c.server, approved_tools.c.tool))
             for row in rows:
                 approvals.setdefault(row.server, {})[row.tool] = ApprovedTool(**row._mapping)
-            return Snapshot(counter, added, found, approvals)
+            rejections: dict[str, dict[str, RejectedTool]] = {}
+            rows = await conn.execute(select(rejected_tools).order_by(rejected_tools.c.server, rejected_tools.c.tool))
+            for row in rows:
+                rejections.setdefault(row.server, {})[row.tool] = RejectedTool(**row._mapping)
+            return Snapshot(counter, added, found, approvals, rejections)
 
     @asynccontextmanager
     async def notifications(self, wake: Callable[[], None]) -> AsyncIterator[Callable[[], bool] | None]:
@@ -604,13 +657,16 @@ async def _bump(conn: AsyncConnection) -> None:
 
 
 async def _approve(conn: AsyncConnection, server: str, tools: Iterable[Tool], actor: Actor) -> list[str]:
-    """Record these tools' current definitions as approved; returns their names."""
+    """Record these tools' current definitions as approved, ending any rejection of them; returns their names."""
     definitions = {tool.name: canonical_json(tool) for tool in tools}
     if not definitions:
         return []
     names = sorted(definitions)
     await conn.execute(
         delete(approved_tools).where(approved_tools.c.server == server, approved_tools.c.tool.in_(names))
+    )
+    await conn.execute(
+        delete(rejected_tools).where(rejected_tools.c.server == server, rejected_tools.c.tool.in_(names))
     )
     now = _now()
     await conn.execute(
@@ -642,6 +698,7 @@ async def _save_oauth(conn: AsyncConnection, server: str, record: str) -> None:
 async def _forget(conn: AsyncConnection, name: str) -> None:
     await conn.execute(delete(overrides).where(overrides.c.server == name))
     await conn.execute(delete(approved_tools).where(approved_tools.c.server == name))
+    await conn.execute(delete(rejected_tools).where(rejected_tools.c.server == name))
     await conn.execute(delete(oauth_tokens).where(oauth_tokens.c.server == name))
 
 

@@ -6,7 +6,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-__all__ = ["ACTORS", "OPERATORS", "Actor", "AddedServer", "ApprovedTool", "AuditEntry", "ConvertedServer", "Override"]
+__all__ = [
+    "ACTORS",
+    "OPERATORS",
+    "Actor",
+    "AddedServer",
+    "ApprovedTool",
+    "AuditEntry",
+    "ConvertedServer",
+    "Override",
+    "RejectedTool",
+]
 
 Actor = Literal["cli", "api", "mcp", "gateway"]
 """Who made a change: the CLI, the admin API, an MCP management tool, or the gateway itself (e.g. a rug pull)."""
@@ -58,6 +68,17 @@ class ApprovedTool:
     definition: str = field(repr=False)  # canonical JSON (onetool.state.canonical_json), for describe_change
     approved_by: Actor
     approved_at: datetime
+
+
+@dataclass(frozen=True)
+class RejectedTool:
+    """A tool's change an admin rejected: while the server offers this definition the tool stays hidden, unreviewed."""
+
+    server: str
+    tool: str
+    fingerprint: str
+    rejected_by: Actor
+    rejected_at: datetime
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ async def test_a_filter_set_at_run_time_replaces_the_entrys_reaches_every_face_a
             with anyio.fail_after(10):
                 await events.__anext__()  # faces heard it
             assert "tools filter (run time): allow *; deny echo" in done.stdout
-            assert "  HIDDEN echo" in done.stdout and "         crash" in done.stdout
+            assert "  HIDDEN   echo" in done.stdout and "           crash" in done.stdout
         description, names = await run_names(served.url)
         assert "\n  crash(" in description and "\n  echo(" not in description
         assert "fx:crash" in names and "fx:echo" not in names

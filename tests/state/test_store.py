@@ -22,7 +22,16 @@ from onetool.state._migrate import HEAD
 from onetool.state.fingerprint import fingerprint_of
 from tests.state.conftest import engine_for, sqlite_execute
 
-TABLES = {"changes", "servers", "overrides", "approved_tools", "audit_log", "conversions", "oauth_tokens"}
+TABLES = {
+    "changes",
+    "servers",
+    "overrides",
+    "approved_tools",
+    "rejected_tools",
+    "audit_log",
+    "conversions",
+    "oauth_tokens",
+}
 
 
 def tool(name: str, description: str = "does a thing") -> Tool:
@@ -154,6 +163,33 @@ async def test_approve_tools_stores_the_definition_and_its_fingerprint(store_url
     assert stored["a"].fingerprint == fingerprint_of(stored["a"].definition)
     assert stored["a"].approved_by == "cli"
     assert stored["b"].approved_by == "api"  # untouched by the second approval
+
+
+async def test_a_rejection_is_kept_by_fingerprint_until_the_tool_or_its_server_is_approved(store_url: str) -> None:
+    async with await StateStore.open(store_url) as store:
+        await store.approve_server("wix", "cli", [tool("a", "old"), tool("b")])
+        before = await store.change_counter()
+        rejected = await store.reject_tools("wix", [tool("a", "evil"), tool("c")], "api")
+        assert await store.change_counter() == before + 1
+        snapshot = await store.snapshot()
+        assert snapshot.rejections == {"wix": rejected}
+        assert rejected["a"].fingerprint == fingerprint_of(canonical_json(tool("a", "evil")))
+        assert rejected["a"].rejected_by == "api"
+        assert (await store.approved_tools("wix"))["a"].definition == canonical_json(tool("a", "old"))  # kept
+        audit = [(e.action, e.details) for e in reversed(await store.audit_log(server="wix"))][-2:]
+        assert audit == [
+            ("reject_tool", {"tool": "a", "fingerprint": rejected["a"].fingerprint}),
+            ("reject_tool", {"tool": "c", "fingerprint": rejected["c"].fingerprint}),
+        ]
+
+        await store.approve_tools("wix", [tool("a", "evil")], "cli")  # changed their mind: a is approved
+        assert list((await store.snapshot()).rejections["wix"]) == ["c"]
+        await store.approve_server("wix", "cli", [tool("a", "evil"), tool("b"), tool("c")])
+        assert (await store.snapshot()).rejections == {}
+
+        await store.reject_tools("wix", [tool("b", "changed")], "api")
+        await store.forget_server("wix", "cli")
+        assert (await store.snapshot()).rejections == {}
 
 
 async def test_all_approved_tools_is_every_server_read_one_by_one(store_url: str) -> None:

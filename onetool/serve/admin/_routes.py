@@ -9,6 +9,8 @@
     DELETE /admin/servers/{name}           remove a server added at run time (or reject a model's proposal)
     POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional;
                                            a model's proposal: starts it, quarantined, its "launch" says what runs)
+                                           reject ({"tools": [...]}: held tools whose change is refused; they stay
+                                           hidden, and the same change is not held for review again)
                                            convert (serve a stdio server through the bridge), revert
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
-_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "convert", "revert")
+_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "reject", "convert", "revert")
 
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -89,6 +91,14 @@ async def _body(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ControlError(f"the request body must be a JSON object, got {type(data).__name__}")
     return data
+
+
+async def _tool_names(request: Request) -> list[str] | None:
+    """The body's "tools": tool names, or None when it has none."""
+    tools = (await _body(request)).get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+        raise ControlError('"tools" must be a list of tool names')
+    return tools
 
 
 def request_actor(request: Request) -> Actor:
@@ -134,10 +144,12 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         elif action == "quarantine":
             view = await control.quarantine(name, actor=actor)
         elif action == "approve":
-            tools = (await _body(request)).get("tools")
-            if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
-                raise ControlError('"tools" must be a list of tool names')
-            view = await control.approve(name, actor=actor, tools=tools)
+            view = await control.approve(name, actor=actor, tools=await _tool_names(request))
+        elif action == "reject":
+            tools = await _tool_names(request)
+            if not tools:
+                raise ControlError('expected {"tools": [...]}: the held tools whose change is rejected')
+            view = await control.reject(name, actor=actor, tools=tools)
         elif action == "convert":
             view = await control.convert(name, actor=actor)
         elif action == "revert":

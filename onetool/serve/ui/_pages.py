@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route, Router
@@ -41,7 +42,7 @@ Authorize = Callable[[str], Awaitable[str | None]]
 
 _HERE = Path(__file__).parent
 _ACTOR: Actor = "api"  # the console is the admin API's operator, in a browser
-_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "remove", "authorize")
+_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "reject", "remove", "authorize")
 _AUDIT_ROWS = 200
 _LIVE_SECONDS = 300.0
 """A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown)."""
@@ -152,11 +153,15 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
             elif action == "quarantine":
                 await control.quarantine(name, actor=_ACTOR)
             elif action == "approve":
-                tools = [t for t in form.getlist("tool") if isinstance(t, str)]
-                view = await control.approve(name, actor=_ACTOR, tools=tools or None)
+                view = await control.approve(name, actor=_ACTOR, tools=_tools(form) or None)
                 if view.launch is not None:
                     session.tell(True, f"server '{name}' approved to run; it starts quarantined: review its tools")
                     return RedirectResponse(back, status_code=303)
+            elif action == "reject":
+                tools = _tools(form)
+                await control.reject(name, actor=_ACTOR, tools=tools)
+                session.tell(True, f"rejected the change of '{name}' {', '.join(tools)}: it stays hidden")
+                return RedirectResponse(back, status_code=303)
             elif action == "remove":
                 await control.remove(name, actor=_ACTOR)
                 back = "/ui/servers" if back.startswith(f"/ui/servers/{name}") else back
@@ -267,6 +272,11 @@ _DONE = {
     "remove": "removed",
     "authorize": "authorization started for",
 }
+
+
+def _tools(form: FormData) -> list[str]:
+    """The tool names a review form names."""
+    return [t for t in form.getlist("tool") if isinstance(t, str)]
 
 
 def _back(request: Request, default: str) -> str:

@@ -13,7 +13,7 @@ import httpx2
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import ServerConfig
 from onetool.hosts import plain_http_host
-from onetool.logs import logger
+from onetool.logs import logger, trace_context
 
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
 
@@ -83,11 +83,17 @@ def http_reason(code: int) -> str:
     return f"HTTP {code} {httpx2.codes.get_reason_phrase(code)}".rstrip()
 
 
+async def _traced(request: httpx2.Request) -> None:
+    # The SDK sends each request from a task in its sender's context: the current span is the call's own.
+    trace_context(request.headers)
+
+
 def http_client_factory(
     config: ServerConfig, statuses: HttpStatuses, oauth: httpx2.Auth | None = None
 ) -> Callable[..., httpx2.AsyncClient]:
-    """Builds HTTP clients that send the server's headers on every request, record statuses, and
-    authenticate with ``auth`` (the server's OAuth provider) unless the transport passes its own."""
+    """Builds HTTP clients that send the server's headers on every request, and the trace context of the call it
+    is for (``traceparent``, when traces are on), record statuses, and authenticate with ``auth`` (the server's
+    OAuth provider) unless the transport passes its own."""
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
@@ -97,7 +103,7 @@ def http_client_factory(
             timeout=timeout or httpx2.Timeout(config.connect_timeout, read=SSE_READ_TIMEOUT),
             auth=auth or oauth,
             follow_redirects=True,
-            event_hooks={"response": [statuses]},
+            event_hooks={"request": [_traced], "response": [statuses]},
         )
 
     return factory
