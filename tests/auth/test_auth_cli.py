@@ -117,14 +117,16 @@ def test_auth_status_shows_grant_scopes_expiry_last_refresh_and_error_without_se
 
     status = onetool(tmp_path, "auth", "status", "--config", config)
     lines = status.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR"]
+    assert lines[0].split() == ["NAME", "GRANT", "DPOP", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR"]
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
     rows = {line.split()[0]: line for line in lines[1:]}
-    assert re.fullmatch(rf"fx\s+authorization_code\s+authenticated\s+mcp\s+{when}\s+{when}", rows["fx"]), rows["fx"]
-    assert re.fullmatch(rf"m2m\s+client_credentials\s+authenticated\s+mcp\s+{when}\s+never", rows["m2m"]), rows
+    assert re.fullmatch(rf"fx\s+authorization_code\s+false\s+authenticated\s+mcp\s+{when}\s+{when}", rows["fx"]), rows[
+        "fx"
+    ]
+    assert re.fullmatch(rf"m2m\s+client_credentials\s+false\s+authenticated\s+mcp\s+{when}\s+never", rows["m2m"]), rows
     missing = tmp_path / "missing.jwt"
     assert re.fullmatch(
-        r"wl\s+jwt_bearer\s+authentication_failed\s+-\s+-\s+-\s+OAuth authentication failed: "
+        r"wl\s+jwt_bearer\s+false\s+authentication_failed\s+-\s+-\s+-\s+OAuth authentication failed: "
         r"servers\.wl\.oauth\.assertion_file cannot be read \(No such file or directory\)"
         rf" \({re.escape(str(missing))}\) - check servers\.wl\.oauth",
         rows["wl"],
