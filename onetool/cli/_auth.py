@@ -95,8 +95,9 @@ def _show_authorization_url(name: str, url: str, browser: bool) -> None:
 
 
 def _auth_status(config: Config, servers: dict[str, Any]) -> int:
-    """Per OAuth server: its grant, whether its tokens are DPoP-bound, its oauth_status after a connect attempt, the scopes granted, when the access
-    token expires and was last refreshed, and what is wrong. Never a token, a secret or a key."""
+    """Per OAuth server: its grant, whether its tokens are DPoP-bound, its oauth_status after a connect attempt, the
+    scopes granted, when the access token expires and was last refreshed, and what is wrong. Never a token, a secret
+    or a key."""
     import anyio
 
     from onetool.auth import ServerStorage, StateTokenStore, resolve_flow
