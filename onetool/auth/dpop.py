@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-__all__ = ["DPOP_ALGORITHM", "DPoPKey", "Nonces", "access_token_hash", "new_key_pem", "origin_of"]
+__all__ = ["DPOP_ALGORITHM", "DPoPKey", "Nonces", "new_key_pem"]
 
 DPOP_ALGORITHM: Final = "ES256"
 """The JWS algorithm of the proofs: ECDSA on P-256, the one every DPoP server we know accepts, and small proofs."""
@@ -37,12 +37,12 @@ def new_key_pem() -> str:
     return pem.decode()
 
 
-def access_token_hash(token: str) -> str:
+def _access_token_hash(token: str) -> str:
     """RFC 9449 4.2 ``ath``: base64url (no padding) of the SHA-256 of the access token."""
     return _b64(hashlib.sha256(token.encode()).digest())
 
 
-def origin_of(url: httpx2.URL) -> str:
+def _origin_of(url: httpx2.URL) -> str:
     return f"{url.scheme}://{url.netloc.decode()}"
 
 
@@ -72,7 +72,7 @@ class DPoPKey:
             "jti": uuid.uuid4().hex,
         }
         if access_token is not None:
-            claims["ath"] = access_token_hash(access_token)
+            claims["ath"] = _access_token_hash(access_token)
         if nonce is not None:
             claims["nonce"] = nonce
         return jwt.encode(claims, self._key, algorithm=DPOP_ALGORITHM, headers={"typ": "dpop+jwt", "jwk": self.jwk})
@@ -86,16 +86,12 @@ class Nonces:
         self._by_origin: dict[str, str] = {}
 
     def get(self, url: httpx2.URL) -> str | None:
-        return self._by_origin.get(origin_of(url))
+        return self._by_origin.get(_origin_of(url))
 
-    def update(self, response: httpx2.Response) -> bool:
-        """Remember the nonce the answer gives, if any; True when it is a new one."""
-        nonce = response.headers.get("DPoP-Nonce")
-        origin = origin_of(response.request.url)
-        if not nonce or self._by_origin.get(origin) == nonce:
-            return False
-        self._by_origin[origin] = nonce
-        return True
+    def update(self, response: httpx2.Response) -> None:
+        """Remember the nonce the answer gives, if any."""
+        if nonce := response.headers.get("DPoP-Nonce"):
+            self._by_origin[_origin_of(response.request.url)] = nonce
 
 
 def _b64(data: bytes) -> str:

@@ -68,11 +68,18 @@ GRANT_TYPES: Final[dict[Flow, str]] = {
 }
 ID_JAG: Final = "urn:ietf:params:oauth:token-type:id-jag"
 """The token type of an identity assertion grant (SEP-990)."""
-ProofFor = Literal["token", "resource"] | None
-"""What a DPoP proof went with: a token request, the request being authorized, or nothing (no proof)."""
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Proof:
+    """The DPoP proof a request went with."""
+
+    to: Literal["token", "resource"]
+    """A token request, or the request being authorized."""
+    nonce: str | None
 
 
 class AuthorizationRequired(OAuthFlowError):
@@ -345,13 +352,13 @@ class _Observed(OAuthClientProvider):
                     if outgoing is not request:
                         outgoing.extensions[OAUTH_REQUEST] = True
                         await self._before_auth_request(outgoing)
-                    proved = self._prove(outgoing, request)
+                    proof = self._prove(outgoing, request)
                     response = yield outgoing
                     if self.dpop_key is not None:
-                        if await self._new_nonce_asked(response, proved):
-                            self._prove(outgoing, request)
+                        if await self._new_nonce_asked(response, proof):
+                            proof = self._prove(outgoing, request)
                             response = yield outgoing  # once: a second use_dpop_nonce goes to the flow as it is
-                        response = await self._dpop_answer(response, proved)
+                        response = await self._dpop_answer(response, proof)
                     if outgoing is request and not retried_401 and self._refresh_first(response):
                         retried_401 = True
                         break  # run the flow again: it refreshes before it resends
@@ -385,7 +392,7 @@ class _Observed(OAuthClientProvider):
             return
         request.headers["Authorization"] = f"DPoP {tokens.access_token}"  # RFC 9449 7.1
 
-    def _prove(self, outgoing: httpx2.Request, request: httpx2.Request) -> ProofFor:
+    def _prove(self, outgoing: httpx2.Request, request: httpx2.Request) -> _Proof | None:
         """Add a fresh DPoP proof to a token request, or to the request being authorized when it carries a DPoP
         token (with no token there is nothing bound to prove, and the first request of a connection has none)."""
         if self.dpop_key is None:
@@ -395,22 +402,25 @@ class _Observed(OAuthClientProvider):
             scheme, _, token = outgoing.headers.get("Authorization", "").partition(" ")
             if scheme != "DPoP":
                 return None
-            proved: ProofFor = "resource"
+            proof = _Proof("resource", self.nonces.get(outgoing.url))
         elif outgoing.method == "POST" and outgoing.url == httpx2.URL(self._get_token_endpoint()):
-            proved = "token"
+            proof = _Proof("token", self.nonces.get(outgoing.url))
         else:
             return None  # discovery and registration carry no token and get none
-        nonce = self.nonces.get(outgoing.url)
-        outgoing.headers["DPoP"] = self.dpop_key.proof(outgoing.method, outgoing.url, access_token=token, nonce=nonce)
-        return proved
+        outgoing.headers["DPoP"] = self.dpop_key.proof(
+            outgoing.method, outgoing.url, access_token=token, nonce=proof.nonce
+        )
+        return proof
 
-    async def _new_nonce_asked(self, response: httpx2.Response, proved: ProofFor) -> bool:
+    async def _new_nonce_asked(self, response: httpx2.Response, proof: _Proof | None) -> bool:
         """Remember the ``DPoP-Nonce`` of every answer (RFC 9449 8, 9); True when the answer refused the proof for
-        want of that nonce: a 400 ``use_dpop_nonce`` from the token endpoint, a 401 with a DPoP challenge saying
-        ``use_dpop_nonce`` from the server."""
-        if not self.nonces.update(response) or proved is None:
+        want of a nonce it now gives (another than the proof's): a 400 ``use_dpop_nonce`` from the token endpoint, a
+        401 with a DPoP challenge saying ``use_dpop_nonce`` from the server."""
+        self.nonces.update(response)
+        given = response.headers.get("DPoP-Nonce")
+        if proof is None or not given or given == proof.nonce:
             return False
-        if proved == "resource":
+        if proof.to == "resource":
             asked = response.status_code == 401 and extract_field_from_www_auth(response, "error") == "use_dpop_nonce"
         else:
             asked = response.status_code == 400 and _token_error(await _json(response)) == "use_dpop_nonce"
@@ -418,14 +428,14 @@ class _Observed(OAuthClientProvider):
             self._log.debug("server '{}': the server asks for a DPoP nonce; sending the proof again", self.server)
         return asked
 
-    async def _dpop_answer(self, response: httpx2.Response, proved: ProofFor) -> httpx2.Response:
+    async def _dpop_answer(self, response: httpx2.Response, proof: _Proof | None) -> httpx2.Response:
         """The answer to a proved request, as the SDK's flow is to see it, or why it ends the flow."""
         refused = response.status_code == 401 and extract_field_from_www_auth(response, "error") == "invalid_dpop_proof"
-        if proved == "resource" and refused:
+        if proof is not None and proof.to == "resource" and refused:
             described = extract_field_from_www_auth(response, "error_description") or ""
             why = f": {described}" if _DESCRIPTION.fullmatch(described) else ""
             raise OAuthFlowError(f"the server refused the DPoP proof (invalid_dpop_proof{why})")
-        if proved != "token" or response.status_code != 200:
+        if proof is None or proof.to != "token" or response.status_code != 200:
             return response
         body = await _json(response)
         token_type = body.get("token_type") if isinstance(body, dict) else None
