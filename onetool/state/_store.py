@@ -434,9 +434,10 @@ class StateStore:
 
         PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``), and first an advisory lock on the server's
         name, which holds also while there is no row yet (the first holder creates the record: a DPoP key that every
-        replica must share); SQLite's writing transaction (``BEGIN IMMEDIATE``) holds the whole file. Either waits at most ``wait`` seconds for another holder, then
-        raises StateError; a holder that died releases at once (its connection, or its file lock, goes with it).
-        What the body raises passes through untouched (it is no failure of the store), and nothing is written then.
+        replica must share); SQLite's writing transaction (``BEGIN IMMEDIATE``) holds the whole file. Either waits at
+        most ``wait`` seconds for another holder, then raises StateError; a holder that died releases at once (its
+        connection, or its file lock, goes with it). What the body raises passes through untouched (it is no failure
+        of the store), and nothing is written then.
         """
         doing = f"hold the OAuth record of '{server}'"
         passing = False

@@ -42,11 +42,12 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     status = onetool(tmp_path, "auth", "--status", "--config", config)
     assert status.returncode == 0
     assert re.search(
-        r"^fx\s+authorization_code\s+pending_authorization\s+-\s+-\s+-\s+authorization required: no stored tokens",
+        r"^fx\s+authorization_code\s+false\s+pending_authorization\s+-\s+-\s+-\s+"
+        r"authorization required: no stored tokens",
         status.stdout,
         re.M,
     )
-    assert re.search(r"^m2m\s+client_credentials\s+authenticated", status.stdout, re.M)
+    assert re.search(r"^m2m\s+client_credentials\s+false\s+authenticated", status.stdout, re.M)
 
     env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
     with auth_command(Path(config), "fx", env) as (url, proc):
@@ -60,7 +61,7 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     assert not (tmp_path / "state" / "oauth").exists()
 
     status = onetool(tmp_path, "auth", "status", "--config", config)
-    assert re.search(r"^fx\s+authorization_code\s+authenticated", status.stdout, re.M), status.stdout
+    assert re.search(r"^fx\s+authorization_code\s+false\s+authenticated", status.stdout, re.M), status.stdout
 
     snippet = (
         "[sorted((s['name'], s['oauth_status']) for s in proxy.list_servers()), fx.add(a=1, b=2), m2m.add(a=2, b=2)]"
