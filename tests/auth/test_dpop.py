@@ -21,9 +21,11 @@ import pytest
 from onetool.auth import FileTokenStore, ServerStorage
 from onetool.auth.dpop import DPoPKey
 from onetool.config import OAuthConfig, ServerConfig
+from onetool.errors import UpstreamUnavailable
 from onetool.state.paths import project_key
 from onetool.upstream import UpstreamPool
 from tests.auth.conftest import SharedStore
+from tests.auth.test_machine_grants import Keys, idp_token, keys  # noqa: F401 (fixture)
 from tests.gateways import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
 from tests.state.conftest import sqlite_execute
 from tests.upstream.test_oauth import TTL, OAuthServer, fetch, start_server  # noqa: F401 (fixture)
@@ -157,18 +159,57 @@ async def test_a_proof_the_server_refuses_is_named(
     assert "alg ES256 is not accepted" in status.error
 
 
+@pytest.mark.parametrize("grant", ["jwt_bearer", "token_exchange"])
+async def test_the_grants_of_a_presented_token_are_proved_too(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    keys: Keys,  # noqa: F811
+    tmp_path: Path,
+    grant: str,
+) -> None:
+    server = start_server("--dpop", "--idp-key", str(keys.client.parent / "idp.pub"))
+    token = tmp_path / "token.jwt"
+    token.write_text(idp_token(keys, server, "workload-1"))
+    presented = {"assertion_file": str(token)} if grant == "jwt_bearer" else {"subject_token_file": str(token)}
+    oauth = OAuthConfig(grant=grant, client_id="workload", issuer=server.base, dpop=True, **presented)  # type: ignore[arg-type]
+    config = ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+    async with UpstreamPool({"wl": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        assert (await pool.call("wl", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    stats = server.hook("stats")
+    assert stats[grant] == 1 and stats["dpop_nonce_challenge:token"] == 1 and stats["dpop_bound_request"] >= 1
+    record = await FileTokenStore(tmp_path / "oauth").load("wl")
+    assert record is not None and record.dpop_key is not None
+    assert server.hook("dpop-bound") == [DPoPKey(record.dpop_key).thumbprint]
+
+
+async def test_a_proof_the_mcp_server_refuses_fails_the_call_with_its_reason(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server("--dpop", "--ttl", "600")
+    oauth = OAuthConfig(client_id="cc-client", client_secret="cc-secret", issuer=server.base, dpop=True)
+    config = ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        assert (await pool.call("m2m", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+        server.hook("dpop-algs", "POST", "EdDSA")  # from now on it refuses our ES256 proofs
+        with pytest.raises(UpstreamUnavailable) as caught:
+            await pool.call("m2m", "add", {"a": 2, "b": 2})
+        status = pool.server_status("m2m")
+    assert "the server refused the DPoP proof (invalid_dpop_proof: alg ES256 is not accepted)" in str(caught.value)
+    assert status.oauth_status == "authentication_failed", status
+
+
 async def test_processes_sharing_a_token_store_share_one_key(shared: SharedStore) -> None:
     url = "https://mcp.example/mcp"
     a, b = ServerStorage(shared.a, "fx", url), ServerStorage(shared.b, "fx", url)
-    keys: list[str] = []
+    found: list[str] = []
 
     async def key_of(storage: ServerStorage) -> None:
-        keys.append(await storage.dpop_key(5.0))
+        found.append(await storage.dpop_key(5.0))
 
     async with anyio.create_task_group() as tg:  # two processes starting at once
         tg.start_soon(key_of, a)
         tg.start_soon(key_of, b)
-    assert keys[0] == keys[1] == await a.dpop_key(5.0)
+    assert found[0] == found[1] == await a.dpop_key(5.0)
     assert "dpop_key" not in repr(await b.record())  # never in a repr (a log record, a traceback)
     await shared.a.forget("fx")  # a logout forgets the key with the tokens: the next login binds to a new one
-    assert await a.dpop_key(5.0) != keys[0]
+    assert await a.dpop_key(5.0) != found[0]
