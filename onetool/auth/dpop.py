@@ -27,7 +27,8 @@ from jwt.algorithms import ECAlgorithm
 __all__ = ["DPOP_ALGORITHM", "DPoPKey", "Nonces", "new_key_pem"]
 
 DPOP_ALGORITHM: Final = "ES256"
-"""The JWS algorithm of the proofs: ECDSA on P-256, the one every DPoP server we know accepts, and small proofs."""
+"""The JWS algorithm of the proofs: ECDSA on P-256, the one RFC 9449's own examples use and authorization servers
+commonly list in ``dpop_signing_alg_values_supported``, with small keys and proofs."""
 
 
 def new_key_pem() -> str:
