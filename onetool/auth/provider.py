@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import httpx2
@@ -42,6 +42,7 @@ from mcp.shared.auth import (
 
 from onetool.auth.assertion import ClientAssertion, read_token_file
 from onetool.auth.choice import Flow
+from onetool.auth.dpop import DPoPKey, Nonces
 from onetool.auth.store import ServerStorage, StoredAuth
 from onetool.auth.traffic import OAUTH_REQUEST
 from onetool.config import OAuthConfig
@@ -70,6 +71,15 @@ ID_JAG: Final = "urn:ietf:params:oauth:token-type:id-jag"
 FLOW_RUNS: Final = 4
 """Runs of the SDK's flow for one request: one more after a 401 that a refresh may cure, and one more each time the
 token expired while the request waited for the SDK's lock (see :class:`_ExpiredMeanwhile`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Proof:
+    """The DPoP proof a request went with."""
+
+    to: Literal["token", "resource"]
+    """A token request, or the request being authorized."""
+    nonce: str | None
 
 
 class AuthorizationRequired(OAuthFlowError):
@@ -155,9 +165,21 @@ class _Observed(OAuthClientProvider):
     failure of that request names them (:meth:`take_step_up`)."""
     browser_step: bool = False
     _refreshing: anyio.Lock
+    dpop: bool
+    """``oauth.dpop``: tokens bound to :attr:`dpop_key` (RFC 9449), a proof on every token request and every request
+    that carries the token."""
+    dpop_key: DPoPKey | None
+    """The server's key, from its record (read at each :meth:`_initialize`); None without DPoP."""
+    nonces: Nonces
 
     def _setup(
-        self, server: str, storage: ServerStorage, interaction: Interaction | None, signer: ClientAssertion | None
+        self,
+        server: str,
+        storage: ServerStorage,
+        interaction: Interaction | None,
+        signer: ClientAssertion | None,
+        *,
+        dpop: bool,
     ) -> None:
         context = _SigningContext(**{f.name: getattr(self.context, f.name) for f in dataclasses.fields(self.context)})
         context.signer = signer
@@ -170,6 +192,9 @@ class _Observed(OAuthClientProvider):
         self.asked_scope = context.client_metadata.scope
         self.step_up = None
         self._refreshing = anyio.Lock()
+        self.dpop = dpop
+        self.dpop_key = None
+        self.nonces = Nonces()
 
     @property
     def _log(self) -> Any:
@@ -205,6 +230,14 @@ class _Observed(OAuthClientProvider):
             self.asked_scope = union_scopes(self.asked_scope, record.wanted_scope)
         if self.fixed_client is not None:
             self.context.client_info = self.fixed_client
+        if self.dpop:
+            # after the one read above: creating the key holds the record, which would end that read
+            self._use_key(await self.storage.dpop_key(HOLD_WAIT))
+
+    def _use_key(self, pem: str | None) -> None:
+        """Prove with the record's key; a new one when the record was created again (a logout, then a login)."""
+        if pem is not None and (self.dpop_key is None or self.dpop_key.pem != pem):
+            self.dpop_key = DPoPKey(pem)
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow, after this class's refresh when the token needs one."""
@@ -266,6 +299,7 @@ class _Observed(OAuthClientProvider):
         self._log.debug("server '{}': using the OAuth tokens another process stored", self.server)
         self.context.current_tokens = stored.tokens
         self.context.token_expiry_time = stored.expires_at
+        self._use_key(stored.dpop_key)  # its tokens are bound to the record's key
 
     async def _refused(self, response: httpx2.Response, sent: OAuthToken) -> None:
         """The token endpoint did not refresh. If the store now holds other tokens, another process spent the refresh
@@ -318,7 +352,13 @@ class _Observed(OAuthClientProvider):
                     if outgoing is not request:
                         outgoing.extensions[OAUTH_REQUEST] = True
                         await self._before_auth_request(outgoing)
+                    proof = self._prove(outgoing, request)
                     response = yield outgoing
+                    if self.dpop_key is not None:
+                        if await self._new_nonce_asked(response, proof):
+                            proof = self._prove(outgoing, request)
+                            response = yield outgoing  # once: a second use_dpop_nonce goes to the flow as it is
+                        response = await self._dpop_answer(response, proof)
                     if outgoing is request and not retried_401 and self._refresh_first(response):
                         retried_401 = True
                         break  # run the flow again: it refreshes before it resends
@@ -344,6 +384,74 @@ class _Observed(OAuthClientProvider):
                 raise
             finally:
                 await flow.aclose()
+
+    def _add_auth_header(self, request: httpx2.Request) -> None:
+        tokens = self.context.current_tokens
+        if self.dpop_key is None or tokens is None:
+            super()._add_auth_header(request)
+            return
+        request.headers["Authorization"] = f"DPoP {tokens.access_token}"  # RFC 9449 7.1
+
+    def _prove(self, outgoing: httpx2.Request, request: httpx2.Request) -> _Proof | None:
+        """Add a fresh DPoP proof to a token request, or to the request being authorized when it carries a DPoP
+        token (with no token there is nothing bound to prove, and the first request of a connection has none)."""
+        if self.dpop_key is None:
+            return None
+        token: str | None = None
+        if outgoing is request:
+            scheme, _, token = outgoing.headers.get("Authorization", "").partition(" ")
+            if scheme != "DPoP":
+                return None
+            proof = _Proof("resource", self.nonces.get(outgoing.url))
+        elif outgoing.method == "POST" and outgoing.url == httpx2.URL(self._get_token_endpoint()):
+            proof = _Proof("token", self.nonces.get(outgoing.url))
+        else:
+            return None  # discovery and registration carry no token and get none
+        outgoing.headers["DPoP"] = self.dpop_key.proof(
+            outgoing.method, outgoing.url, access_token=token, nonce=proof.nonce
+        )
+        return proof
+
+    async def _new_nonce_asked(self, response: httpx2.Response, proof: _Proof | None) -> bool:
+        """Remember the ``DPoP-Nonce`` of every answer (RFC 9449 8, 9); True when the answer refused the proof for
+        want of a nonce it now gives (another than the proof's): a 400 ``use_dpop_nonce`` from the token endpoint, a
+        401 with a DPoP challenge saying ``use_dpop_nonce`` from the server."""
+        self.nonces.update(response)
+        given = response.headers.get("DPoP-Nonce")
+        if proof is None or not given or given == proof.nonce:
+            return False
+        if proof.to == "resource":
+            asked = response.status_code == 401 and extract_field_from_www_auth(response, "error") == "use_dpop_nonce"
+        else:
+            asked = response.status_code == 400 and _token_error(await _json(response)) == "use_dpop_nonce"
+        if asked:
+            self._log.debug("server '{}': the server asks for a DPoP nonce; sending the proof again", self.server)
+        return asked
+
+    async def _dpop_answer(self, response: httpx2.Response, proof: _Proof | None) -> httpx2.Response:
+        """The answer to a proved request, as the SDK's flow is to see it, or why it ends the flow."""
+        refused = response.status_code == 401 and extract_field_from_www_auth(response, "error") == "invalid_dpop_proof"
+        if proof is not None and proof.to == "resource" and refused:
+            described = extract_field_from_www_auth(response, "error_description") or ""
+            why = f": {described}" if _DESCRIPTION.fullmatch(described) else ""
+            raise OAuthFlowError(f"the server refused the DPoP proof (invalid_dpop_proof{why})")
+        if proof is None or proof.to != "token" or response.status_code != 200:
+            return response
+        body = await _json(response)
+        token_type = body.get("token_type") if isinstance(body, dict) else None
+        if not isinstance(token_type, str) or token_type.lower() != "dpop":
+            # RFC 9449 5 lets the authorization server answer with a Bearer token, and the client choose: "discard
+            # the response ... if this protection is deemed important". It is: the operator asked for it with
+            # dpop: true, and a token that is not bound is usable by whoever reads it from the token store or the
+            # wire, so accepting one would let a misconfigured (or downgrading) authorization server turn the
+            # protection off without anyone noticing.
+            raise OAuthFlowError(
+                f"the authorization server issued a token of type {_token_type(token_type)}, not DPoP, although"
+                f" servers.{self.server}.oauth.dpop is true; the token was not used (RFC 9449 5)"
+            )
+        # The SDK's OAuthToken knows token_type Bearer only (mcp 2.3). Under dpop every token kept is a DPoP one (a
+        # Bearer one is refused above), so the type need not be kept: the SDK reads this copy, typed Bearer.
+        return httpx2.Response(200, json={**body, "token_type": "Bearer"}, request=response.request)
 
     async def _needs_step_up(self, response: httpx2.Response) -> None:
         """Keep the union of the scopes asked and granted so far and those the 403 names, for the next
@@ -559,7 +667,7 @@ def build_provider(
         provider = OAuthProvider(url, metadata, storage)
         provider.context.redirect_handler = provider._redirect
         provider.context.callback_handler = provider._callback
-    provider._setup(server, storage, interaction if flow == "authorization_code" else None, signer)
+    provider._setup(server, storage, interaction if flow == "authorization_code" else None, signer, dpop=oauth.dpop)
     if oauth.client_id is not None:
         provider.fixed_client = OAuthClientInformationFull(
             client_id=oauth.client_id,
@@ -570,6 +678,23 @@ def build_provider(
             scope=scope,
         )
     return provider
+
+
+async def _json(response: httpx2.Response) -> Any:
+    await response.aread()
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _token_error(body: Any) -> Any:
+    return body.get("error") if isinstance(body, dict) else None
+
+
+def _token_type(value: object) -> str:
+    """A token_type to quote: the server's words when they are a plausible type name."""
+    return f"'{value}'" if isinstance(value, str) and _ERROR_CODE.fullmatch(value) else "(none)"
 
 
 def _insufficient_scope(response: httpx2.Response) -> bool:

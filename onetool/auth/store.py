@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import anyio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from onetool.config import OAuthConfig, to_identifier
 from onetool.errors import StateError
@@ -70,6 +70,9 @@ class StoredAuth(BaseModel):
     wanted_scope: str | None = None
     """The scopes a server asked for (403 ``insufficient_scope``) that only the browser step can grant: the next
     authorization asks for them. Gone once tokens granting them are stored."""
+    dpop_key: str | None = Field(default=None, repr=False)
+    """The private key (PEM) the server's tokens are bound to (``oauth.dpop``, RFC 9449): kept for as long as the
+    record, so every process sharing it proves with the same key (see :meth:`ServerStorage.dpop_key`)."""
 
 
 class HeldRecord(Protocol):
@@ -407,6 +410,21 @@ class ServerStorage:
         record = await self.record()
         if record.wanted_scope != scope:
             await self._save(record.model_copy(update={"wanted_scope": scope}))
+
+    async def dpop_key(self, wait: float) -> str:
+        """The record's DPoP key; the first process to ask creates it, holding the record (:meth:`held`), so
+        replicas starting together agree on one key."""
+        record = await self.record()
+        if record.dpop_key is not None:
+            return record.dpop_key
+        from onetool.auth.dpop import new_key_pem  # lazy: cryptography only for DPoP servers
+
+        async with self.held(wait) as stored:
+            if stored.dpop_key is None:
+                stored = stored.model_copy(update={"dpop_key": new_key_pem()})
+                await self._save(stored)
+            assert stored.dpop_key is not None
+            return stored.dpop_key
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self.record()).client

@@ -95,8 +95,9 @@ def _show_authorization_url(name: str, url: str, browser: bool) -> None:
 
 
 def _auth_status(config: Config, servers: dict[str, Any]) -> int:
-    """Per OAuth server: its grant, its oauth_status after a connect attempt, the scopes granted, when the access
-    token expires and was last refreshed, and what is wrong. Never a token, a secret or a key."""
+    """Per OAuth server: its grant, whether its tokens are DPoP-bound, its oauth_status after a connect attempt, the
+    scopes granted, when the access token expires and was last refreshed, and what is wrong. Never a token, a secret
+    or a key."""
     import anyio
 
     from onetool.auth import ServerStorage, StateTokenStore, resolve_flow
@@ -114,7 +115,7 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
             enabled = {n: s for n, s in servers.items() if s.enabled}
             async with UpstreamPool(enabled, token_store=tokens) as pool:
                 connected = {s.name: s for s in pool.status()}
-            table = [("NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR")]
+            table = [("NAME", "GRANT", "DPOP", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR")]
             for name, server in servers.items():
                 url = server.url or ""
                 record = await ServerStorage(store_for(name, server.oauth, url, tokens), name, url).record()
@@ -127,6 +128,7 @@ def _auth_status(config: Config, servers: dict[str, Any]) -> int:
                     (
                         name,
                         resolve_flow(name, server.oauth),
+                        "true" if server.oauth.dpop else "false",
                         (status.oauth_status if status is not None else None) or "disabled",
                         (record.tokens.scope if record.tokens is not None else None) or "-",
                         _when(record.expires_at) if granted else "-",

@@ -158,6 +158,11 @@ class OAuthConfig(_Strict):
         default="state",
         description="where its tokens live: the state store (shared by replicas), or the OS keyring of this user",
     )
+    dpop: bool = Field(
+        default=False,
+        description="bind its tokens to a key of OneTool's (RFC 9449 DPoP): a proof with every token request and"
+        " every request to the server",
+    )
 
     @property
     def has_private_key(self) -> bool:

@@ -432,10 +432,12 @@ class StateStore:
         writer of it, in any process, waits meanwhile. For a token refresh, which must not spend a single-use
         refresh token twice (replicas).
 
-        PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``); SQLite's writing transaction
-        (``BEGIN IMMEDIATE``) holds the whole file. Either waits at most ``wait`` seconds for another holder, then
-        raises StateError; a holder that died releases at once (its connection, or its file lock, goes with it).
-        What the body raises passes through untouched (it is no failure of the store), and nothing is written then.
+        PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``), and first an advisory lock on the server's
+        name, which holds also while there is no row yet (the first holder creates the record: a DPoP key that every
+        replica must share); SQLite's writing transaction (``BEGIN IMMEDIATE``) holds the whole file. Either waits at
+        most ``wait`` seconds for another holder, then raises StateError; a holder that died releases at once (its
+        connection, or its file lock, goes with it). What the body raises passes through untouched (it is no failure
+        of the store), and nothing is written then.
         """
         doing = f"hold the OAuth record of '{server}'"
         passing = False
@@ -444,6 +446,7 @@ class StateStore:
                 if conn.dialect.name == "postgresql":
                     # this transaction's own wait: a holder keeps the row for a whole token request
                     await conn.execute(select(func.set_config("lock_timeout", f"{int(wait * 1000)}ms", True)))
+                    await conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"onetool.oauth:{server}"))))
                 held = HeldOAuthRecord(conn, server, self._target)
                 await held.read()  # on PostgreSQL, this takes the row lock
                 try:

@@ -42,11 +42,12 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     status = onetool(tmp_path, "auth", "--status", "--config", config)
     assert status.returncode == 0
     assert re.search(
-        r"^fx\s+authorization_code\s+pending_authorization\s+-\s+-\s+-\s+authorization required: no stored tokens",
+        r"^fx\s+authorization_code\s+false\s+pending_authorization\s+-\s+-\s+-\s+"
+        r"authorization required: no stored tokens",
         status.stdout,
         re.M,
     )
-    assert re.search(r"^m2m\s+client_credentials\s+authenticated", status.stdout, re.M)
+    assert re.search(r"^m2m\s+client_credentials\s+false\s+authenticated", status.stdout, re.M)
 
     env = {**os.environ, "ONETOOL_STATE_DIR": str(tmp_path / "state")}
     with auth_command(Path(config), "fx", env) as (url, proc):
@@ -60,7 +61,7 @@ def test_auth_status_logout_and_a_snippet(start_server: Callable[..., OAuthServe
     assert not (tmp_path / "state" / "oauth").exists()
 
     status = onetool(tmp_path, "auth", "status", "--config", config)
-    assert re.search(r"^fx\s+authorization_code\s+authenticated", status.stdout, re.M), status.stdout
+    assert re.search(r"^fx\s+authorization_code\s+false\s+authenticated", status.stdout, re.M), status.stdout
 
     snippet = (
         "[sorted((s['name'], s['oauth_status']) for s in proxy.list_servers()), fx.add(a=1, b=2), m2m.add(a=2, b=2)]"
@@ -117,14 +118,16 @@ def test_auth_status_shows_grant_scopes_expiry_last_refresh_and_error_without_se
 
     status = onetool(tmp_path, "auth", "status", "--config", config)
     lines = status.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "GRANT", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR"]
+    assert lines[0].split() == ["NAME", "GRANT", "DPOP", "OAUTH", "SCOPES", "EXPIRES", "REFRESHED", "ERROR"]
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
     rows = {line.split()[0]: line for line in lines[1:]}
-    assert re.fullmatch(rf"fx\s+authorization_code\s+authenticated\s+mcp\s+{when}\s+{when}", rows["fx"]), rows["fx"]
-    assert re.fullmatch(rf"m2m\s+client_credentials\s+authenticated\s+mcp\s+{when}\s+never", rows["m2m"]), rows
+    assert re.fullmatch(rf"fx\s+authorization_code\s+false\s+authenticated\s+mcp\s+{when}\s+{when}", rows["fx"]), rows[
+        "fx"
+    ]
+    assert re.fullmatch(rf"m2m\s+client_credentials\s+false\s+authenticated\s+mcp\s+{when}\s+never", rows["m2m"]), rows
     missing = tmp_path / "missing.jwt"
     assert re.fullmatch(
-        r"wl\s+jwt_bearer\s+authentication_failed\s+-\s+-\s+-\s+OAuth authentication failed: "
+        r"wl\s+jwt_bearer\s+false\s+authentication_failed\s+-\s+-\s+-\s+OAuth authentication failed: "
         r"servers\.wl\.oauth\.assertion_file cannot be read \(No such file or directory\)"
         rf" \({re.escape(str(missing))}\) - check servers\.wl\.oauth",
         rows["wl"],

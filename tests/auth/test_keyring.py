@@ -66,7 +66,8 @@ async def test_tokens_in_the_os_keyring_across_a_restart_a_refresh_status_and_lo
 
     status = onetool("auth", "status")
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
-    assert re.search(rf"^fx\s+authorization_code\s+authenticated\s+-\s+{when}\s+{when}", status.stdout, re.M), status
+    row = rf"^fx\s+authorization_code\s+false\s+authenticated\s+-\s+{when}\s+{when}"
+    assert re.search(row, status.stdout, re.M), status
     logout = onetool("auth", "fx", "--logout")
     assert logout.stdout == "server 'fx': tokens and client registration forgotten\n", logout
     assert keyring_entry(keyring_file, "fx", server.url) is None

@@ -55,8 +55,8 @@ class OAuthServer:
         self.base = f"http://127.0.0.1:{port}"
         self.url = f"{self.base}/mcp"
 
-    def hook(self, path: str, method: str = "GET") -> Any:
-        return httpx2.request(method, f"{self.base}/fixture/{path}").json()
+    def hook(self, path: str, method: str = "GET", body: str | None = None) -> Any:
+        return httpx2.request(method, f"{self.base}/fixture/{path}", content=body).json()
 
 
 @contextmanager

@@ -1,0 +1,215 @@
+"""DPoP (RFC 9449, ``oauth.dpop: true``) against the OAuth fixture in its ``--dpop`` mode, which verifies every proof
+for real (signature with its jwk, htm/htu, ath, jti replay, its nonce) and binds each token to the proof's key
+(``cnf.jkt``): through a real `onetool serve` gateway with the authorization code (and a refresh) and with client
+credentials, the nonce asked for by the token endpoint and by the MCP server, the key shared by every process on the
+token store, and the clear failures: a Bearer token where DPoP was asked, a proof the server refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from onetool.auth import FileTokenStore, ServerStorage
+from onetool.auth.dpop import DPoPKey
+from onetool.config import OAuthConfig, ServerConfig
+from onetool.errors import UpstreamUnavailable
+from onetool.state.paths import project_key
+from onetool.upstream import UpstreamPool
+from tests.auth.conftest import SharedStore
+from tests.auth.test_machine_grants import Keys, idp_token, keys  # noqa: F401 (fixture)
+from tests.gateways import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
+from tests.state.conftest import sqlite_execute
+from tests.upstream.test_oauth import TTL, OAuthServer, fetch, start_server  # noqa: F401 (fixture)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], ServedGateway]]:
+    started: list[ServedGateway] = []
+
+    def start(config: dict[str, Any]) -> ServedGateway:
+        started.append(start_http_gateway(tmp_path, config, f"gw-{uuid.uuid4().hex}"))
+        return started[-1]
+
+    yield start
+    for served in started:
+        stop(served.proc)
+
+
+def stored_key(home: Path, server: str) -> str:
+    """The DPoP key in the server's record of the gateway's state store."""
+    db = Path(os.environ["ONETOOL_STATE_DIR"]) / "projects" / project_key(home / "onetool.yaml") / "onetool.db"
+    rows = sqlite_execute(db, f"SELECT record FROM oauth_tokens WHERE server = '{server}'")
+    key = json.loads(str(rows[0][0]))["dpop_key"]
+    assert isinstance(key, str)
+    return key
+
+
+def assert_no_secret_in(text: str, server: OAuthServer, key: str) -> None:
+    assert [s for s in server.hook("secrets") if s in text] == []
+    assert [line for line in key.splitlines()[1:-1] if line in text] == []  # no line of the private key
+
+
+async def test_authorization_code_nonce_binding_and_refresh_through_the_gateway(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    serve: Callable[[dict[str, Any]], ServedGateway],
+    tmp_path: Path,
+) -> None:
+    server = start_server("--dpop")
+    served = serve({"servers": {"fx": {"url": server.url, "oauth": {"dpop": True}, "connect_timeout": 5}}})
+    with auth_command(tmp_path / "onetool.yaml", "fx", {**os.environ, "LOG_LEVEL": "WARNING"}) as (url, proc):
+        page = fetch(url)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and page.status_code == 200, (out, err)
+    assert text_of(await served.run("fx.add(a=1, b=2)")) == "3"
+    before = server.hook("stats")
+    assert before["authorization_code"] == 1 and before["dpop_nonce_challenge:token"] >= 1  # the code exchange's
+    assert before["dpop_bound_request"] >= 1 and "dpop_replay" not in before
+
+    await anyio.sleep(TTL + 0.5)  # expired: the refresh is proved with the key its refresh token is bound to
+    server.hook("dpop-nonce", "POST")  # with a nonce it does not know yet: one retry, wherever it meets it first
+    assert text_of(await served.run("fx.add(a=2, b=2)")) == "4"
+    after = server.hook("stats")
+    assert after["refresh_token"] == 1 and "refused_bound_refresh" not in after and "refused_refresh" not in after
+    challenges = ("dpop_nonce_challenge:token", "dpop_nonce_challenge:resource")
+    assert sum(after.get(c, 0) - before.get(c, 0) for c in challenges) == 1
+
+    key = stored_key(tmp_path, "fx")
+    assert server.hook("dpop-bound") == [DPoPKey(key).thumbprint]  # every token bound to the record's key
+    stop(served.proc)
+    assert_no_secret_in(served.log.read_text(), server, key)
+
+
+async def test_client_credentials_through_the_gateway_and_auth_status(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    serve: Callable[[dict[str, Any]], ServedGateway],
+    tmp_path: Path,
+) -> None:
+    server = start_server("--dpop", "--ttl", "600")  # no expiry: each nonce challenge below is the only one
+    oauth = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": server.base, "dpop": True}
+    served = serve({"servers": {"m2m": {"url": server.url, "oauth": oauth, "connect_timeout": 5}}})
+    assert text_of(await served.run("m2m.add(a=20, b=22)")) == "42"
+    stats = server.hook("stats")
+    assert stats["client_credentials"] == 1 and stats["dpop_nonce_challenge:token"] == 1
+    assert "dpop_nonce_challenge:resource" not in stats  # the token endpoint's nonce served the MCP server too
+
+    server.hook("dpop-nonce", "POST")  # a new nonce: the MCP server asks for it, and the call is sent again
+    assert text_of(await served.run("m2m.add(a=1, b=1)")) == "2"
+    stats = server.hook("stats")
+    assert stats["dpop_nonce_challenge:resource"] == 1 and stats["client_credentials"] == 1  # no new grant
+    key = stored_key(tmp_path, "m2m")
+    assert server.hook("dpop-bound") == [DPoPKey(key).thumbprint]
+    stop(served.proc)
+
+    config = str(tmp_path / "onetool.yaml")
+    status = subprocess.run(
+        [ONETOOL, "auth", "status", "--config", config], capture_output=True, text=True, timeout=60, check=False
+    )
+    rows = status.stdout.splitlines()
+    assert rows[0].split()[:3] == ["NAME", "GRANT", "DPOP"]
+    assert re.match(r"m2m\s+client_credentials\s+true\s+authenticated\s", rows[1]), rows
+    assert_no_secret_in(served.log.read_text() + status.stdout + status.stderr, server, key)
+
+
+async def test_a_bearer_token_is_refused_when_dpop_is_asked(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server()  # no --dpop: it answers token_type Bearer
+    oauth: dict[str, Any] = {
+        "client_id": "cc-client",
+        "client_secret": "cc-secret",
+        "issuer": server.base,
+        "dpop": True,
+    }
+    config = ServerConfig(url=server.url, oauth=OAuthConfig(**oauth), connect_timeout=5)
+    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        status = pool.server_status("m2m")
+    assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
+    assert status.error == (
+        "OAuth authentication failed: the authorization server issued a token of type 'Bearer', not DPoP, although"
+        " servers.m2m.oauth.dpop is true; the token was not used (RFC 9449 5)"
+    )
+
+
+async def test_a_proof_the_server_refuses_is_named(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server("--dpop", "--dpop-algs", "EdDSA")  # it refuses our ES256 proofs
+    oauth: dict[str, Any] = {
+        "client_id": "cc-client",
+        "client_secret": "cc-secret",
+        "issuer": server.base,
+        "dpop": True,
+    }
+    config = ServerConfig(url=server.url, oauth=OAuthConfig(**oauth), connect_timeout=5)
+    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        status = pool.server_status("m2m")
+    assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
+    assert status.error is not None and "invalid_dpop_proof" in status.error, status.error
+    assert "alg ES256 is not accepted" in status.error
+
+
+@pytest.mark.parametrize("grant", ["jwt_bearer", "token_exchange"])
+async def test_the_grants_of_a_presented_token_are_proved_too(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    keys: Keys,  # noqa: F811
+    tmp_path: Path,
+    grant: str,
+) -> None:
+    server = start_server("--dpop", "--idp-key", str(keys.client.parent / "idp.pub"))
+    token = tmp_path / "token.jwt"
+    token.write_text(idp_token(keys, server, "workload-1"))
+    presented = {"assertion_file": str(token)} if grant == "jwt_bearer" else {"subject_token_file": str(token)}
+    oauth = OAuthConfig(grant=grant, client_id="workload", issuer=server.base, dpop=True, **presented)  # type: ignore[arg-type]
+    config = ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+    async with UpstreamPool({"wl": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        assert (await pool.call("wl", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    stats = server.hook("stats")
+    assert stats[grant] == 1 and stats["dpop_nonce_challenge:token"] == 1 and stats["dpop_bound_request"] >= 1
+    record = await FileTokenStore(tmp_path / "oauth").load("wl")
+    assert record is not None and record.dpop_key is not None
+    assert server.hook("dpop-bound") == [DPoPKey(record.dpop_key).thumbprint]
+
+
+async def test_a_proof_the_mcp_server_refuses_fails_the_call_with_its_reason(
+    start_server: Callable[..., OAuthServer],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = start_server("--dpop", "--ttl", "600")
+    oauth = OAuthConfig(client_id="cc-client", client_secret="cc-secret", issuer=server.base, dpop=True)
+    config = ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        assert (await pool.call("m2m", "add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+        server.hook("dpop-algs", "POST", "EdDSA")  # from now on it refuses our ES256 proofs
+        with pytest.raises(UpstreamUnavailable) as caught:
+            await pool.call("m2m", "add", {"a": 2, "b": 2})
+        status = pool.server_status("m2m")
+    assert "the server refused the DPoP proof (invalid_dpop_proof: alg ES256 is not accepted)" in str(caught.value)
+    assert status.oauth_status == "authentication_failed", status
+
+
+async def test_processes_sharing_a_token_store_share_one_key(shared: SharedStore) -> None:
+    url = "https://mcp.example/mcp"
+    a, b = ServerStorage(shared.a, "fx", url), ServerStorage(shared.b, "fx", url)
+    found: list[str] = []
+
+    async def key_of(storage: ServerStorage) -> None:
+        found.append(await storage.dpop_key(5.0))
+
+    async with anyio.create_task_group() as tg:  # two processes starting at once
+        tg.start_soon(key_of, a)
+        tg.start_soon(key_of, b)
+    assert found[0] == found[1] == await a.dpop_key(5.0)
+    assert "dpop_key" not in repr(await b.record())  # never in a repr (a log record, a traceback)
+    await shared.a.forget("fx")  # a logout forgets the key with the tokens: the next login binds to a new one
+    assert await a.dpop_key(5.0) != found[0]
