@@ -60,7 +60,6 @@ NOT_APPLICABLE_SERVER = {
 EXPLAINED_CLIENT = {
     "auth/2025-03-26-oauth-metadata-backcompat": "its metadata at the origin names issuer <origin>/oauth: RFC 8414"
     " 3.3 forbids using it, and the mcp SDK refuses it (python-sdk#3398, as the TypeScript and Ruby SDKs do)",
-    "elicitation-sep1034-client-defaults": "OneTool's upstream connections offer no elicitation (no user to ask)",
 }
 """Why a client scenario fails, where the cause is known; shown only when it fails."""
 ARGUMENTS = {"add_numbers": {"a": 2, "b": 3}}

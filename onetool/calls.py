@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from onetool.config import Config
     from onetool.upstream import UpstreamPool
     from onetool.upstream.connection import ProgressCallback
+    from onetool.upstream.elicit import Elicit
 
 __all__ = ["OFF_LOOP_FROM", "REGISTRY_CATCH_UP", "Calls", "PackContext", "shaped", "value_size"]
 
@@ -120,12 +121,14 @@ class Calls:
         *,
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
+        on_elicit: Elicit | None = None,
     ) -> Any:
         """Call ``target`` with a snippet's arguments: its plain JSON-able value, or a ModelError (an upstream's
         ``isError`` result is a ToolFailed). ``label`` names the call in argument errors (default: the tool's
         signature)."""
         if isinstance(target, UpstreamTool):
-            return target.value(await self.result(target, args, kwargs, label=label, on_progress=on_progress))
+            result = await self.result(target, args, kwargs, label=label, on_progress=on_progress, on_elicit=on_elicit)
+            return target.value(result)
         if not isinstance(target, LocalTool):
             raise TypeError(f"not a tool the gateway can call: {target!r}")
         try:
@@ -144,12 +147,15 @@ class Calls:
         *,
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
+        on_elicit: Elicit | None = None,
     ) -> types.CallToolResult:
         """Call the upstream tool ``target``: its result as the upstream sent it (``isError`` included)."""
         label = label or target.signature
         bound = await target.schema.bind(label, args, kwargs)
         try:
-            return await self.pool.call(target.server, target.remote_name, bound, on_progress=on_progress)
+            return await self.pool.call(
+                target.server, target.remote_name, bound, on_progress=on_progress, on_elicit=on_elicit
+            )
         except ModelError:
             raise
         except Exception as e:  # a failure of no kind the pool knows: its traceback is on the call's log record

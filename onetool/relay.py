@@ -9,7 +9,8 @@ even when the snippet's own reports and several upstream calls interleave: a rep
 dropped, and numbers are passed on as they came (3 of 3, never 3.0000000000000004 of None). The latest report the
 rate held back, unless a later one went out, is sent before the run's result: the last step is never lost. A run
 receives the log messages of each upstream it has called, from its first call there until the run ends, at or
-above the client's level.
+above the client's level. What an upstream asks the user during one of the run's calls (elicitation) is a
+question to the client, which answers it or cannot (upstream/elicit.py); the snippet never sees it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class RunClient(Protocol):
 
     async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None: ...
 
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
+        """Ask the client's user what an upstream asks, as the upstream asked it: the answer, or None when this
+        client cannot be asked."""
+        ...
+
 
 class ProgressClient:
     """A :class:`RunClient` that takes only the run's progress, handing each report to ``report`` (``onetool run``'s
@@ -75,6 +81,10 @@ class ProgressClient:
 
     async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None:
         """Never called: it wants no log messages."""
+
+    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
+        """Nobody to ask: a terminal's progress line, an NDJSON stream."""
+        return None
 
 
 Report = Callable[[], Awaitable[None]]

@@ -24,6 +24,7 @@ from onetool.registry import Registry, Tool, UpstreamTool
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.runlog import RunLog, RunRecord
+from onetool.upstream.elicit import Elicit
 from sandbox import Limits, RunResult, Sandbox
 
 __all__ = ["Runs"]
@@ -72,7 +73,7 @@ class Runs:
         if client is not None and (client.wants_progress or client.wants_log("emergency")):
             relay = Relay(client, self.calls.pool, self.tasks)
         async with relay or nullcontext():
-            outcome = await self._sandboxed(code, registry, media, relay)
+            outcome = await self._sandboxed(code, registry, media, relay, client)
         span.add(calls=outcome.calls)
         if outcome.error is not None:
             span.add(status="FAILED", **error_span_fields(outcome.error))
@@ -86,13 +87,16 @@ class Runs:
             media_keys=media,
         )
 
-    async def _sandboxed(self, code: str, registry: Registry, media: set[str], relay: Relay | None) -> RunResult:
+    async def _sandboxed(
+        self, code: str, registry: Registry, media: set[str], relay: Relay | None, client: RunClient | None
+    ) -> RunResult:
         try:
             return await self.sandbox.run(
                 code,
                 packs=registry.tool_names,
                 limits=self.limits,
-                on_call=partial(self._on_call, media, relay),
+                # What an upstream asks during a call goes to the run's client, never to the snippet.
+                on_call=partial(self._on_call, media, relay, None if client is None else client.elicit),
                 on_progress=None if relay is None else relay.snippet_progress,
                 on_sites=partial(check_sites, registry=registry, code=code),
             )
@@ -101,7 +105,14 @@ class Runs:
             return RunResult(None, "", Verdict.INTERNAL.error(f"the sandbox failed: {type(e).__name__}"), 0, 0)
 
     async def _on_call(
-        self, media: set[str], relay: Relay | None, pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]
+        self,
+        media: set[str],
+        relay: Relay | None,
+        elicit: Elicit | None,
+        pack: str,
+        tool: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
     ) -> Any:
         """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
         calls = self.calls
@@ -116,7 +127,7 @@ class Runs:
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
-            value = await calls.value(target, args, kwargs, on_progress=progress)
+            value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit)
         except ModelError as e:
             raise e.snippet_type(str(e)) from None
         media.update(returned_media(value))

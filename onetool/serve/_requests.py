@@ -5,7 +5,8 @@ progress and upstream log messages (:class:`RequestClient`), the log level each 
 Progress goes to a client whose request carried a progress token. Log messages go as ``notifications/message``
 at the level the client asked for: a handshake-era client with ``logging/setLevel`` (default: warning), a
 2026-era client with the ``io.modelcontextprotocol/logLevel`` key of the request's ``_meta`` (default, as that
-era's spec says: none). Both ride the call's own request.
+era's spec says: none). Both ride the call's own request, and so does an upstream's elicitation, relayed as the
+upstream sent it to a handshake-era client that declared the elicitation capability for its mode.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ from typing import Any, Final, get_args
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     LOG_LEVEL_META_KEY,
     CallToolResult,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
     EmptyResult,
     LoggingLevel,
     LoggingMessageNotification,
@@ -58,6 +64,20 @@ class RequestClient:
         await self._ctx.session.send_notification(
             LoggingMessageNotification(params=params), related_request_id=self._ctx.request_id
         )
+
+    async def elicit(self, params: ElicitRequestParams) -> ElicitResult | None:
+        declared = self._ctx.session.client_capabilities
+        able = declared.elicitation if declared is not None else None
+        # An empty elicitation capability means form mode (as it did before URL mode existed).
+        if able is None or (able.url is None if params.mode == "url" else able.form is None and able.url is not None):
+            return None
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        try:
+            return await self._ctx.session.send_request(ElicitRequest(params=params), ElicitResult, metadata=metadata)
+        except NoBackChannelError:  # a 2026-era client: no server-to-client requests
+            return None
+        except MCPError:  # the client failed to ask; its user made no choice
+            return ElicitResult(action="cancel")
 
 
 class LogLevels:

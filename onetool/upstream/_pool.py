@@ -22,6 +22,7 @@ from onetool.logs import LogSpan
 from onetool.upstream._session import collect_pages
 from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
+from onetool.upstream.elicit import Elicit
 from onetool.upstream.status import ServerState, ServerStatus
 
 T = TypeVar("T")
@@ -169,19 +170,20 @@ class UpstreamPool:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        on_elicit: Elicit | None = None,
     ) -> types.CallToolResult:
         """Call ``tool`` (the upstream's own name) on ``server`` (the configured name).
 
         Awaited in the caller's task, so the caller's contextvars are on the log record.
         An ``is_error`` result is returned, and logged as FAILED. ``on_progress`` gets the upstream's
-        progress reports for this call.
+        progress reports for this call; ``on_elicit`` asks the call's client what the upstream asks its user.
         """
         span = LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0)
         try:
             with span:
                 conn = self._connection(server, tool)
                 timeout = conn.config.timeout if timeout is None else timeout
-                result = await conn.call(tool, arguments, timeout, on_progress)
+                result = await conn.call(tool, arguments, timeout, on_progress, on_elicit)
                 text = result_text(result)
                 span.add(resultLength=len(text))
                 if result.is_error:

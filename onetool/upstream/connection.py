@@ -15,6 +15,11 @@ A request is sent in the caller's task, within the server's cap on calls in flig
 by every caller meanwhile (:meth:`Connection.revive`). A lost session fails the request at once, and it is sent
 again on the next session only when it has no side effects (a read, or a tool annotated read-only or idempotent).
 An unresponsive server (its breaker is open) fails requests at once.
+
+An upstream that elicits during a tool call (``elicitation/create``) gets the answer of that call's client
+(elicit.py), one question at a time per call and within the call's timeout. The protocol does not say which call
+a question belongs to, so it goes to a client only while that client's call is the server's only tool call in
+flight; otherwise it gets the unattended answer.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import anyio.abc
 import httpx2
 import mcp.types as types
 from mcp import Client, MCPError
+from mcp.client.session import ClientRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -56,6 +62,7 @@ from onetool.upstream._session import (
 )
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
+from onetool.upstream.elicit import Elicit, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, warn_plain_http
 
@@ -119,6 +126,7 @@ class Connection:
         self._ever_connected = False
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
+        self._askers: dict[object, Elicit | None] = {}  # per tool call in flight: who answers its elicitations
         self._auth = (
             UpstreamAuth(name, config.url or "", config, options.token_store)
             if config.oauth is not None and config.enabled
@@ -346,11 +354,27 @@ class Connection:
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
             logging_callback=on_log,
+            elicitation_callback=self._on_elicit,
             # 2026-era servers log only on requests that opt in; who sees which level is the gateway's choice.
             log_level="debug",
             client_info=types.Implementation(name="onetool", version=__version__),
             cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
         )
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The upstream asks a user something: the client of its only tool call in flight answers, if it can."""
+        askers = list(self._askers.values())
+        ask = askers[0] if len(askers) == 1 else None
+        answer = await ask(params) if ask is not None else None
+        asked = answer is not None
+        if answer is None:
+            answer = unattended(params)
+        logger.bind(server=self.name, mode=params.mode, asked=asked, action=answer.action).info(
+            "server '{}' elicited: {}", self.name, answer.action
+        )
+        return with_defaults(params, answer)
 
     @asynccontextmanager
     async def _watch(self, transport: AbstractAsyncContextManager[Streams], session: Session) -> AsyncIterator[Streams]:
@@ -523,20 +547,31 @@ class Connection:
     # ----- requests (in the caller's task) ------------------------------------------------------
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float, on_progress: ProgressCallback | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+        on_elicit: Elicit | None = None,
     ) -> types.CallToolResult:
-        """``on_progress``, when given, asks the upstream for progress reports and gets them."""
+        """``on_progress``, when given, asks the upstream for progress reports and gets them; ``on_elicit`` asks the
+        call's client what the upstream asks during the call (without it, the unattended answer)."""
         # Decided before the call: a lost session empties the catalogue.
         retry = self._may_retry(tool)
         display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
-        return await self.request(
-            display,
-            lambda client: client.call_tool(
-                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
-            ),
-            timeout,
-            retry,
-        )
+        key = object()
+        self._askers[key] = None if on_elicit is None else _one_at_a_time(on_elicit, anyio.current_time() + timeout)
+        try:
+            return await self.request(
+                display,
+                lambda client: client.call_tool(
+                    tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
+                ),
+                timeout,
+                retry,
+            )
+        finally:
+            del self._askers[key]
 
     async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
         """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
@@ -620,6 +655,19 @@ class Connection:
             session.calls.discard(scope)
         # Only reached when _lose cancelled the scope.
         raise Lost(session.lost)
+
+
+def _one_at_a_time(ask: Elicit, deadline: float) -> Elicit:
+    """``ask``, one question at a time, each answered by ``deadline`` (the call's) or cancelled."""
+    lock = anyio.Lock()
+
+    async def asked(params: types.ElicitRequestParams) -> types.ElicitResult | None:
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            async with lock:
+                return await ask(params)
+        return types.ElicitResult(action="cancel")
+
+    return asked
 
 
 def _lost(server: str, display: str, lost: Lost) -> UpstreamUnavailable:

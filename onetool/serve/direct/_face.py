@@ -172,7 +172,8 @@ class DirectFace:
         return await self.call(params.name, params.arguments or {}, self.levels.client(ctx))
 
     async def call(self, name: str, arguments: dict[str, Any], client: RequestClient | None) -> types.CallToolResult:
-        """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs)."""
+        """Call ``name`` as listed; ``client``, if given, gets the call's progress (and a run's upstream logs) and
+        is asked what the upstream asks its user."""
         if name == "run":
             return await call_run(self._gateway, arguments, client, face="direct")
         max_chars = self._gateway.config.sandbox.max_output
@@ -182,7 +183,8 @@ class DirectFace:
         try:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
             progress = client.progress if client is not None and client.wants_progress else None
-            result = await self._gateway.calls.result(target, [], arguments, on_progress=progress)
+            elicit = client.elicit if client is not None else None
+            result = await self._gateway.calls.result(target, [], arguments, on_progress=progress, on_elicit=elicit)
         except ModelError as e:
             return error_result(str(e))
         cache = self._management.cache

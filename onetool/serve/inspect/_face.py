@@ -39,7 +39,7 @@ from onetool.inspect.catalogue import CatalogueTool, catalogue
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
-from onetool.serve._requests import error_result
+from onetool.serve._requests import RequestClient, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 
@@ -147,12 +147,14 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         # A server may list hundreds of tools: compressing them all is no work for the event loop.
         return await anyio.to_thread.run_sync(result)
 
-    async def exec_(server_name: str, tool_name: str, arguments: dict[str, Any] | str | None = None) -> CallToolResult:
+    async def exec_(
+        client: RequestClient, server_name: str, tool_name: str, arguments: dict[str, Any] | str | None = None
+    ) -> CallToolResult:
         arguments = _as_object(arguments)
         target = await calls.find(partial(view.find, server_name, tool_name), server=server_name, tool=tool_name)
         label = f"{server_name}.{tool_name}"
         if isinstance(target, UpstreamTool):
-            result = await calls.result(target, [], arguments or {}, label=label)
+            result = await calls.result(target, [], arguments or {}, label=label, on_elicit=client.elicit)
             shape = partial(exec_result, max_chars=max_chars, output_schema=target.output_schema)
             return await shaped(shape, result, value_size(result))
         value = await calls.value(target, [], arguments or {}, label=label)
@@ -160,7 +162,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
 
     handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
 
-    async def call_tool(_: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         handler = handlers.get(params.name)
         if handler is None:
             return error_result(
@@ -168,6 +170,8 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             )
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
+            if handler is exec_:  # what the upstream asks its user goes to exec's caller
+                return await exec_(RequestClient(ctx, None), **arguments)
             return await handler(**arguments)
         except ModelError as e:
             return error_result(str(e))

@@ -424,7 +424,7 @@ async def test_upstream_list_changed_reaches_both_eras_within_a_second(direct: D
         for client in (clients.legacy, clients.modern):
             listed = await names(client)
             assert "fx2:run" in listed and listed.count("run") == 1
-            assert len([n for n in listed if n.startswith("everything:")]) == 13
+            assert len([n for n in listed if n.startswith("everything:")]) == 15  # with its 2 elicitation tools
         assert text_of(await clients.modern.call_tool("fx2:run", {})) == "I am run"
         assert text_of(await clients.modern.call_tool("run", {"code": "40 + 2"})) == "42"
 
@@ -460,7 +460,7 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
             strict = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
             assert all(strict.match(t.name) for t in tools), [t.name for t in tools]
             upstream_tools = [t for t in tools if t.name.startswith(LONG[:40])]
-            assert len(upstream_tools) == 13 and len({t.name for t in upstream_tools}) == 13
+            assert len(upstream_tools) == 15 and len({t.name for t in upstream_tools}) == 15  # with 2 elicitation tools
             # echo is the read-only tool with a `message` argument; its shortened name leads back to it exactly.
             (echo,) = [
                 t
