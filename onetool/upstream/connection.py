@@ -126,7 +126,7 @@ class Connection:
         self._ever_connected = False
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
-        self._askers: dict[object, Elicit | None] = {}  # per tool call in flight: who answers its elicitations
+        self._askers: dict[object, _Asker | None] = {}  # per tool call in flight: who answers its elicitations
         self._auth = (
             UpstreamAuth(name, config.url or "", config, options.token_store)
             if config.oauth is not None and config.enabled
@@ -560,7 +560,8 @@ class Connection:
         retry = self._may_retry(tool)
         display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
         key = object()
-        self._askers[key] = None if on_elicit is None else _one_at_a_time(on_elicit, anyio.current_time() + timeout)
+        asker = None if on_elicit is None else _Asker(on_elicit, anyio.current_time() + timeout)
+        self._askers[key] = asker
         try:
             return await self.request(
                 display,
@@ -572,6 +573,8 @@ class Connection:
             )
         finally:
             del self._askers[key]
+            if asker is not None:
+                asker.close()
 
     async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
         """Send one request on the live session; ``display`` names it in errors as the caller wrote it.
@@ -657,17 +660,29 @@ class Connection:
         raise Lost(session.lost)
 
 
-def _one_at_a_time(ask: Elicit, deadline: float) -> Elicit:
-    """``ask``, one question at a time, each answered by ``deadline`` (the call's) or cancelled."""
-    lock = anyio.Lock()
+class _Asker:
+    """A tool call's client as the upstream's questions reach it: one at a time, each answered by the call's
+    deadline or cancelled, and none left waiting once the call has ended (:meth:`close`)."""
 
-    async def asked(params: types.ElicitRequestParams) -> types.ElicitResult | None:
-        with anyio.move_on_after(deadline - anyio.current_time()):
-            async with lock:
-                return await ask(params)
+    def __init__(self, ask: Elicit, deadline: float) -> None:
+        self._ask = ask
+        self._deadline = deadline
+        self._lock = anyio.Lock()
+        self._waiting: set[anyio.CancelScope] = set()
+
+    async def __call__(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
+        with anyio.CancelScope(deadline=self._deadline) as scope:
+            self._waiting.add(scope)
+            try:
+                async with self._lock:
+                    return await self._ask(params)
+            finally:
+                self._waiting.discard(scope)
         return types.ElicitResult(action="cancel")
 
-    return asked
+    def close(self) -> None:
+        for scope in self._waiting:
+            scope.cancel()
 
 
 def _lost(server: str, display: str, lost: Lost) -> UpstreamUnavailable:

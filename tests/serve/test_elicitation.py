@@ -7,10 +7,12 @@ result) and server-everything (2025-11-25: a server-to-client request)."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, types
 from mcp.client.session import ClientRequestContext
@@ -25,13 +27,14 @@ DEFAULTS = {"name": "John Doe", "age": 30, "verified": True}
 
 @pytest.fixture(scope="module")
 def eliciting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
-    """A gateway with /mcp/direct and /mcp/inspect on, and the upstreams `elicit` and `everything`."""
+    """A gateway with /mcp/direct and /mcp/inspect on, and the upstreams `elicit` (`hasty`: with a 2 s call timeout)
+    and `everything`."""
     marker = f"elicit-{uuid.uuid4().hex}"
     env = {"ONETOOL_TEST_MARKER": marker}
     elicit = {"command": PYTHON, "args": [str(FIXTURES / "elicit_server.py")], "env": env, "timeout": 10}
     everything = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"], "env": env, "timeout": 10}
     config: dict[str, Any] = {
-        "servers": {"elicit": elicit, "everything": everything},
+        "servers": {"elicit": elicit, "everything": everything, "hasty": {**elicit, "timeout": 2}},
         "http": {"enable_direct_endpoint": True, "enable_inspect_endpoint": True},
         "sandbox": {"timeout": 15},
     }
@@ -130,3 +133,30 @@ async def test_direct_and_exec_callers_answer(eliciting: ServedGateway) -> None:
     user = User(types.ElicitResult(action="accept", content={"text": "from exec"}))
     result = await call(face(eliciting, "inspect"), "exec", {"server_name": "elicit", "tool_name": "note"}, user)
     assert outcome(result) == {"action": "accept", "content": {"text": "from exec"}}
+
+
+async def test_a_question_waits_no_longer_than_its_call(eliciting: ServedGateway) -> None:
+    class Away(User):
+        async def __call__(
+            self, context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult:
+            self.asked.append(params)
+            await anyio.sleep(60)
+            return self.answer
+
+    user = Away(types.ElicitResult(action="accept", content={"text": "too late"}))
+    start = time.monotonic()
+    result = await call(face(eliciting, "direct"), "hasty:note", {}, user)
+    assert time.monotonic() - start < 10
+    assert len(user.asked) == 1 and "too late" not in text_of(result)
+
+
+async def test_with_another_call_in_flight_nobody_is_asked(eliciting: ServedGateway) -> None:
+    """The protocol does not say which call a question belongs to: with two in flight, the unattended answer."""
+    user = User(types.ElicitResult(action="accept", content={"text": "mine?"}))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, face(eliciting, "direct"), "elicit:quiet", {"seconds": 3}, None)
+        await anyio.sleep(1)
+        result = await call(face(eliciting, "direct"), "elicit:note", {}, user)
+    assert outcome(result) == {"action": "decline", "content": None}
+    assert user.asked == []
