@@ -275,6 +275,11 @@ class ServerConfig(_Strict):
         default=16, ge=1, description="calls in flight to this server; more wait up to 1 s, then fail (ToolUnavailable)"
     )
     max_backoff: float = Field(default=10.0, gt=0, description="seconds, the longest pause between reconnect attempts")
+    unattended_elicitation: Literal["decline", "defaults"] = Field(
+        default="decline",
+        description="what this server's question gets when no user can be asked: decline, or (defaults) a form "
+        "whose every field has a default is accepted with them (SEP-1034)",
+    )
     enabled: bool = True
     quarantined: bool = Field(
         default=False, description="connect and read its tools, but show and call none until an admin approves it"

@@ -370,7 +370,7 @@ class Connection:
         answer = await ask(params) if ask is not None else None
         asked = answer is not None
         if answer is None:
-            answer = unattended(params)
+            answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")
         logger.bind(server=self.name, mode=params.mode, asked=asked, action=answer.action).info(
             "server '{}' elicited: {}", self.name, answer.action
         )

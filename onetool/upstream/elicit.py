@@ -7,9 +7,11 @@ through the gateway, and nothing a snippet does can ask or answer one.
 
 When nobody can be asked (``onetool run``, ``POST /admin/run``, a client without the elicitation capability,
 several calls to the server in flight so the asker is ambiguous), the answer is decided here from the request
-alone (:func:`unattended`). Per SEP-1034 a field's ``default`` is the value the server proposes when the user
-gives none: a form whose every field has a default is accepted with those defaults, as a user who submits the
-pre-filled form unchanged would; any other form, and every URL-mode request, is declined. A user's accepted
+alone (:func:`unattended`): declined, unless the operator set ``servers.NAME.unattended_elicitation: defaults``.
+Elicitation asks a person, often for consent, so nobody answers for one by default. With ``defaults``, per
+SEP-1034 a field's ``default`` is the value the server proposes when the user gives none: a form whose every
+field has a default is accepted with those defaults, as a user who submits the pre-filled form unchanged would;
+any other form, and every URL-mode request, is still declined. A user's accepted
 answer gets the defaults of the fields it left out (:func:`with_defaults`).
 """
 
@@ -47,10 +49,10 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def unattended(params: types.ElicitRequestParams) -> types.ElicitResult:
-    """The answer when no user can be asked: accept a form only with the defaults the server proposed for all of
-    its fields; decline anything else."""
-    if isinstance(params, types.ElicitRequestFormParams):
+def unattended(params: types.ElicitRequestParams, *, defaults_accepted: bool) -> types.ElicitResult:
+    """The answer when no user can be asked: decline; with ``defaults_accepted``, accept a form with the defaults
+    the server proposed for all of its fields."""
+    if defaults_accepted and isinstance(params, types.ElicitRequestFormParams):
         defaults, complete = _defaults(params)
         if complete and defaults:
             return types.ElicitResult(action="accept", content=defaults)

@@ -1,7 +1,7 @@
 """An upstream asks its user something mid-call (elicitation): through a real `onetool serve --http`, the question
 goes to the MCP client whose call triggered it (run, direct and exec faces), and its answer back to the upstream;
-a client that cannot be asked gets the unattended answer (a form's defaults when every field has one, else
-decline). The upstreams: tests/fixtures/elicit_server.py (2026-07-28: the question rides an input-required
+a client that cannot be asked gets the unattended answer (decline; with `unattended_elicitation: defaults`, a
+form's defaults when every field has one). The upstreams: tests/fixtures/elicit_server.py (2026-07-28: the question rides an input-required
 result) and server-everything (2025-11-25: a server-to-client request)."""
 
 from __future__ import annotations
@@ -27,14 +27,19 @@ DEFAULTS = {"name": "John Doe", "age": 30, "verified": True}
 
 @pytest.fixture(scope="module")
 def eliciting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
-    """A gateway with /mcp/direct and /mcp/inspect on, and the upstreams `elicit` (`hasty`: with a 2 s call timeout)
-    and `everything`."""
+    """A gateway with /mcp/direct and /mcp/inspect on, and the upstreams `elicit` (unattended: its defaults;
+    `strict`: the same server, declined; `hasty`: with a 2 s call timeout) and `everything`."""
     marker = f"elicit-{uuid.uuid4().hex}"
     env = {"ONETOOL_TEST_MARKER": marker}
     elicit = {"command": PYTHON, "args": [str(FIXTURES / "elicit_server.py")], "env": env, "timeout": 10}
     everything = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"], "env": env, "timeout": 10}
     config: dict[str, Any] = {
-        "servers": {"elicit": elicit, "everything": everything, "hasty": {**elicit, "timeout": 2}},
+        "servers": {
+            "elicit": {**elicit, "unattended_elicitation": "defaults"},
+            "strict": elicit,
+            "everything": everything,
+            "hasty": {**elicit, "timeout": 2},
+        },
         "http": {"enable_direct_endpoint": True, "enable_inspect_endpoint": True},
         "sandbox": {"timeout": 15},
     }
@@ -106,7 +111,12 @@ async def test_decline_and_cancel_flow_back(eliciting: ServedGateway, action: st
 
 
 async def test_client_that_cannot_elicit_gets_the_unattended_answer(eliciting: ServedGateway) -> None:
-    # Every field has a default: accepted with them. A field without one: declined.
+    # Nobody answers for a person by default, not even a form of defaults.
+    assert outcome(await call(eliciting.url, "run", {"code": "strict.profile()"}, None)) == {
+        "action": "decline",
+        "content": None,
+    }
+    # unattended_elicitation: defaults: every field has a default, accepted with them; a field without, declined.
     assert outcome(await call(eliciting.url, "run", {"code": "elicit.profile()"}, None)) == {
         "action": "accept",
         "content": DEFAULTS,
