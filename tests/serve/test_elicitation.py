@@ -1,8 +1,8 @@
 """An upstream asks its user something mid-call (elicitation): through a real `onetool serve --http`, the question
 goes to the MCP client whose call triggered it (run, direct and exec faces), and its answer back to the upstream;
 a client that cannot be asked gets the unattended answer (decline; with `unattended_elicitation: defaults`, a
-form's defaults when every field has one). The upstreams: tests/fixtures/elicit_server.py (2026-07-28: the question rides an input-required
-result) and server-everything (2025-11-25: a server-to-client request)."""
+form's defaults when every field has one). The upstreams: tests/fixtures/elicit_server.py (2026-07-28: the
+question rides an input-required result) and server-everything (2025-11-25: a server-to-client request)."""
 
 from __future__ import annotations
 
