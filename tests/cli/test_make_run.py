@@ -35,7 +35,7 @@ async def test_make_run_serves_the_example_config() -> None:
             assert text_of(first) == "UTC"
             description = (await client.list_tools()).tools[0].description or ""
             assert "\ntime:\n  get_current_time(timezone)" in description
-            assert "\ntext:\n  slugify(title: str, max_length: int = 60) # Turn a title into" in description
+            assert "\ntext:\n  slugify(title, max_length?)" in description
             result = await client.call_tool("run", {"code": "text.slugify('Hello, OneTool!')"})
             assert text_of(result) == "hello-onetool"
             servers = await client.call_tool("run", {"code": "sorted(s['status'] for s in proxy.list_servers())"})
