@@ -11,7 +11,7 @@ go last: with them a model can write the call, and ``proxy.describe("pack.tool")
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from onetool.registry import Pack, Registry
 from onetool.text import one_line
@@ -68,16 +68,20 @@ def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_BYTES)
 
 
 class _Listing:
-    """Every pack's listing at the level of detail chosen for it."""
+    """Every pack's listing at the level of detail chosen for it, and the bytes they take together (kept as
+    packs change level: the description is rebuilt on the event loop after every catalogue change)."""
 
     def __init__(self, packs: Sequence[Pack], registry: Registry) -> None:
         self._packs = {p.name: p for p in packs}
         self._registry = registry
-        self.chosen = {p.name: _full(p, registry) for p in packs}
+        self.chosen: dict[str, str] = {}
+        self._sizes: dict[str, int] = {}
+        self._size = 0
+        self._take_all(_full)
 
     def fit(self, room: int) -> tuple[list[str], bool]:
         """The pack lines within ``room`` bytes, and whether any pack is shown with less than everything."""
-        if self._size() <= room:
+        if self._size <= room:
             return list(self.chosen.values()), False
         if self._degrade(_compact_at(MAX_PURPOSE_CHARS), room):
             return list(self.chosen.values()), True
@@ -87,29 +91,31 @@ class _Listing:
         while low < high:
             middle = (low + high + 1) // 2
             low, high = (middle, high) if self._all_at(_compact_at(middle)) <= room else (low, middle - 1)
-        self.chosen = {name: _compact_at(low)(pack, self._registry) for name, pack in self._packs.items()}
+        self._take_all(_compact_at(low))
         for level in (_compact_at(0), _names, _count):
             if self._degrade(level, room):
                 return list(self.chosen.values()), True
         return _first_fitting(list(self.chosen.values()), room), True
 
+    def _take(self, name: str, text: str) -> None:
+        size = json_size(text) + 2  # + the "\n" that joins it
+        self._size += size - self._sizes.get(name, 0)
+        self.chosen[name], self._sizes[name] = text, size
+
+    def _take_all(self, level: Level) -> None:
+        for name, pack in self._packs.items():
+            self._take(name, level(pack, self._registry))
+
     def _degrade(self, level: Level, room: int) -> bool:
         """Take ``level`` pack by pack, longest listing first, until everything fits; whether it does."""
-        for name in sorted(self.chosen, key=lambda n: json_size(self.chosen[n]), reverse=True):
-            if self._size() <= room:
+        for name in sorted(self._sizes, key=self._sizes.__getitem__, reverse=True):
+            if self._size <= room:
                 return True
-            self.chosen[name] = level(self._packs[name], self._registry)
-        return self._size() <= room
+            self._take(name, level(self._packs[name], self._registry))
+        return self._size <= room
 
     def _all_at(self, level: Level) -> int:
-        return _lines_size(level(pack, self._registry) for pack in self._packs.values())
-
-    def _size(self) -> int:
-        return _lines_size(self.chosen.values())
-
-
-def _lines_size(lines: Iterable[str]) -> int:
-    return sum(json_size(line) + 2 for line in lines)  # + the "\n" that joins it
+        return sum(json_size(level(pack, self._registry)) + 2 for pack in self._packs.values())
 
 
 def _header(pack: Pack, registry: Registry) -> str:
