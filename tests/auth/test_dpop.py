@@ -23,7 +23,7 @@ from onetool.auth.dpop import DPoPKey
 from onetool.config import OAuthConfig, ServerConfig
 from onetool.errors import UpstreamUnavailable
 from onetool.state.paths import project_key
-from onetool.upstream import UpstreamPool
+from onetool.upstream import ServerStatus, UpstreamPool
 from tests.auth.conftest import SharedStore
 from tests.auth.test_machine_grants import Keys, idp_token, keys  # noqa: F401 (fixture)
 from tests.gateways import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
@@ -119,20 +119,20 @@ async def test_client_credentials_through_the_gateway_and_auth_status(
     assert_no_secret_in(served.log.read_text() + status.stdout + status.stderr, server, key)
 
 
+async def m2m_status(server: OAuthServer, tmp_path: Path) -> ServerStatus:
+    """The status of a client-credentials server with dpop: true, after its first connection attempt."""
+    oauth = OAuthConfig(client_id="cc-client", client_secret="cc-secret", issuer=server.base, dpop=True)
+    config = ServerConfig(url=server.url, oauth=oauth, connect_timeout=5)
+    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
+        return pool.server_status("m2m")
+
+
 async def test_a_bearer_token_is_refused_when_dpop_is_asked(
     start_server: Callable[..., OAuthServer],  # noqa: F811
     tmp_path: Path,
 ) -> None:
     server = start_server()  # no --dpop: it answers token_type Bearer
-    oauth: dict[str, Any] = {
-        "client_id": "cc-client",
-        "client_secret": "cc-secret",
-        "issuer": server.base,
-        "dpop": True,
-    }
-    config = ServerConfig(url=server.url, oauth=OAuthConfig(**oauth), connect_timeout=5)
-    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
-        status = pool.server_status("m2m")
+    status = await m2m_status(server, tmp_path)
     assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
     assert status.error == (
         "OAuth authentication failed: the authorization server issued a token of type 'Bearer', not DPoP, although"
@@ -145,15 +145,7 @@ async def test_a_proof_the_server_refuses_is_named(
     tmp_path: Path,
 ) -> None:
     server = start_server("--dpop", "--dpop-algs", "EdDSA")  # it refuses our ES256 proofs
-    oauth: dict[str, Any] = {
-        "client_id": "cc-client",
-        "client_secret": "cc-secret",
-        "issuer": server.base,
-        "dpop": True,
-    }
-    config = ServerConfig(url=server.url, oauth=OAuthConfig(**oauth), connect_timeout=5)
-    async with UpstreamPool({"m2m": config}, token_store=FileTokenStore(tmp_path / "oauth")) as pool:
-        status = pool.server_status("m2m")
+    status = await m2m_status(server, tmp_path)
     assert (status.status, status.oauth_status) == ("failed", "authentication_failed")
     assert status.error is not None and "invalid_dpop_proof" in status.error, status.error
     assert "alg ES256 is not accepted" in status.error
