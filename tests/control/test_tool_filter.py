@@ -142,7 +142,7 @@ async def test_a_filter_set_at_run_time_replaces_the_entrys_reaches_every_face_a
         assert stop(served.proc) == 0
 
 
-async def test_a_bad_filter_or_a_model_changes_nothing_and_says_why(filtered: ServedGateway) -> None:
+async def test_a_bad_filter_or_an_unknown_server_changes_nothing_and_says_why(filtered: ServedGateway) -> None:
     before = await run_names(filtered.url)
     status, body = admin(filtered.url, "PUT", "/admin/servers/fx/tools", {"allow": "echo"}, TOKEN)
     assert status == 400 and "bad tools filter for 'fx': allow: Input should be a valid list" in body["error"]
