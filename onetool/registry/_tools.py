@@ -77,8 +77,7 @@ class UpstreamTool(Tool):
 
     @property
     def params(self) -> str:
-        required = set(self.schema.required)
-        return ", ".join(name if name in required else f"{name}?" for name in self.schema.properties)
+        return self.schema.params()
 
     def check_shape(self, positional: int, names: list[str]) -> None:
         self.schema.check_shape(self.signature, positional, names)

@@ -184,6 +184,8 @@ def _first(items: list[str]) -> list[str]:
 
 
 def _field_name(name: str) -> str:
+    """A property name as listings show it: quoted and escaped unless it is an identifier, so an upstream's name
+    cannot break a line or pass for code around it."""
     return name if name.isidentifier() else repr(name)
 
 
@@ -284,7 +286,7 @@ class ToolSchema:
         """
         params = []
         for prop, sub in self.properties.items():
-            text = f"{prop}: {py_type(sub, self.schema)}"
+            text = f"{_field_name(prop)}: {py_type(sub, self.schema)}"
             if prop not in self.required:
                 if isinstance(sub, Mapping) and "default" in sub:
                     default = repr(sub["default"])
@@ -294,6 +296,10 @@ class ToolSchema:
             params.append(text)
         shape = return_type(returns)
         return f"{name}({', '.join(params)})" + (f" -> {shape}" if shape else "")
+
+    def params(self) -> str:
+        """``a, b?``: the property names in order, ``?`` after optional ones."""
+        return ", ".join(f"{_field_name(p)}{'' if p in self.required else '?'}" for p in self.properties)
 
     async def bind(self, display: str, args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map positional and keyword arguments onto the properties and validate them.
