@@ -14,6 +14,7 @@ from onetool.calls import PackContext
 from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.registry import LocalTool, Registry, ToolSchema, UpstreamTool
 from onetool.registry.schema import py_type
+from onetool.text import shown_name
 
 __all__ = [
     "call",
@@ -90,7 +91,8 @@ async def describe(tool: str, *, ctx: PackContext) -> dict[str, Any]:
     pack, _, name = tool.partition(".")
     if not name:
         raise ModelError(
-            f'name one tool as "pack.tool", not {tool!r}: proxy.list_tools(server="{pack}") lists a pack\'s tools'
+            f'name one tool as "pack.tool", not {shown_name(tool)!r}: '
+            f'proxy.list_tools(server="{shown_name(pack)}") lists a pack\'s tools'
         )
     found = ctx.registry().resolve(pack, name)  # unknown names raise with what exists
     if isinstance(found, LocalTool):

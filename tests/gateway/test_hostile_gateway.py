@@ -477,3 +477,19 @@ async def test_a_parameter_name_cannot_forge_a_line_of_the_run_description(tmp_p
         assert "\nwix" not in module and "def delete_all" not in module
     finally:
         assert stop(served.proc) == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        ("proxy.describe('fx.' + 'x' * 1_000_000)", "has no tool"),
+        ("proxy.describe('y' * 1_000_000)", 'name one tool as "pack.tool"'),
+        ("proxy.describe(12)", "proxy.describe"),
+        ("proxy.describe('fx.echo.more')", "has no tool"),
+    ],
+)
+async def test_proxy_describe_refuses_bad_names_cheaply(served: ServedGateway, code: str, says: str) -> None:
+    result, bystander = await attack(served.url, code)
+    assert result.is_error and says in text_of(result), text_of(result)[:500]
+    assert len(text_of(result)) < 10_000  # a megabyte name is not echoed back
+    assert bystander < BYSTANDER_BOUND
