@@ -37,9 +37,13 @@ from sandbox.protocol.verdicts import Verdict
 
 if TYPE_CHECKING:
     from sandbox.host.pool import Sandbox, SandboxLoad
-    from sandbox.worker.policy import ALLOWED_MODULES
+    from sandbox.worker._exports import ALLOWED_MODULES
 
-_LAZY = {"Sandbox": "sandbox.host.pool", "SandboxLoad": "sandbox.host.pool", "ALLOWED_MODULES": "sandbox.worker.policy"}
+_LAZY = {
+    "Sandbox": "sandbox.host.pool",
+    "SandboxLoad": "sandbox.host.pool",
+    "ALLOWED_MODULES": "sandbox.worker._exports",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,7 @@ new in a future Python stays out until someone adds it here. The rules:
 
 from __future__ import annotations
 
-__all__ = ["EXPORTS"]
+__all__ = ["ALLOWED_MODULES", "EXPORTS"]
 
 EXPORTS: dict[str, tuple[str, ...]] = {
     "base64": (
@@ -231,3 +231,6 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "textwrap": ("TextWrapper", "dedent", "fill", "indent", "shorten", "wrap"),
 }
+
+ALLOWED_MODULES = tuple(sorted(EXPORTS))
+"""The modules a snippet may import, by name (the gateway lists them without loading the language layer)."""

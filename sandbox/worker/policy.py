@@ -18,7 +18,7 @@ from typing import Any, TypeAlias, TypedDict
 from RestrictedPython._types import T_pos_ast
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
 
-from sandbox.worker._exports import EXPORTS
+from sandbox.worker._exports import ALLOWED_MODULES, EXPORTS
 
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
@@ -46,7 +46,6 @@ FILENAME = "<snippet>"
 RESULT_NAME = "_snippet_value_"
 """Where the last expression's value lands; snippet code cannot name it (it starts with '_')."""
 
-ALLOWED_MODULES = tuple(sorted(EXPORTS))
 
 GUARD_NAMES = frozenset(
     {

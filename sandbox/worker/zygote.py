@@ -4,7 +4,7 @@ Started by the host (sandbox/host/_launch.py) as `python -I -S -c <bootstrap> <h
 with an empty environment, its own session, as the init of a pid namespace of its own where the kernel
 allows, and its control socket (AF_UNIX, SOCK_SEQPACKET: one JSON message per
 record, so file descriptors ride on the message they belong to) as stdin. It holds no secret and never
-runs snippet code (only our constant prefault job, to warm up before its first fork: sandbox.worker._process.warm_up);
+runs snippet code (only our constant warm-up job, before its first fork: sandbox.worker._process.warm_up);
 it is single-threaded, so a fork copies a consistent interpreter.
 
 Host -> zygote: {"id", "memory_mb", "cpu_seconds", "prefault"}: fork a worker confined with these limits, which

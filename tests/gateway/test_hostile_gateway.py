@@ -322,7 +322,7 @@ async def test_the_prefault_job_leaves_nothing_to_the_snippet(served: ServedGate
     probes = "".join(f"try:\n    left.append(repr({name}))\nexcept NameError:\n    pass\n" for name in "fip")
     result, worst = await attack(served.url, f"left = []\n{probes}print('mine')\nleft")
     assert_clean(result)
-    # The prefault job printed three lines; the snippet's output is its own line only.
+    # The prefault job printed a line; the snippet's output is its own line only.
     assert not result.is_error and result.structured_content == {"result": [], "output": "mine\n"}, text_of(result)
     assert worst < BYSTANDER_BOUND
     calls = await served.run("[fx.echo(message=str(k)) for k in range(3)]")

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 
 from onetool.logs import logger
 from onetool.serve.http import Listener, Routes
-from onetool.serve.ui._pages import Authorize, ui_routes
-from onetool.serve.ui._session import Sessions
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
+    from onetool.serve.ui._pages import Authorize
 
-__all__ = ["Authorize", "console_routes"]
+__all__ = ["console_routes"]
 
 
 def console_routes(gateway: Gateway, listener: Listener, admin_token: str, authorize: Authorize) -> Routes | None:
@@ -34,5 +33,9 @@ def console_routes(gateway: Gateway, listener: Listener, admin_token: str, autho
                 listener.url(""),
             )
         return None
+    # Here, not at the top: a gateway that serves no console (stdio, or the console off) never loads Jinja2.
+    from onetool.serve.ui._pages import ui_routes
+    from onetool.serve.ui._session import Sessions
+
     logger.info("operator console at {} (sign in with the admin token)", listener.url("/ui/"))
     return ui_routes(gateway, listener, Sessions(admin_token, secure=listener.tls is not None), authorize)

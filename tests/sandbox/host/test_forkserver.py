@@ -205,12 +205,12 @@ async def test_a_worker_forked_before_a_run_ends_sees_nothing_of_it() -> None:
 
 
 _WARM_UP_NAMES = ("f", "i", "x", "p")
-"""The names the prefault job (which the fork-server itself runs before forking) defines."""
+"""The names the warm-up job (which the fork-server itself runs before forking) defines."""
 
 
 @pytest.mark.parametrize("warm", [0, 1], ids=["forked-on-demand", "from-the-pool"])
 async def test_the_fork_servers_warm_up_leaves_nothing_to_a_snippet(warm: int) -> None:
-    """The fork-server runs the prefault job itself before it forks (sandbox.worker._process.warm_up): a worker
+    """The fork-server runs the warm-up job itself before it forks (sandbox.worker._process.warm_up): a worker
     forked on demand (no prefault job of its own) and a pool worker see none of its names or output."""
     probe = "try:\n    {0}\n    found.append({0!r})\nexcept NameError:\n    pass\n"
     probes = "".join(probe.format(name) for name in _WARM_UP_NAMES)
