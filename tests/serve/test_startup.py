@@ -3,6 +3,8 @@ connecting; clients hear tools/list_changed as servers come up; /ready waits for
 
 from __future__ import annotations
 
+import json
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -102,3 +104,31 @@ async def test_a_run_waits_for_a_server_still_connecting_and_clients_hear_it_com
         assert until(lambda: get(served.url, "/ready")[0] == 200)
     finally:
         assert stop(served.proc) == 0
+
+
+_RUN_STDIO_STACK = """
+import json, sys
+import anyio
+import onetool.serve.app  # every face's module, as `onetool serve` loads them
+from onetool.config import load_config
+from onetool.gateway import Gateway
+
+async def main():
+    async with Gateway(load_config(sys.argv[1])) as gw:
+        result = await gw.run("fx.echo(message='hi')")
+    heavy = ("jinja2", "RestrictedPython", "alembic", "sandbox.worker.policy")
+    print(json.dumps({"ok": not result.is_error, "loaded": sorted(m for m in heavy if m in sys.modules)}))
+
+anyio.run(main)
+"""
+
+
+def test_a_gateway_without_a_console_loads_neither_its_templates_nor_the_language_layer(tmp_path: Path) -> None:
+    """Memory a gateway never uses: Jinja2 loads with the /ui console only, RestrictedPython in the fork-server
+    only (the run description lists the allowed modules from their names), Alembic only to migrate a store."""
+    config = write_config(
+        tmp_path, {"servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}}}
+    )
+    done = subprocess.run([PYTHON, "-c", _RUN_STDIO_STACK, str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"ok": True, "loaded": []}, done.stderr
