@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,26 @@ async def _cpu_per_run(box: Sandbox) -> tuple[float, float]:
     return (cpu_after - cpu) / _CPU_RUNS, (faults_after - faults) / _CPU_RUNS
 
 
+async def _fork_server_start_cpu() -> float:
+    """CPU seconds a fresh fork-server spends to start: Python, the imports, its confinement, the warm-up job."""
+    async with Sandbox(warm=0) as box:
+        await anyio.sleep(1.0)  # ready long since; with no worker wanted, nothing is forked
+        process = box._forks.process
+        assert process is not None
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * _CLOCK_TICK
+
+
 async def run() -> list[Row]:
     rows: list[Row] = []
+    start = statistics.median([await _fork_server_start_cpu() for _ in range(5)])
+    rows.append(
+        Row(
+            "sandbox",
+            f"a fresh fork-server's start (CPU), and its share of each of the {forkserver.RECYCLE_FORKS} runs it forks",
+            f"{ms(start)}, {ms(start / forkserver.RECYCLE_FORKS)}",
+        )
+    )
     async with Sandbox(warm=2) as box:
         await anyio.sleep(1.0)
         rows.append(
