@@ -203,9 +203,11 @@ class ServerControl:
         )
 
     async def _apply(self, fresh: dict[str, _Server]) -> builtins.list[str]:
-        """Make the live servers what ``fresh`` says; the names of those that changed."""
+        """Make the live servers what ``fresh`` says; the names of those that changed. The servers that start or
+        reconnect do so at once, side by side: a reload waits for the slowest first attempt, not their sum."""
         pool = self._live()
         changed = []
+        connecting: builtins.list[tuple[str, ServerConfig]] = []
         for name in self._servers.keys() - fresh.keys():
             del self._servers[name]
             if name in pool:
@@ -216,7 +218,7 @@ class ServerControl:
             if old is None:
                 self._servers[name] = new
                 if not new.proposed:
-                    await pool.put(name, new.pool_config())
+                    connecting.append((name, new.pool_config()))
                 changed.append(name)
                 continue
             connect = old.connection() != new.connection()
@@ -237,8 +239,11 @@ class ServerControl:
             old.trust.quarantined, old.trust.approved_at = new.trust.quarantined, new.trust.approved_at
             old.trust.approved, old.trust.rejected = new.trust.approved, new.trust.rejected
             if connect and not new.proposed:
-                await pool.put(name, old.pool_config())
+                connecting.append((name, old.pool_config()))
             changed.append(name)
+        async with anyio.create_task_group() as puts:
+            for name, config in connecting:
+                puts.start_soon(pool.put, name, config)
         return changed
 
     async def _lost(self, name: str, race: StateError | LostRace) -> NoReturn:

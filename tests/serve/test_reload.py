@@ -90,6 +90,34 @@ async def test_reload_applies_the_difference_and_clients_keep_their_sessions(tmp
         assert stop(served.proc) == 0
 
 
+def waits_for(flag: Path, touch: Path, marker: str) -> dict[str, Any]:
+    """The fault fixture behind a shell that first creates ``touch``, then starts the server only once ``flag``
+    exists (giving up after 15 s): two of them, each waiting for the other's start, connect only side by side."""
+    wait = f'touch "{touch}"; i=0; while [ ! -e "{flag}" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done'
+    script = f'{wait}; [ -e "{flag}" ] || exit 3; exec "{PYTHON}" "{FIXTURES / "fault_server.py"}" ok'
+    return {"command": "sh", "args": ["-c", script], "env": {"ONETOOL_TEST_MARKER": marker}, "connect_timeout": 30}
+
+
+async def test_a_reload_connects_the_servers_it_starts_side_by_side(tmp_path: Path) -> None:
+    """Each server a reload starts or restarts makes its first attempt at once: one slow to connect does not hold
+    the next one back (one after another, the first below would wait for the second forever, and fail)."""
+    marker = f"reload-{uuid.uuid4().hex}"
+    config: dict[str, Any] = {"servers": {"kept": fault(marker)}}
+    served = start(tmp_path, config, marker)
+    try:
+        one, two = tmp_path / "one-started", tmp_path / "two-started"
+        config["servers"]["first"] = waits_for(two, one, marker)
+        config["servers"]["second"] = waits_for(one, two, marker)
+        write_config(tmp_path, config)
+        done = reload(tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "added: first, second" in done.stdout, done.stdout
+        both = await served.run("[first.echo(message='1'), second.echo(message='2')]")
+        assert not both.is_error and both.structured_content == {"result": ["echo: 1", "echo: 2"]}, text_of(both)
+    finally:
+        assert stop(served.proc) == 0
+
+
 async def test_a_bad_file_changes_nothing_and_says_why(tmp_path: Path) -> None:
     marker = f"reload-{uuid.uuid4().hex}"
     config = {"servers": {"fx": fault(marker)}}
