@@ -96,7 +96,7 @@ def start_http_gateway(
         env={**os.environ, "LOG_LEVEL": "DEBUG", **(env or {})},
         preexec_fn=preexec_fn,
     )
-    assert url.startswith("http://127.0.0.1:"), (
+    assert url.startswith(("http://127.0.0.1:", "https://127.0.0.1:")), (
         f"no URL printed: {url!r}; log: {log.read_text() if log.exists() else ''}"
     )
     if settle:

@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
+    serve.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="with --http, serve HTTPS with this certificate (PEM, then any intermediates); needs --tls-key",
+    )
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM, unencrypted)")
     serve.set_defaults(func=cmd_serve)
 
     status = sub.add_parser(

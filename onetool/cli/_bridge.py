@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import ssl
-
     from onetool.bridge.service import BridgeOptions
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, tls_context
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
@@ -30,7 +27,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
             print(f"onetool bridge: {flag} must be positive", file=sys.stderr)
             return EXIT_USAGE
     try:
-        tls = _tls(args.tls_cert, args.tls_key)
+        tls = tls_context(args.tls_cert, args.tls_key)
     except ServeError as refused:
         print(f"onetool bridge: {refused}", file=sys.stderr)
         return EXIT_USAGE
@@ -50,18 +47,6 @@ def cmd_bridge(args: argparse.Namespace) -> int:
             print(f"onetool bridge: {e}", file=sys.stderr)
         status = EXIT_FAILED
     return status
-
-
-def _tls(cert: str | None, key: str | None) -> ssl.SSLContext | None:
-    """The HTTPS context of ``--tls-cert``/``--tls-key``, checked before anything starts; None for plain HTTP."""
-    from onetool.errors import ServeError
-    from onetool.httpd import server_tls
-
-    if cert is None and key is None:
-        return None
-    if cert is None or key is None:
-        raise ServeError("--tls-cert and --tls-key go together: give both (the certificate and its key) or neither")
-    return server_tls(Path(cert), Path(key))
 
 
 async def _bridge(options: BridgeOptions) -> None:

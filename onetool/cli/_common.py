@@ -7,9 +7,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import ssl
+
     import anyio
 
     from onetool.attach import Target
@@ -18,6 +21,18 @@ if TYPE_CHECKING:
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The HTTPS context of ``--tls-cert``/``--tls-key``, checked before anything starts; None for plain HTTP."""
+    from onetool.errors import ServeError
+    from onetool.httpd import server_tls
+
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ServeError("--tls-cert and --tls-key go together: give both (the certificate and its key) or neither")
+    return server_tls(Path(cert), Path(key))
 
 
 def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | None = None) -> Config:

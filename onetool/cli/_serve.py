@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from onetool.gateway import Gateway
     from onetool.serve import Listener
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, cancel_on_signal, setup
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, setup, tls_context
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -25,6 +25,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onetool import serve
     from onetool.errors import ServeError
 
+    try:
+        tls = tls_context(args.tls_cert, args.tls_key)
+        if tls is not None and not args.http:
+            raise ServeError("--tls-cert and --tls-key serve HTTPS: they need --http (stdio has no TLS)")
+    except ServeError as refused:
+        print(f"onetool serve: {refused}", file=sys.stderr)
+        return EXIT_USAGE
     config = setup(args, "INFO")
     from onetool.upstream import ancestry
 
@@ -36,7 +43,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # unsafe bind fails at once instead of after every server connected.
         hosts, origins = config.http.allowed_hosts, config.http.allowed_origins
         with (
-            serve.listen(args.host, args.port, token, allowed_hosts=hosts, allowed_origins=origins)
+            serve.listen(args.host, args.port, token, allowed_hosts=hosts, allowed_origins=origins, tls=tls)
             if args.http
             else contextlib.nullcontext()
         ) as listener:

@@ -1,6 +1,6 @@
-"""HTTPS on the HTTP front (what `onetool bridge --tls-cert/--tls-key` serves): MCP works for a client that trusts
-the CA; the TLS handshake falls under the header deadline and the connection cap like a request's headers; a
-certificate and a key that do not make a server are refused, naming the file at fault."""
+"""HTTPS on the HTTP front (what `onetool serve --http` and `onetool bridge` serve with --tls-cert/--tls-key): MCP
+works for a client that trusts the CA; the TLS handshake falls under the header deadline and the connection cap
+like a request's headers; a certificate and a key that do not make a server are refused, naming the file at fault."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from onetool.errors import ServeError
 from onetool.httpd import server_tls
 from onetool.serve import HttpLimits
 from onetool.upstream.transports import untrusted_certificate
+from tests.admin_api import cli
+from tests.conftest import FIXTURES, PYTHON
+from tests.gateways import start_http_gateway, stop, write_config
 from tests.serve.conftest import running_http
 from tests.serve.fake_gateway import FakeGateway
 from tests.serve.test_limits import HEALTH, PARTIAL_HEADERS, SHORT, connected, is_open, seconds_until_closed
@@ -123,3 +126,45 @@ def test_a_certificate_and_key_that_do_not_make_a_server_are_named(tmp_path: Pat
         with pytest.raises(ServeError) as refused:
             server_tls(cert, key)
         assert str(refused.value).startswith(message), (cert, key, str(refused.value))
+
+
+def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Path, pki: Pki) -> None:
+    config = write_config(tmp_path, {"servers": {}})
+    refusals = {
+        ("--http", "--tls-cert", str(pki.cert)): "--tls-cert and --tls-key go together",
+        (
+            "--tls-cert",
+            str(pki.cert),
+            "--tls-key",
+            str(pki.key),
+        ): "--tls-cert and --tls-key serve HTTPS: they need --http",
+        ("--http", "--tls-cert", str(pki.cert), "--tls-key", str(tmp_path / "none.pem")): "cannot read",
+    }
+    for args, message in refusals.items():
+        done = cli("serve", "--config", str(config), *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith(f"onetool serve: {message}"), (args, done.stderr)
+        assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+async def test_serve_over_https_for_mcp_clients_and_the_cli_that_trust_the_ca(tmp_path: Path, pki: Pki) -> None:
+    """A team's gateway on TLS: MCP clients, /ui and `onetool run` (attached through the discovery file, trusting
+    the private CA through SSL_CERT_FILE as every OneTool client does) all speak HTTPS."""
+    fx = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
+    served = start_http_gateway(
+        tmp_path, {"servers": {"fx": fx}}, "serve-tls", "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)
+    )
+    try:
+        assert served.url.startswith("https://127.0.0.1:")
+        async with httpx2.AsyncClient(verify=client_context(pki.ca), timeout=10) as http:
+            assert (await http.get(served.url.replace("/mcp", "/ui/"), follow_redirects=True)).status_code == 200
+            async with Client(streamable_http_client(served.url, http_client=http), read_timeout_seconds=30) as client:
+                result = await client.call_tool("run", {"code": "fx.echo(message='tls')"})
+                assert not result.is_error and result.structured_content == {"result": "echo: tls"}
+        attached = cli(
+            "run", "--config", str(tmp_path / "onetool.yaml"), "-c", "6 * 7", env={"SSL_CERT_FILE": str(pki.ca)}
+        )
+        assert (attached.returncode, attached.stdout) == (0, "42\n"), attached.stderr
+        assert served.log.read_text().count("span=run ") == 2  # both ran in the gateway, not standalone
+    finally:
+        assert stop(served.proc) == 0
