@@ -122,8 +122,8 @@ class DrainGuard:
             size += len(message.get("body", b""))
             if message["type"] != "http.request" or not message.get("more_body") or size > _PEEK_LIMIT:
                 break
-        body = b"".join(m.get("body", b"") for m in chunks)
-        admitted = size <= _PEEK_LIMIT and not _starts_work(body)
+        # Past the limit it is refused unread: the chunks are kept only to be replayed, never joined.
+        admitted = size <= _PEEK_LIMIT and not _starts_work(b"".join(m.get("body", b"") for m in chunks))
 
         async def replay() -> Message:
             return chunks.pop(0) if chunks else await receive()
