@@ -138,6 +138,11 @@ class CallWindow:
             self._last_error[server] = (now, visible(one_line(error, self._ERROR_CHARS), keep=""))
         self._expire(calls, now)
 
+    def forget(self, server: str) -> None:
+        """A server that is gone: its calls no longer count (one of the same name later starts afresh)."""
+        self._calls.pop(server, None)
+        self._last_error.pop(server, None)
+
     def summary(self, server: str) -> CallSummary:
         now = time.monotonic()
         calls = self._calls.get(server, deque())

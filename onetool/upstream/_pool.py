@@ -130,9 +130,11 @@ class UpstreamPool:
         return conn.snapshot()
 
     async def remove(self, name: str) -> None:
-        """Stop ``name`` and wait until its owner task (and any process it started) is gone."""
+        """Stop ``name`` and wait until its owner task (and any process it started) is gone, with its last hour of
+        calls: servers added and removed by the hundred must not leave their windows behind."""
         await self._end(name)
         del self._connections[name]
+        metrics.RECENT_CALLS.forget(name)
         self._changes.publish(name)
 
     def __contains__(self, name: object) -> bool:

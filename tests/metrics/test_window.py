@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from onetool.metrics import CallWindow
+import pytest
+
+from onetool.metrics import RECENT_CALLS, CallWindow
+from tests.upstream.conftest import fault, open_pool, wait_for_status
 
 
 def test_the_window_counts_calls_and_errors_and_ranks_latencies() -> None:
@@ -24,3 +27,17 @@ def test_a_flood_of_calls_keeps_only_the_newest_and_old_calls_expire() -> None:
     expired.add("a", 1.0, "boom")
     assert expired.summary("a").calls == 0
     assert expired.summary("a").last_error == "boom"
+
+
+@pytest.mark.anyio
+async def test_a_server_removed_from_the_pool_leaves_no_window_behind() -> None:
+    """Servers added and removed by the hundred (a model through /mcp/direct) must not pile up windows."""
+    async with open_pool({"gone": fault(), "kept": fault()}) as pool:
+        await wait_for_status(pool, "gone", "connected")
+        await wait_for_status(pool, "kept", "connected")
+        for server in ("gone", "kept"):
+            await pool.call(server, "echo", {"message": "x"})
+            assert RECENT_CALLS.summary(server).calls >= 1
+        await pool.remove("gone")
+        assert "gone" not in RECENT_CALLS._calls and RECENT_CALLS.summary("gone").calls == 0
+        assert RECENT_CALLS.summary("kept").calls >= 1
