@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -131,8 +131,9 @@ class Calls:
             return target.value(result)
         if not isinstance(target, LocalTool):
             raise TypeError(f"not a tool the gateway can call: {target!r}")
+        context = self.context if on_elicit is None else replace(self.context, elicit=on_elicit)
         try:
-            return await target.call(args, kwargs, self.context)
+            return await target.call(args, kwargs, context)
         except ModelError:
             raise
         except Exception as e:  # a local pack's own bug: report it, keep the host's traceback out of the model
@@ -210,6 +211,9 @@ class PackContext:
     pool: UpstreamPool
     registry: Callable[[], Registry]
     calls: Calls
+    elicit: Elicit | None = None
+    """Who answers an upstream's question (elicitation) during this call: the client of the run it is part of, to
+    pass on to the calls the pack makes for it (``proxy.call`` does); None: nobody is there to ask."""
 
 
 async def shaped(shape: Callable[[T], types.CallToolResult], value: T, size: int) -> types.CallToolResult:

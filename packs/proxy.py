@@ -128,7 +128,8 @@ _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, *, ctx: PackContext) -> Any:
     """Call a tool by its upstream name, for names that are not Python identifiers."""
     target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
-    return await ctx.calls.value(target, [], arguments or {}, label=f"proxy.call('{server}', '{tool}', ...)")
+    label = f"proxy.call('{server}', '{tool}', ...)"
+    return await ctx.calls.value(target, [], arguments or {}, label=label, on_elicit=ctx.elicit)
 
 
 def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:

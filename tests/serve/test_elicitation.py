@@ -90,6 +90,14 @@ async def test_run_client_answers_and_omitted_fields_get_defaults(eliciting: Ser
     assert "Please confirm" not in text_of(result)  # the question never reaches the model
 
 
+async def test_proxy_call_asks_the_run_client_as_a_pack_call_does(eliciting: ServedGateway) -> None:
+    """`proxy.call` (for tool names that are not identifiers) is the same call: its question reaches the same user."""
+    user = User(types.ElicitResult(action="accept", content={"name": "Bo"}))
+    result = await call(eliciting.url, "run", {"code": "proxy.call('strict', 'profile')"}, user)
+    assert outcome(result) == {"action": "accept", "content": {**DEFAULTS, "name": "Bo"}}
+    assert len(user.asked) == 1
+
+
 async def test_handshake_era_upstream_gets_the_answer_with_defaults(eliciting: ServedGateway) -> None:
     """server-everything asks with a server-to-client request; the fields the user left out that have a default
     reach it with the default (SEP-1034)."""
