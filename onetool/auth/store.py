@@ -12,8 +12,6 @@ The record never reaches a log, a status or a snippet; only :mod:`onetool.auth` 
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -27,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from onetool.config import OAuthConfig, to_identifier
 from onetool.errors import StateError
 from onetool.logs import logger
+from onetool.state.locks import file_lock
 from onetool.state.paths import state_dir, write_private
 
 if TYPE_CHECKING:
@@ -43,9 +42,6 @@ __all__ = [
     "state_dir",
     "store_for",
 ]
-
-FILE_LOCK_POLL: Final = 0.02
-"""Seconds between tries of a file lock held elsewhere: a blocking flock could not be cancelled, nor bounded."""
 
 
 class StoredAuth(BaseModel):
@@ -205,35 +201,9 @@ class FileTokenStore:
         return _file_lock(self.folder, server, wait)
 
 
-@asynccontextmanager
-async def _file_lock(folder: Path, server: str, wait: float) -> AsyncIterator[None]:
-    """An exclusive ``flock`` on the server's lock file in ``folder`` while inside. The kernel drops it when its
-    holder exits, however it exits; two opens of the file conflict even within one process."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)  # also when it existed with wider permissions
-    lock = folder / f"{to_identifier(server)}.lock"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        locked = False
-        with anyio.move_on_after(wait):
-            while not (locked := _try_lock(fd)):
-                await anyio.sleep(FILE_LOCK_POLL)
-        if not locked:
-            raise StateError(
-                f"{lock}: another process has held the OAuth record of '{server}' for over {wait:g} s"
-                " (refreshing its token?); try again"
-            )
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+def _file_lock(folder: Path, server: str, wait: float) -> AbstractAsyncContextManager[None]:
+    """The server's lock file in ``folder``, held exclusively while inside."""
+    return file_lock(folder / f"{to_identifier(server)}.lock", wait, f"the OAuth record of '{server}'")
 
 
 class _HeldFile:

@@ -15,9 +15,10 @@ The store does not know the config: callers check names and validate specs (``on
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -43,6 +44,7 @@ from onetool.state._models import (
     servers,
 )
 from onetool.state.fingerprint import canonical_json, fingerprint_of
+from onetool.state.locks import file_lock
 from onetool.state.records import (
     ACTORS,
     Actor,
@@ -82,10 +84,11 @@ class Snapshot:
 class StateStore:
     """One open state store. Build it with ``await StateStore.open(url)``; close it with ``aclose()``."""
 
-    def __init__(self, engine: AsyncEngine, target: Target) -> None:
+    def __init__(self, engine: AsyncEngine, target: Target, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._engine = engine
         self._reader = read_only(engine)
         self._target = target
+        self._timeout = timeout
 
     @classmethod
     async def open(cls, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> StateStore:
@@ -94,7 +97,7 @@ class StateStore:
         ``timeout`` (seconds) bounds every wait for a lock held elsewhere, and for a connection to a server.
         """
         target = Target.parse(url)
-        store = cls(create_engine(target, timeout), target)
+        store = cls(create_engine(target, timeout), target, timeout)
         try:
             async with store._transaction("open it") as conn:
                 await conn.run_sync(upgrade, target.location)
@@ -197,7 +200,8 @@ class StateStore:
     async def remove_server(self, name: str, actor: Actor) -> bool:
         """Remove an added server with its overrides, approvals and OAuth record; False if it was not added."""
         _check_actor(actor)
-        async with self._transaction(f"remove server '{name}'") as conn:
+        # Its OAuth record goes too: after a refresh under way has stored its tokens, never before (see below).
+        async with self._oauth_lock(name, self._timeout), self._transaction(f"remove server '{name}'") as conn:
             removed = (await conn.execute(delete(servers).where(servers.c.name == name))).rowcount > 0
             if removed:
                 await _forget(conn, name)
@@ -337,7 +341,7 @@ class StateStore:
     async def forget_server(self, name: str, actor: Actor) -> None:
         """Drop a server's overrides, approved tools and OAuth record (e.g. a config-file server that was removed)."""
         _check_actor(actor)
-        async with self._transaction(f"forget server '{name}'") as conn:
+        async with self._oauth_lock(name, self._timeout), self._transaction(f"forget server '{name}'") as conn:
             await _forget(conn, name)
             await _bump(conn)
             await _audit(conn, actor, "forget_server", name, {})
@@ -423,22 +427,35 @@ class StateStore:
         """Replace the server's record. Not audited: tokens refresh every few minutes, and the record is secret.
 
         Waits (up to the store's timeout) while :meth:`held_oauth_record` holds it elsewhere."""
+        async with self._oauth_lock(server, self._timeout):
+            await self._save_oauth_record(server, record)
+
+    async def _save_oauth_record(self, server: str, record: str) -> None:
         async with self._transaction(f"store the OAuth record of '{server}'") as conn:
             await _save_oauth(conn, server, record)
 
     @asynccontextmanager
     async def held_oauth_record(self, server: str, wait: float) -> AsyncIterator[HeldOAuthRecord]:
-        """The server's OAuth record, held in one transaction until the context exits: every other holder and
-        writer of it, in any process, waits meanwhile. For a token refresh, which must not spend a single-use
-        refresh token twice (replicas).
+        """The server's OAuth record, held until the context exits: every other holder and writer of it, in any
+        process, waits meanwhile. For a token refresh, which must not spend a single-use refresh token twice
+        (replicas). What the holder writes is stored when the context exits without an error; what the body raises
+        passes through untouched (it is no failure of the store), and nothing is written then.
 
-        PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``), and first an advisory lock on the server's
-        name, which holds also while there is no row yet (the first holder creates the record: a DPoP key that every
-        replica must share); SQLite's writing transaction (``BEGIN IMMEDIATE``) holds the whole file. Either waits at
+        PostgreSQL locks the record's row (``SELECT ... FOR UPDATE``) in one transaction, and first an advisory lock
+        on the server's name, which holds also while there is no row yet (the first holder creates the record: a
+        DPoP key that every replica must share). A SQLite file is held with a lock file per server beside it
+        (``<file>.locks/``), never with the database's own write lock, which covers the whole file: the store's
+        other writes, and other servers' refreshes, go on while a token request takes its time. Either waits at
         most ``wait`` seconds for another holder, then raises StateError; a holder that died releases at once (its
-        connection, or its file lock, goes with it). What the body raises passes through untouched (it is no failure
-        of the store), and nothing is written then.
+        connection, or its file lock, goes with it).
         """
+        if self._target.file is not None:
+            async with self._oauth_lock(server, wait):
+                held = HeldOAuthRecord(server, self._target, read=lambda: self.oauth_record(server))
+                yield held
+                if held.written is not None:
+                    await self._save_oauth_record(server, held.written)
+            return
         doing = f"hold the OAuth record of '{server}'"
         passing = False
         try:
@@ -447,7 +464,7 @@ class StateStore:
                     # this transaction's own wait: a holder keeps the row for a whole token request
                     await conn.execute(select(func.set_config("lock_timeout", f"{int(wait * 1000)}ms", True)))
                     await conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"onetool.oauth:{server}"))))
-                held = HeldOAuthRecord(conn, server, self._target)
+                held = HeldOAuthRecord(server, self._target, conn=conn)
                 await held.read()  # on PostgreSQL, this takes the row lock
                 try:
                     yield held
@@ -459,9 +476,22 @@ class StateStore:
                 raise
             raise self._target.explain(doing, e) from None
 
+    def _oauth_lock(self, server: str, wait: float) -> AbstractAsyncContextManager[None]:
+        """The lock file that holds ``server``'s record of a SQLite file, for every write of that record (a token
+        saved, forgotten, or dropped with its server): one made while a refresh holds it would be overwritten by the
+        refresh's tokens as the hold ends. Nothing to take elsewhere: PostgreSQL's writes wait for the row lock."""
+        if self._target.file is None:
+            return nullcontext()
+        name = hashlib.sha256(server.encode()).hexdigest()[:32]  # any server name, one safe file name
+        locks = self._target.file.with_name(self._target.file.name + ".locks")
+        return file_lock(locks / f"oauth-{name}.lock", wait, f"the OAuth record of '{server}'")
+
     async def forget_oauth_record(self, server: str) -> bool:
         """Drop the server's record; False when there was none."""
-        async with self._transaction(f"forget the OAuth record of '{server}'") as conn:
+        async with (
+            self._oauth_lock(server, self._timeout),
+            self._transaction(f"forget the OAuth record of '{server}'") as conn,
+        ):
             return (await conn.execute(delete(oauth_tokens).where(oauth_tokens.c.server == server))).rowcount > 0
 
     # --- change propagation (replicas) ----------------------------------------------------------------
@@ -570,16 +600,30 @@ class StateStore:
 
 
 class HeldOAuthRecord:
-    """One server's OAuth record inside :meth:`StateStore.held_oauth_record`: read and replaced in that transaction,
-    so no other holder comes between the two."""
+    """One server's OAuth record inside :meth:`StateStore.held_oauth_record`. On PostgreSQL (``conn``) it is read
+    and replaced in the holding transaction, so no other holder comes between the two; on a SQLite file (``read``)
+    each read is a short transaction of its own under the lock file, and what is written waits for the end."""
 
-    def __init__(self, conn: AsyncConnection, server: str, target: Target) -> None:
-        self._conn = conn
+    def __init__(
+        self,
+        server: str,
+        target: Target,
+        *,
+        conn: AsyncConnection | None = None,
+        read: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
         self._server = server
         self._target = target
+        self._conn = conn
+        self._read = read
+        self.written: str | None = None
+        """What the holder wrote last (under a lock file: stored as the hold ends)."""
 
     async def read(self) -> str | None:
-        """The record as stored now (a fresh read each time)."""
+        """The record as stored now (a fresh read each time), or as this holder last wrote it."""
+        if self._conn is None:
+            assert self._read is not None
+            return self.written if self.written is not None else await self._read()
         query = select(oauth_tokens.c.record).where(oauth_tokens.c.server == self._server).with_for_update()
         try:
             row = (await self._conn.execute(query)).first()
@@ -589,6 +633,9 @@ class HeldOAuthRecord:
 
     async def write(self, record: str) -> None:
         """Replace the record; it is stored when the holding context exits without an error."""
+        self.written = record
+        if self._conn is None:
+            return
         try:
             await _save_oauth(self._conn, self._server, record)
         except _DB_ERRORS as e:

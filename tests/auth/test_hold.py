@@ -1,5 +1,5 @@
 """``TokenStore.hold``: a server's OAuth record held against every other holder and writer, in any process, for one
-token refresh at a time (tests/auth/test_refresh.py). On PostgreSQL (a row lock), a SQLite file (its write lock)
+token refresh at a time (tests/auth/test_refresh.py). On PostgreSQL (a row lock), a SQLite file (a lock file per server)
 and a token folder (a file lock), each opened twice, as two replicas have them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp.shared.auth import OAuthToken
 
-from onetool.auth import StoredAuth
+from onetool.auth import StateTokenStore, StoredAuth
 from onetool.errors import StateError
 from onetool.state import StateStore
 from tests.auth.conftest import STORE_TIMEOUT, Kind, SharedStore, state_url
@@ -96,6 +96,46 @@ async def test_the_wait_of_a_hold_is_its_own_not_the_stores(shared: SharedStore)
         tg.cancel_scope.cancel()
 
 
+async def test_a_hold_keeps_only_its_own_record(shared: SharedStore) -> None:
+    """A refresh of one server, however long its token request takes, holds back no other server's refresh and,
+    on the state store, none of its other writes (on a SQLite file the hold is a lock file per server, not the
+    database's write lock, which the store's other writes would wait for until their timeout, and fail)."""
+    await shared.a.save("fx", record(0))
+    async with shared.a.hold("fx", 10) as held:
+        assert await held.load() == record(0)
+        started = time.monotonic()
+        await shared.b.save("other", record(5))
+        async with shared.b.hold("other", 1) as other:
+            assert await other.load() == record(5)
+        if isinstance(shared.b, StateTokenStore):
+            await shared.b.state.add_server("added", {"command": "true"}, "cli")
+        assert time.monotonic() - started < STORE_TIMEOUT, "a write waited for another server's hold"
+        await anyio.sleep(STORE_TIMEOUT * 1.5)  # a token request slower than the store's own waits
+        await held.save(record(1))
+    assert (await shared.b.load("fx"), await shared.b.load("other")) == (record(1), record(5))
+
+
+@pytest.mark.parametrize("shared", ["postgresql", "sqlite"], indirect=True)
+async def test_a_server_removed_during_its_refresh_leaves_no_token_behind(shared: SharedStore) -> None:
+    """Removing a server drops its OAuth record: after a refresh under way has stored its tokens, never before, or
+    the refresh would store them again for a server that is gone."""
+    assert isinstance(shared.a, StateTokenStore) and isinstance(shared.b, StateTokenStore)
+    await shared.a.state.add_server("fx", {"url": URL}, "cli")
+    await shared.a.save("fx", record(0))
+    removed = anyio.Event()
+
+    async def remove() -> None:
+        assert await shared.b.state.remove_server("fx", "cli")
+        removed.set()
+
+    async with anyio.create_task_group() as tg, shared.a.hold("fx", 10) as held:
+        tg.start_soon(remove)
+        await anyio.sleep(0.3)
+        assert not removed.is_set(), "the server went while its token was being refreshed"
+        await held.save(record(1))
+    assert removed.is_set() and await shared.a.load("fx") is None
+
+
 async def test_a_holder_that_dies_releases_the_record(shared: SharedStore) -> None:
     """A replica killed mid-refresh: its connection (or file lock) goes with it, and the others get the record."""
     await shared.a.save("fx", record(0))
@@ -119,8 +159,8 @@ async def test_a_holder_that_dies_releases_the_record(shared: SharedStore) -> No
 async def test_a_failed_hold_writes_nothing_and_its_error_passes_through(
     kind: Kind, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """On the state store the hold is one transaction: what its body raised is no failure of the store, and what it
-    wrote is rolled back."""
+    """On the state store what a hold's body raised is no failure of the store, and what it wrote is never stored
+    (rolled back with PostgreSQL's transaction; on a SQLite file, kept for the end of the hold, which never came)."""
     async with await StateStore.open(state_url(kind, request, tmp_path)) as state:
         await state.save_oauth_record("fx", "before")
 
