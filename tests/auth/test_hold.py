@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -44,14 +45,13 @@ async def test_a_holder_waits_for_the_hold_then_reads_what_it_stored(shared: Sha
     assert seen == [record(1)]
 
 
-@pytest.mark.parametrize("write", ["save", "forget"])
-async def test_a_write_waits_for_the_hold_and_lands_after_it(shared: SharedStore, write: str) -> None:
-    """`onetool auth` (save) or a logout (forget) while a refresh holds the record: theirs is the last word."""
-    await shared.a.save("fx", record(0))
+async def lands_after_a_refresh(shared: SharedStore, write: Callable[[], Awaitable[object]]) -> None:
+    """``write`` (to fx's record, from the other process) while the first holds fx's record and refreshes it: it
+    waits, and lands after the refresh stored its tokens."""
     written = anyio.Event()
 
     async def other_write() -> None:
-        await (shared.b.save("fx", record(2)) if write == "save" else shared.b.forget("fx"))
+        await write()
         written.set()
 
     async with anyio.create_task_group() as tg, shared.a.hold("fx", 10) as held:
@@ -59,7 +59,28 @@ async def test_a_write_waits_for_the_hold_and_lands_after_it(shared: SharedStore
         await anyio.sleep(0.3)
         assert not written.is_set(), "a write landed while the record was held"
         await held.save(record(1))
+    assert written.is_set()
+
+
+@pytest.mark.parametrize("write", ["save", "forget"])
+async def test_a_write_waits_for_the_hold_and_lands_after_it(shared: SharedStore, write: str) -> None:
+    """`onetool auth` (save) or a logout (forget) while a refresh holds the record: theirs is the last word."""
+    await shared.a.save("fx", record(0))
+    await lands_after_a_refresh(
+        shared, lambda: shared.b.save("fx", record(2)) if write == "save" else shared.b.forget("fx")
+    )
     assert await shared.a.load("fx") == (record(2) if write == "save" else None)  # not the holder's
+
+
+@pytest.mark.parametrize("shared", ["postgresql", "sqlite"], indirect=True)
+async def test_a_server_removed_during_its_refresh_leaves_no_token_behind(shared: SharedStore) -> None:
+    """Removing a server drops its OAuth record: after a refresh under way has stored its tokens, never before, or
+    the refresh would store them again for a server that is gone."""
+    assert isinstance(shared.b, StateTokenStore)
+    await shared.b.state.add_server("fx", {"url": URL}, "cli")
+    await shared.a.save("fx", record(0))
+    await lands_after_a_refresh(shared, lambda: shared.b.state.remove_server("fx", "cli"))
+    assert await shared.a.load("fx") is None
 
 
 async def test_a_holder_waits_at_most_its_wait_then_fails_clearly(shared: SharedStore) -> None:
@@ -113,27 +134,6 @@ async def test_a_hold_keeps_only_its_own_record(shared: SharedStore) -> None:
         await anyio.sleep(STORE_TIMEOUT * 1.5)  # a token request slower than the store's own waits
         await held.save(record(1))
     assert (await shared.b.load("fx"), await shared.b.load("other")) == (record(1), record(5))
-
-
-@pytest.mark.parametrize("shared", ["postgresql", "sqlite"], indirect=True)
-async def test_a_server_removed_during_its_refresh_leaves_no_token_behind(shared: SharedStore) -> None:
-    """Removing a server drops its OAuth record: after a refresh under way has stored its tokens, never before, or
-    the refresh would store them again for a server that is gone."""
-    assert isinstance(shared.a, StateTokenStore) and isinstance(shared.b, StateTokenStore)
-    await shared.a.state.add_server("fx", {"url": URL}, "cli")
-    await shared.a.save("fx", record(0))
-    removed = anyio.Event()
-
-    async def remove() -> None:
-        assert await shared.b.state.remove_server("fx", "cli")
-        removed.set()
-
-    async with anyio.create_task_group() as tg, shared.a.hold("fx", 10) as held:
-        tg.start_soon(remove)
-        await anyio.sleep(0.3)
-        assert not removed.is_set(), "the server went while its token was being refreshed"
-        await held.save(record(1))
-    assert removed.is_set() and await shared.a.load("fx") is None
 
 
 async def test_a_holder_that_dies_releases_the_record(shared: SharedStore) -> None:
