@@ -152,6 +152,12 @@ async def test_direct_and_exec_callers_answer(eliciting: ServedGateway) -> None:
     user = User(types.ElicitResult(action="accept", content={"text": "from exec"}))
     result = await call(face(eliciting, "inspect"), "exec", {"server_name": "elicit", "tool_name": "note"}, user)
     assert outcome(result) == {"action": "accept", "content": {"text": "from exec"}}
+    # A local pack's tool through exec: proxy.call makes the upstream call, and exec's caller still answers.
+    user = User(types.ElicitResult(action="accept", content={"text": "via proxy"}))
+    arguments = {"server_name": "proxy", "tool_name": "call", "arguments": {"server": "strict", "tool": "note"}}
+    result = await call(face(eliciting, "inspect"), "exec", arguments, user)
+    assert outcome(result) == {"action": "accept", "content": {"text": "via proxy"}}
+    assert len(user.asked) == 1
 
 
 async def test_a_question_waits_no_longer_than_its_call(eliciting: ServedGateway) -> None:

@@ -129,7 +129,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             ]
         )
 
-    async def inspect(server_name: str, tool_name: str | None = None) -> CallToolResult:
+    async def inspect(_: RequestClient, server_name: str, tool_name: str | None = None) -> CallToolResult:
         current = view.current()
         find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
         schemas = partial(
@@ -157,7 +157,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             result = await calls.result(target, [], arguments or {}, label=label, on_elicit=client.elicit)
             shape = partial(exec_result, max_chars=max_chars, output_schema=target.output_schema)
             return await shaped(shape, result, value_size(result))
-        value = await calls.value(target, [], arguments or {}, label=label)
+        value = await calls.value(target, [], arguments or {}, label=label, on_elicit=client.elicit)
         return await shaped(partial(data_result, max_chars=max_chars), value, value_size(value))
 
     handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
@@ -170,9 +170,8 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             )
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
-            if handler is exec_:  # what the upstream asks its user goes to exec's caller
-                return await exec_(RequestClient(ctx, None), **arguments)
-            return await handler(**arguments)
+            # The caller: what an upstream asks its user during exec goes to it.
+            return await handler(RequestClient(ctx, None), **arguments)
         except ModelError as e:
             return error_result(str(e))
         except Exception as exc:
