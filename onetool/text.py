@@ -57,8 +57,10 @@ def closest(name: str, names: Iterable[str]) -> list[str]:
 
 
 def shown_name(name: str) -> str:
-    """A name as an error quotes it: cut past SUGGEST_MAX_NAME characters (a snippet may pass megabytes)."""
-    return name if len(name) <= SUGGEST_MAX_NAME else name[:SUGGEST_MAX_NAME] + "..."
+    """A name as an error quotes it: cut past SUGGEST_MAX_NAME characters (a snippet may pass megabytes), and every
+    character a reader would not see named (:func:`visible`, newline and tab included), so that a name cannot add a
+    line of its own to the message a model reads."""
+    return visible(name if len(name) <= SUGGEST_MAX_NAME else name[:SUGGEST_MAX_NAME] + "...", keep="")
 
 
 def cut(text: str, limit: int, what: str = "result", hint: str = "") -> str:

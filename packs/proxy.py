@@ -63,7 +63,7 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
         names = [s.name for s in ctx.registry().servers()]
         local = [p for p in registry.packs if p not in {s.pack for s in ctx.registry().servers()}]
         raise ModelError(
-            f"unknown server '{server}'; servers: {', '.join(names) or 'none'}"
+            f"unknown server '{shown_name(server)}'; servers: {', '.join(names) or 'none'}"
             + (f"; local packs: {', '.join(local)}" if local else "")
         )
     status = registry.pack_status(pack)
@@ -128,7 +128,7 @@ _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, *, ctx: PackContext) -> Any:
     """Call a tool by its upstream name, for names that are not Python identifiers."""
     target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
-    label = f"proxy.call('{server}', '{tool}', ...)"
+    label = f"proxy.call('{shown_name(server)}', '{shown_name(tool)}', ...)"
     return await ctx.calls.value(target, [], arguments or {}, label=label, on_elicit=ctx.elicit)
 
 
@@ -136,12 +136,13 @@ def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:
     """The tool ``server`` lists as ``tool``, a local tool of the same name shadowing it or not."""
     pack = registry.packs.get(_pack_of(server, registry))
     if pack is None or pack.server is None:
-        raise UnknownPack(f"unknown server '{server}'; servers: {', '.join(s.name for s in registry.servers())}")
+        servers = ", ".join(s.name for s in registry.servers())
+        raise UnknownPack(f"unknown server '{shown_name(server)}'; servers: {servers}")
     match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
     match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
     if match is None:
         registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
-        raise UnknownTool(f"server '{pack.server}' has no tool '{tool}'")
+        raise UnknownTool(f"server '{pack.server}' has no tool '{shown_name(tool)}'")
     return match
 
 
@@ -185,7 +186,7 @@ def _server(server: str, ctx: PackContext) -> str:
     name = _configured(server, ctx)
     if name is None:
         servers = ", ".join(s.name for s in ctx.registry().servers())
-        raise ModelError(f"unknown server '{server}'; servers: {servers or 'none'}")
+        raise ModelError(f"unknown server '{shown_name(server)}'; servers: {servers or 'none'}")
     return name
 
 

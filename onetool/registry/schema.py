@@ -35,6 +35,7 @@ from onetool.schema_walk import (
     read,
     union,
 )
+from onetool.text import shown_name
 
 __all__ = [
     "MAX_CHECKED_CHARS",
@@ -335,7 +336,7 @@ class ToolSchema:
         given = set(props[:positional]) | set(names)
         unknown = sorted(k for k in given if k not in self.properties)
         if unknown and not self.open_ended:
-            shown = ", ".join(repr(u) for u in unknown[:_SHOWN_NAMES])
+            shown = ", ".join(repr(shown_name(u)) for u in unknown[:_SHOWN_NAMES])
             more = f" and {len(unknown) - _SHOWN_NAMES:,} more" if len(unknown) > _SHOWN_NAMES else ""
             raise ArgumentError(
                 f"{display} got unknown argument{'s' if len(unknown) > 1 else ''} "

@@ -35,7 +35,7 @@ from pydantic_core import to_json
 from onetool.config import DirectConfig
 from onetool.errors import ArgumentError
 from onetool.results import is_envelope_schema
-from onetool.text import cut, shown_name, visible
+from onetool.text import cut, shown_name
 
 READ_CACHE = "read_cache"
 _KEY_BYTES = 18
@@ -170,7 +170,7 @@ def read_cache(cache: ResultCache, arguments: Mapping[str, Any], max_chars: int)
     text = cache.get(key)
     if text is None:
         raise ArgumentError(
-            f"{READ_CACHE}: no result is kept under key '{visible(shown_name(key), keep='')}': it expired (after "
+            f"{READ_CACHE}: no result is kept under key '{shown_name(key)}': it expired (after "
             f"{cache.ttl:g} s, direct.cache_ttl), newer results pushed it out ({_SIZE_KEYS}), another replica of "
             "the gateway cut it, or the key is wrong. Call the tool again for a fresh key."
         )
