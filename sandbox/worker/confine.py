@@ -28,7 +28,6 @@ import math
 import os
 import resource
 import signal
-import tempfile
 from typing import NamedTuple
 
 __all__ = [
@@ -123,10 +122,25 @@ def close_other_fds(keep: tuple[int, ...]) -> None:
     os.closerange(highest + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
+def _new_folder(name: str) -> str:
+    """A new private folder `name` in the first temporary folder that takes it (tempfile's order)."""
+    places = [os.environ.get(key) for key in ("TMPDIR", "TEMP", "TMP")] + ["/tmp", "/var/tmp", "/usr/tmp", os.getcwd()]
+    for place in filter(None, places):
+        directory = os.path.join(place, name)
+        try:
+            os.mkdir(directory, 0o700)
+        except OSError:
+            continue
+        return directory
+    raise OSError(f"no temporary folder takes a new folder (tried {', '.join(filter(None, places))})")
+
+
 def make_empty_root() -> int:
     """A descriptor of a fresh directory that is already deleted: nothing can ever be created in it, nothing is
     left behind, and every path looked up from it names nothing (ENOENT, whether or not it exists outside)."""
-    directory = tempfile.mkdtemp(prefix="onetool-sandbox-")
+    # Not tempfile.mkdtemp: tempfile imports shutil, which loads zlib, bz2 and lzma with their libraries, and
+    # each mapping of the fork-server costs every fork and every exit (about 3 us per mapping, measured).
+    directory = _new_folder(f"onetool-sandbox-{os.urandom(8).hex()}")
     try:
         return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     finally:
