@@ -21,6 +21,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, Origin, RunError, RunResult
+from sandbox.protocol.caps import PROGRESS_RATE
 from sandbox.protocol.errors import (
     TOOL_ERRORS,
     ArgumentError,
@@ -31,7 +32,7 @@ from sandbox.protocol.errors import (
     ToolUnavailable,
     UnknownTool,
 )
-from sandbox.protocol.messages import PROGRESS_RATE, Ration, one_line
+from sandbox.protocol.messages import Ration, one_line
 from sandbox.protocol.sites import Site
 from sandbox.protocol.verdicts import Verdict
 

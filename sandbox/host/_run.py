@@ -23,11 +23,10 @@ from sandbox.host._untrusted import decode_untrusted
 from sandbox.host.budget import RESERVED_FROM, HostMemory, decoded_size
 from sandbox.host.forkserver import GONE, Worker
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
+from sandbox.protocol.caps import MAX_IN_FLIGHT, PROGRESS_RATE
 from sandbox.protocol.channel import ProtocolError
 from sandbox.protocol.errors import TOOL_ERRORS
 from sandbox.protocol.messages import (
-    MAX_IN_FLIGHT,
-    PROGRESS_RATE,
     REPLY_ENVELOPE,
     Call,
     Done,

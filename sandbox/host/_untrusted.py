@@ -7,7 +7,7 @@ arbitrary bytes. Whatever this returns is JSON data any JSON or MCP writer accep
 - Numbers: NaN, Infinity and overflowing floats are not JSON; they become strings ("NaN", "Infinity",
   "-Infinity"). The worker's own conversion never sends them, so this is the rare path.
 - Nesting: the decoder refuses more than MAX_NESTING levels (the worker's conversion produces at most
-  sandbox.protocol.messages.MAX_DEPTH, plus the message's envelope), so no consumer recurses past its limit.
+  sandbox.protocol.caps.MAX_DEPTH, plus the message's envelope), so no consumer recurses past its limit.
 - Cost: the decoder is pydantic-core's (Rust): an 8 MB frame takes tens of milliseconds where `json` and a
   walk of the result took most of a second, and nothing here walks the decoded value in Python.
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
+from sandbox.protocol.caps import MAX_DEPTH
 from sandbox.protocol.channel import ProtocolError
-from sandbox.protocol.messages import MAX_DEPTH
 
 __all__ = ["MAX_NESTING", "decode_untrusted"]
 

@@ -18,17 +18,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sandbox.protocol.api import Limits, RunError
+from sandbox.protocol.caps import MAX_EXACT_INT, MAX_PROGRESS_MESSAGE
 from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
 from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 
 __all__ = [
     "MAX_CALL_ID",
-    "MAX_DEPTH",
-    "MAX_EXACT_INT",
-    "MAX_IN_FLIGHT",
     "MAX_NAME",
-    "MAX_PROGRESS_MESSAGE",
-    "PROGRESS_RATE",
     "REPLY_ENVELOPE",
     "Call",
     "Done",
@@ -43,24 +39,14 @@ __all__ = [
     "reply_frame",
 ]
 
-MAX_DEPTH = 100
-"""Levels a value the worker sends may nest (sandbox/worker/_jsonable.py converts no deeper); the host's decoder
-allows a few more, for the message around it (sandbox/host/_untrusted.py)."""
 REPLY_ENVELOPE = 4096
 """Bytes around a payload: a reply or result may carry a full max_message payload plus this much."""
 MAX_NAME = 128
 """Characters of a pack or tool name, and of an error type."""
 MAX_SOURCE = 1000
 """Characters of the snippet line an error names."""
-MAX_IN_FLIGHT = 16
-"""Pack calls a worker may have waiting for replies: parallel() keeps at most this many going. A worker
-that pipelines more is not a snippet."""
 MAX_CALL_ID = 2**31 - 1
 """Call ids are ints from 0 to this; a run makes far fewer calls (sandbox.max_calls)."""
-MAX_PROGRESS_MESSAGE = 200
-"""Characters of a progress() message."""
-PROGRESS_RATE = 20
-"""progress() reports per second: the worker sends no more, the host passes on no more."""
 
 
 class Ration:
@@ -80,8 +66,6 @@ class Ration:
         return True
 
 
-MAX_EXACT_INT = 2**53
-"""The largest int a float holds exactly: a progress number past it is refused, as JSON decoders may round it."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 

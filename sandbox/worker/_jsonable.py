@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sandbox.protocol.messages import MAX_DEPTH
+from sandbox.protocol.caps import MAX_DEPTH
 
 __all__ = ["TooDeep", "safe_repr", "text_of", "to_json"]
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from types import CodeType, FunctionType
 from typing import Any
 
+from sandbox.protocol.caps import MAX_EXACT_INT, MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.protocol.channel import ProtocolError, encode
 from sandbox.protocol.errors import TOOL_ERRORS, LimitError, ToolError
-from sandbox.protocol.messages import MAX_EXACT_INT, MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._jsonable import TooDeep, text_of, to_json
 from sandbox.worker._record import Record

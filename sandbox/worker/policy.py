@@ -11,7 +11,6 @@ import re
 import secrets
 import warnings
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from types import CodeType
 from typing import Any, TypeAlias, TypedDict
 
@@ -153,12 +152,16 @@ def import_message(name: str) -> str:
     return f"import of '{name}' is not allowed; allowed modules: {', '.join(ALLOWED_MODULES)}"
 
 
-@dataclass
 class CompileFailure(Exception):
-    type: str
-    message: str
-    line: int | None
-    column: int | None
+    """Why a snippet does not compile: its error type, message and place."""
+
+    # Not a dataclass: the fork-server would import dataclasses, and inspect with it, for this one class.
+    def __init__(self, type: str, message: str, line: int | None, column: int | None) -> None:
+        super().__init__(type, message, line, column)
+        self.type = type
+        self.message = message
+        self.line = line
+        self.column = column
 
 
 Visited: TypeAlias = ast.AST | Iterable[ast.AST] | None

@@ -26,7 +26,6 @@ import json
 import os
 import select
 import signal
-import socket
 import sys
 import time
 
@@ -61,7 +60,7 @@ def isolate() -> None:
     for flag in (_CLONE_NEWNET, _CLONE_NEWIPC):
         _libc.unshare(flag)
     if _libc.unshare(_CLONE_NEWUTS) == 0:
-        socket.sethostname("sandbox")
+        _socket.sethostname("sandbox")
 
 
 def setup(program: bytes) -> Confinement:
@@ -84,7 +83,7 @@ template do not (measured: 200 page faults per fork went to 80, with raw descrip
 
 
 class _Zygote:
-    def __init__(self, control: socket.socket, confinement: Confinement) -> None:
+    def __init__(self, control: _socket.socket, confinement: Confinement) -> None:
         self.control = control
         self.confinement = confinement
         self.children: dict[int, int] = {}
@@ -94,7 +93,7 @@ class _Zygote:
 
     def send(self, data: bytes, fds: tuple[int, ...] = ()) -> None:
         if fds:
-            self.control.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            self.control.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
         else:
             self.control.send(data)
 
@@ -113,7 +112,7 @@ class _Zygote:
     def fork(self, request_id: int, memory_mb: int, cpu_seconds: float, prefault: bool) -> None:
         # The C socket type and bare descriptors: socket.socketpair and socket objects run Python (and touch
         # its pages) to make and close them.
-        pair = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pair = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         host_end, worker_end = pair[0].detach(), pair[1].detach()
         try:
             pid = os.fork()
@@ -160,7 +159,7 @@ def main() -> None:
     # Workers (forked from here, so they inherit it) yield the CPU to the host: however many snippets burn
     # their CPU at once, the event loop that answers every client runs first.
     os.nice(WORKER_NICE)
-    control = socket.socket(fileno=os.dup(0))
+    control = _socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)

@@ -10,8 +10,9 @@ import pytest
 
 from sandbox import Limits, Sandbox
 from sandbox.host._untrusted import decode_untrusted
+from sandbox.protocol.caps import MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.protocol.channel import ProtocolError
-from sandbox.protocol.messages import MAX_PROGRESS_MESSAGE, PROGRESS_RATE, Progress, parse
+from sandbox.protocol.messages import Progress, parse
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.hostile_worker import run_hostile
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from sandbox import Limits, RunResult, Sandbox, ToolError
-from sandbox.protocol.messages import MAX_IN_FLIGHT
+from sandbox.protocol.caps import MAX_IN_FLIGHT
 from tests.sandbox.hostile_worker import run_hostile
 
 pytestmark = pytest.mark.anyio
