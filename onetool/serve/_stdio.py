@@ -23,13 +23,13 @@ from typing import Any
 
 import anyio
 import mcp.types as types
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
 from onetool.drain import Drain
 from onetool.logs import logger
 from onetool.serve._drain import stdio_carrier
+from onetool.stdio_lines import LineReader, LineWriter, parse_line
 
 _CHUNK = 1 << 16
 
@@ -38,25 +38,9 @@ async def serve_stdio(server: Server[Any], drain: Drain | None = None) -> None:
     """Serve ``server`` (one face) on stdin/stdout until stdin reaches EOF or the caller cancels; ``drain``: the
     gateway's, told when each request arrives and when its answer is written."""
     drain = drain or Drain()
-    with _claimed(0, os.devnull) as wire_in, _claimed(1, None) as wire_out:
-        reads, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_stream, writes = anyio.create_memory_object_stream[SessionMessage](0)
-        reader = anyio.CancelScope()
-
-        async def read() -> None:
-            with reader:
-                await _read_lines(wire_in, reads, drain)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read)
-            tg.start_soon(_write_lines, wire_out, writes, drain)
-            logger.info("serving MCP over stdio")
-            try:
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-            finally:
-                # The writer drains what the server already sent, then ends; the reader may still wait.
-                write_stream.close()
-                reader.cancel()
+    with _claimed(0, os.devnull) as wire_in, _claimed(1, None) as wire_out, _StdoutWriter(wire_out, drain) as writer:
+        logger.info("serving MCP over stdio")
+        await server.run(_StdinReader(wire_in, drain), writer, server.create_initialization_options())
     logger.info("stdio server done")
 
 
@@ -74,64 +58,70 @@ def _claimed(fd: int, diversion: str | None) -> Iterator[int]:
         os.close(private)
 
 
-async def _read_lines(fd: int, reads: ObjectSendStream[SessionMessage | Exception], drain: Drain) -> None:
-    # epoll cannot watch a file or the null device; reading one never blocks.
-    pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
-    buffer = b""
-    async with reads:
-        while True:
-            if pollable:
-                try:
-                    await anyio.wait_readable(fd)
-                except PermissionError:
-                    pollable = False
+class _StdinReader(LineReader):
+    """stdin; it ends at EOF, or when reading fails. Each request read is reported to the drain."""
+
+    def __init__(self, fd: int, drain: Drain) -> None:
+        super().__init__()
+        self._fd = fd
+        self._drain = drain
+        # epoll cannot watch a file or the null device; reading one never blocks.
+        self._pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
+
+    async def _read(self) -> bytes:
+        if self._pollable:
             try:
-                chunk = os.read(fd, _CHUNK)  # the descriptor is ready: this returns what is there
-            except OSError as exc:
-                logger.warning("stdin is unreadable; treating it as closed", errorMessage=str(exc))
-                return
-            if not chunk:
-                return
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            for line in lines:
-                if line.strip():
-                    message = _parse(line)
-                    if isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest):
-                        drain.opened(stdio_carrier(message.message.id))
-                    await reads.send(message)
-
-
-def _parse(line: bytes) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except Exception as exc:  # the server answers a malformed message with an error; it does not stop
-        return exc
-
-
-async def _write_lines(fd: int, writes: ObjectReceiveStream[SessionMessage], drain: Drain) -> None:
-    mode = os.fstat(fd).st_mode
-    # A pipe or socket to a slow client would block the loop on a large message: write it without blocking,
-    # waiting for room. A terminal or a file is left as it is (its flags are shared with whoever opened it).
-    wait = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-    if wait:
-        os.set_blocking(fd, False)
-    try:
-        async with writes:
-            async for message in writes:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await _write_all(fd, memoryview(data.encode("utf-8", "replace")), wait)
-                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
-                    drain.closed(stdio_carrier(message.message.id))
-    finally:
-        if wait:
-            os.set_blocking(fd, True)  # the flag belongs to the descriptor we restore on fd 1
-
-
-async def _write_all(fd: int, view: memoryview, wait: bool) -> None:
-    while view:
-        if wait:
-            await anyio.wait_writable(fd)
+                await anyio.wait_readable(self._fd)
+            except PermissionError:
+                self._pollable = False
         try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            continue
+            return os.read(self._fd, _CHUNK)  # the descriptor is ready: this returns what is there
+        except OSError as exc:
+            logger.warning("stdin is unreadable; treating it as closed", errorMessage=str(exc))
+            return b""
+
+    def _message(self, line: bytes) -> SessionMessage | Exception:
+        try:
+            message = parse_line(line)
+        except Exception as exc:  # the server answers a malformed message with an error; it does not stop
+            return exc
+        if isinstance(message.message, types.JSONRPCRequest):
+            self._drain.opened(stdio_carrier(message.message.id))
+        return message
+
+
+class _StdoutWriter(LineWriter):
+    """stdout; each answer is reported to the drain once written.
+
+    A pipe or socket to a slow client would block the loop on a large message: it is written without blocking,
+    waiting for room. A terminal or a file is left as it is (its flags are shared with whoever opened it); the
+    flag is restored on exit (it belongs to the descriptor we restore on fd 1)."""
+
+    def __init__(self, fd: int, drain: Drain) -> None:
+        super().__init__()
+        self._fd = fd
+        self._drain = drain
+        mode = os.fstat(fd).st_mode
+        self._wait = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+    def __enter__(self) -> _StdoutWriter:
+        if self._wait:
+            os.set_blocking(self._fd, False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._wait:
+            os.set_blocking(self._fd, True)
+
+    async def send(self, message: SessionMessage, /) -> None:
+        await super().send(message)
+        if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+            self._drain.closed(stdio_carrier(message.message.id))
+
+    async def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)  # only when the pipe is full: a ready one costs no trip round

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import anyio
 import pytest
 from loguru import logger
 
-from onetool.errors import UpstreamError, UpstreamTimeout
+from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.upstream import UpstreamPool
 from tests.conftest import spans
 from tests.upstream.conftest import fault, open_pool
@@ -121,3 +122,15 @@ async def test_following_the_logs_of_a_server_removed_meanwhile_is_quiet() -> No
         stop()
         with pytest.raises(UpstreamError, match="unknown server 'fx'"):
             await pool.call("fx", "echo", {"message": "x"})
+
+
+async def test_a_server_that_stops_reading_fails_the_call_at_once() -> None:
+    """Writing to a server whose stdin is closed fails: the session ends there, and the call with it, rather
+    than waiting out its timeout for an answer that cannot come (the server's stdout is still open)."""
+    deaf = {"command": sys.executable, "args": [str(Path(__file__).parents[1] / "fixtures" / "deaf_server.py")]}
+    async with open_pool({"deaf": {**deaf, "timeout": 30}}, mode="legacy") as pool:
+        started = time.monotonic()
+        with pytest.raises(UpstreamUnavailable) as info:
+            await pool.call("deaf", "echo", {"message": "x"})
+    assert time.monotonic() - started < 5, "the call waited for its timeout"
+    assert info.value.server == "deaf" and "connection lost" in str(info.value), str(info.value)

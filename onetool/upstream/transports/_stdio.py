@@ -16,16 +16,16 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
-import mcp.types as types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
 from onetool.logs import logger
+from onetool.stdio_lines import LineReader, LineWriter, parse_line
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.ancestry import inherited
 from onetool.upstream.transports._base import Link, Streams
@@ -75,28 +75,9 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
         children.add(name, process.pid)
     link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        async with read_send:
-            buffer = b""
-            async for chunk in _receive_all(process.stdout):
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError:
-                        # Junk on stdout is the server's bug; skipping it keeps the session alive.
-                        log.debug("ignored a line on the server's stdout that is not JSON-RPC: {!r}", line[:200])
-                        continue
-                    try:
-                        await read_send.send(SessionMessage(message))
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        return
+    assert process.stdin is not None and process.stdout is not None
+    reader = _StdoutReader(process.stdout, log)
+    writer = _StdinWriter(process.stdin, reader)
 
     async def read_stderr() -> None:
         assert process.stderr is not None
@@ -104,31 +85,65 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
             if raw.strip():
                 log.debug("stderr: {}", stderr.add(raw))
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_recv:
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            # The child is gone or going; ending the read side fails the requests in flight.
-            await read_send.aclose()
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
         tg.start_soon(read_stderr)
-        tg.start_soon(write_stdin)
         try:
-            yield read_recv, write_send
+            yield reader, writer
         finally:
             # Shielded and bounded: a cancelled owner must still leave no process behind.
             with anyio.CancelScope(shield=True):
-                await write_send.aclose()
-                await read_recv.aclose()
+                reader.close()
+                await writer.aclose()
                 if await stop_process_group(process) and children is not None:
                     children.remove(process.pid)
             tg.cancel_scope.cancel()
+
+
+class _StdoutReader(LineReader):
+    """The child's stdout. It ends when the child closes it (it died), or at :meth:`close` (writing to the child
+    failed), which the SDK turns into "Connection closed" for every request in flight."""
+
+    def __init__(self, stdout: anyio.abc.ByteReceiveStream, log: Any) -> None:
+        super().__init__()
+        self._stdout = stdout
+        self._log = log
+        self._reading = anyio.CancelScope()
+
+    def close(self) -> None:
+        super().close()
+        self._reading.cancel()
+
+    async def _read(self) -> bytes:
+        with anyio.CancelScope() as self._reading:
+            try:
+                return await self._stdout.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                return b""
+        return b""  # closed meanwhile
+
+    def _message(self, line: bytes) -> SessionMessage | None:
+        try:
+            return parse_line(line)
+        except ValueError:
+            # Junk on stdout is the server's bug; skipping it keeps the session alive.
+            self._log.debug("ignored a line on the server's stdout that is not JSON-RPC: {!r}", line[:200])
+            return None
+
+
+class _StdinWriter(LineWriter):
+    """The child's stdin. A failed write ends the reader too: the child is gone or going."""
+
+    def __init__(self, stdin: anyio.abc.ByteSendStream, reader: _StdoutReader) -> None:
+        super().__init__()
+        self._stdin = stdin
+        self._reader = reader
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self._stdin.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self._reader.close()
+            raise anyio.BrokenResourceError from None  # the SDK's "Connection closed" for this request
 
 
 async def _receive_all(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[bytes]:
