@@ -114,9 +114,11 @@ class _StdoutWriter(LineWriter):
             os.set_blocking(self._fd, True)
 
     async def send(self, message: SessionMessage, /) -> None:
-        await super().send(message)
-        if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
-            self._drain.closed(stdio_carrier(message.message.id))
+        try:
+            await super().send(message)
+        finally:  # written, or never to be (the client is gone): either way the drain waits no more for it
+            if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                self._drain.closed(stdio_carrier(message.message.id))
 
     async def _write(self, data: bytes) -> None:
         view = memoryview(data)
