@@ -522,3 +522,12 @@ async def test_names_in_pack_call_errors_are_cut_and_escaped(served: ServedGatew
     assert len(text) < 10_000  # a big name is not echoed back
     assert "\nfx:" not in text and "\n  delete_all(" not in text, text  # no line of the name's own
     assert bystander < BYSTANDER_BOUND
+
+
+async def test_a_reply_of_megabytes_from_an_upstream_is_read_without_holding_the_loop(served: ServedGateway) -> None:
+    """A snippet makes an upstream answer with a message of megabytes, which arrives in hundreds of pipe reads: the
+    gateway joins the pieces of a line once, not at every read (that took a 10 MB message a third of a second of
+    the event loop), and the result is whole."""
+    result, bystander = await attack(served.url, "len(fx.echo(message='a' * 3_000_000))")
+    assert not result.is_error and text_of(result) == str(len("echo: ") + 3_000_000), text_of(result)[:500]
+    assert bystander < BYSTANDER_BOUND
