@@ -603,6 +603,11 @@ class Connection:
             self._call_slots.release()
 
     async def _take_call_slot(self, display: str) -> None:
+        try:
+            self._call_slots.acquire_nowait()  # most calls find a slot: no deadline's cancel scope for them
+            return
+        except anyio.WouldBlock:
+            pass
         with anyio.move_on_after(QUEUE_WAIT):
             await self._call_slots.acquire()
             return

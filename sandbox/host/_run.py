@@ -111,7 +111,8 @@ class Run:
                         self._answering = task_group
                         task_group.start_soon(self._answer, *first)
                         result = await self._serve(None, task_group)
-                        task_group.cancel_scope.cancel()
+                        if self._in_flight:  # cancelling costs tens of microseconds (anyio formats a reason)
+                            task_group.cancel_scope.cancel()
         finally:
             self._release(self._reserved)
         if self._overflow is not None:
