@@ -27,14 +27,21 @@ def parse_line(line: bytes) -> SessionMessage:
 
 class LineReader(ABC):
     """A read stream of the messages in the lines its chunks hold; blank lines are skipped, a last line without
-    its newline is dropped at the end."""
+    its newline is dropped at the end.
 
-    def __init__(self) -> None:
+    With ``max_line``, a line longer than that many bytes ends the stream where it starts (``overflowed`` says
+    so): the other side sent more than it may, and a line cannot be skipped without reading all of it.
+    """
+
+    def __init__(self, max_line: int | None = None) -> None:
         self._partial: list[bytes] = []
         """The pieces of the line under way: joined once, when its newline comes (re-joining them at every chunk
         cost a 10 MB message a third of a second of the loop)."""
+        self._partial_size = 0
         self._lines: deque[bytes] = deque()
         self._ended = False
+        self._max_line = max_line
+        self.overflowed = False
 
     @abstractmethod
     async def _read(self) -> bytes:
@@ -66,9 +73,26 @@ class LineReader(ABC):
             *lines, rest = chunk.split(b"\n")
             if lines:
                 lines[0] = b"".join([*self._partial, lines[0]])
-                self._partial = []
-                self._lines.extend(line for line in lines if line.strip())
+                self._partial, self._partial_size = [], 0
+            if self._max_line is not None and (
+                self._partial_size + len(rest) > self._max_line or any(len(line) > self._max_line for line in lines)
+            ):
+                self._overflow(lines)
+                continue
+            self._lines.extend(line for line in lines if line.strip())
             self._partial.append(rest)
+            self._partial_size += len(rest)
+
+    def _overflow(self, lines: list[bytes]) -> None:
+        """Keep the lines before the first one too long; read nothing more."""
+        assert self._max_line is not None
+        for line in lines:
+            if len(line) > self._max_line:
+                break
+            if line.strip():
+                self._lines.append(line)
+        self._partial, self._partial_size = [], 0
+        self._ended = self.overflowed = True
 
     def close(self) -> None:
         """No more reading: ``receive`` ends once the lines already read are taken."""

@@ -9,11 +9,13 @@ from onetool.stdio_lines import LineReader
 
 
 class _Chunks(LineReader):
-    def __init__(self, *chunks: bytes) -> None:
-        super().__init__()
+    def __init__(self, *chunks: bytes, max_line: int | None = None) -> None:
+        super().__init__(max_line)
         self._chunks = iter(chunks)
+        self.reads = 0
 
     async def _read(self) -> bytes:
+        self.reads += 1
         return next(self._chunks, b"")
 
     def _message(self, line: bytes) -> bytes | None:  # type: ignore[override]
@@ -50,3 +52,24 @@ async def test_reading_ends_at_close_once_the_lines_read_are_taken() -> None:
     assert await reader.receive() == b"two"
     with pytest.raises(anyio.EndOfStream):
         await reader.receive()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "reads"),
+    [
+        ((b"one\ntwo\n0123456789X\nfour\n",), 1),  # a whole line too long
+        ((b"one\ntwo\n01234", b"56789X", b"\nfour\n"), 2),  # the line under way grows too long
+        ((b"one\n", b"two\n0123456789X", b"X\nfour\n"), 2),
+    ],
+)
+async def test_a_line_past_the_cap_ends_the_stream_where_it_starts(chunks: tuple[bytes, ...], reads: int) -> None:
+    reader = _Chunks(*chunks, max_line=10)
+    assert await _all(reader) == [b"one", b"two"]
+    assert reader.overflowed
+    assert reader.reads == reads, "it read past the line too long"
+
+
+async def test_lines_up_to_the_cap_pass() -> None:
+    reader = _Chunks(b"0123456789\n01234", b"56789\n", max_line=10)
+    assert await _all(reader) == [b"0123456789", b"0123456789"]
+    assert not reader.overflowed

@@ -275,6 +275,12 @@ class ServerConfig(_Strict):
         default=16, ge=1, description="calls in flight to this server; more wait up to 1 s, then fail (ToolUnavailable)"
     )
     max_backoff: float = Field(default=10.0, gt=0, description="seconds, the longest pause between reconnect attempts")
+    max_message_mb: int = Field(
+        default=64,
+        ge=1,
+        description="megabytes of one message from this server: a longer one ends the connection (a snippet can ask "
+        "for replies, and the gateway holds each one whole), which is then made again",
+    )
     unattended_elicitation: Literal["decline", "defaults"] = Field(
         default="decline",
         description="what this server's question gets when no user can be asked: decline, or (defaults) a form "

@@ -168,6 +168,8 @@ async def closed_with(stack: AsyncExitStack) -> Exception | None:
 def exit_failure(session: Session) -> Failure:
     child = session.link.child
     assert child is not None
+    if child.refused is not None:  # it may be fine: it answered more than the gateway holds at once
+        return Failure(child.refused, fix="ask the tool for less at once; the server is being connected again")
     return Failure(child.exit_reason(), child.stderr_hint())
 
 

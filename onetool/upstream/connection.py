@@ -588,7 +588,7 @@ class Connection:
             try:
                 return await self._once(display, send, timeout)
             except Lost as lost:
-                if not retry:
+                if not retry or lost.failure.fix is not None:  # a failure with a fix happens again
                     raise _lost(self.name, display, lost) from None
             logger.bind(server=self.name, request=display).info(
                 "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display

@@ -531,3 +531,44 @@ async def test_a_reply_of_megabytes_from_an_upstream_is_read_without_holding_the
     result, bystander = await attack(served.url, "len(fx.echo(message='a' * 3_000_000))")
     assert not result.is_error and text_of(result) == str(len("echo: ") + 3_000_000), text_of(result)[:500]
     assert bystander < BYSTANDER_BOUND
+
+
+async def test_replies_past_the_server_cap_cost_the_gateway_no_more_than_the_cap(tmp_path: Path) -> None:
+    """A snippet asks an upstream for replies longer than `max_message_mb`, again and again: each call fails with
+    the setting named (the gateway stops reading at the cap: tests/test_stdio_lines.py), the bystander is not held
+    up, and the next run finds the server back."""
+    marker = f"cap-{uuid.uuid4().hex}"
+    env = {"ONETOOL_TEST_MARKER": marker}
+    config = {
+        "servers": {
+            "fx": {
+                "command": PYTHON,
+                "args": [str(FIXTURES / "fault_server.py"), "ok"],
+                "env": env,
+                "max_message_mb": 1,
+            }
+        },
+        "sandbox": {"timeout": 10},
+    }
+    served = start_http_gateway(tmp_path, config, marker)
+    try:
+        code = (
+            "said = []\n"
+            "for _ in range(2):\n"
+            "    try:\n"
+            "        fx.echo(message='a' * 3_000_000)\n"
+            "    except ToolUnavailable as e:\n"
+            "        said.append(str(e))\n"
+            "said"
+        )
+        result, bystander = await attack(served.url, code)
+        said = json.loads(text_of(result))
+        assert len(said) == 2 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
+        assert bystander < BYSTANDER_BOUND
+        async with Client(served.url, read_timeout_seconds=60) as client:
+            with anyio.fail_after(30):
+                while (again := await client.call_tool("run", {"code": "fx.echo(message='back')"})).is_error:
+                    await anyio.sleep(0.2)
+        assert text_of(again) == "echo: back"
+    finally:
+        assert stop(served.proc) == 0

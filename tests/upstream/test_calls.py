@@ -14,7 +14,7 @@ from loguru import logger
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.upstream import UpstreamPool
 from tests.conftest import spans
-from tests.upstream.conftest import fault, open_pool
+from tests.upstream.conftest import fault, open_pool, wait_for_status
 
 
 async def _cancellations(log: Path, expected: str) -> list[str]:
@@ -134,3 +134,21 @@ async def test_a_server_that_stops_reading_fails_the_call_at_once() -> None:
             await pool.call("deaf", "echo", {"message": "x"})
     assert time.monotonic() - started < 5, "the call waited for its timeout"
     assert info.value.server == "deaf" and "connection lost" in str(info.value), str(info.value)
+
+
+async def test_a_reply_longer_than_the_server_cap_ends_its_connection_and_the_next_one_is_made(
+    log_records: list[dict[str, Any]],
+) -> None:
+    """A snippet can ask an upstream for a reply of any size, and the gateway holds each one whole: past
+    `max_message_mb` the connection ends where that message starts (its process is stopped), the call fails
+    saying why, and the server is connected again for the next call."""
+    async with open_pool({"fx": fault("ok", max_message_mb=1)}) as pool:
+        with pytest.raises(UpstreamUnavailable) as info:
+            await pool.call("fx", "echo", {"message": "x" * 600_000})  # its text twice: 1.2 MB
+        assert "sent a message longer than 1 MB (servers.fx.max_message_mb)" in str(info.value), str(info.value)
+        await wait_for_status(pool, "fx", "connected")
+        assert (await pool.call("fx", "echo", {"message": "x" * 400_000})).structured_content == {
+            "result": "echo: " + "x" * 400_000
+        }
+    warned = [r for r in log_records if r["level"] == "WARNING" and "its process is stopped" in r["message"]]
+    assert len(warned) == 1 and warned[0]["extra"]["server"] == "fx", "not once (a failure with a fix is not retried)"

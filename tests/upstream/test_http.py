@@ -11,7 +11,7 @@ from anyio.abc import SocketStream
 from pydantic import ValidationError
 
 from onetool.config import ServerConfig
-from onetool.errors import UpstreamUnavailable
+from onetool.errors import UpstreamError, UpstreamUnavailable
 from onetool.hosts import is_loopback, plain_http_host
 from onetool.upstream.transports import public_url
 from tests.conftest import free_port
@@ -195,3 +195,25 @@ async def test_dead_http_server_turns_disconnected_without_a_call(http_server: F
         assert pool.server_status("fx").error  # why it is down: the probe, then each reconnect attempt
         http_server.start()
         await wait_for_status(pool, "fx", "connected", timeout=30)
+
+
+async def test_a_reply_up_to_the_server_cap_passes_and_a_longer_one_fails_both_eras(fault_http: str) -> None:
+    """`max_message_mb` caps one message from an HTTP server as from a stdio one. A 2025-era server answers in
+    an SSE event, which the SDK's client caps at 1 MB unless told otherwise; a 2026-era one in a JSON body,
+    which it reads whole: past the cap that one call fails and the session goes on."""
+    servers = {"fx": {"url": fault_http, "max_message_mb": 2}}
+    for mode in ("legacy", "auto"):
+        async with open_pool(servers, mode=mode) as pool:
+            message = "x" * 700_000  # the reply carries it twice: 1.4 MB
+            assert (await pool.call("fx", "echo", {"message": message})).structured_content == {
+                "result": f"echo: {message}"
+            }, mode
+            with pytest.raises(UpstreamError) as info:
+                await pool.call("fx", "echo", {"message": "x" * 1_200_000})
+            if mode == "auto":
+                assert "sent a message longer than 2 MB (servers.fx.max_message_mb)" in str(info.value)
+                assert pool.server_status("fx").status == "connected"
+            else:
+                assert "exceeded the 2097152 byte limit" in str(info.value)
+            await wait_for_status(pool, "fx", "connected")
+            assert (await pool.call("fx", "echo", {"message": "y"})).structured_content == {"result": "echo: y"}

@@ -4,7 +4,7 @@ what a refused certificate means."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -88,12 +88,56 @@ async def _traced(request: httpx2.Request) -> None:
     trace_context(request.headers)
 
 
+def too_long(name: str, config: ServerConfig) -> str:
+    """Why the gateway refused a message from the server (every transport caps one at ``max_message_mb``)."""
+    return f"sent a message longer than {config.max_message_mb} MB (servers.{name}.max_message_mb)"
+
+
+class MessageTooLong(httpx2.StreamError):
+    """A JSON response past the server's cap: the SDK fails the one request it answers."""
+
+
+class _Capped(httpx2.AsyncByteStream):
+    """A response body that stops at ``limit`` bytes: the SDK reads a JSON answer whole before parsing it."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, refusal: str) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._refusal = refusal
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._inner:
+            size += len(chunk)
+            if size > self._limit:
+                raise MessageTooLong(self._refusal)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _capping(name: str, config: ServerConfig) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """A response hook that caps each JSON body at the server's ``max_message_mb`` (the SDK caps each event of an
+    SSE body itself, at what the transport passes it)."""
+    limit, refusal = config.max_message_mb * 1024 * 1024, f"the server {too_long(name, config)}"
+
+    async def cap(response: httpx2.Response) -> None:
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            assert isinstance(response.stream, httpx2.AsyncByteStream)
+            response.stream = _Capped(response.stream, limit, refusal)
+
+    return cap
+
+
 def http_client_factory(
-    config: ServerConfig, statuses: HttpStatuses, oauth: httpx2.Auth | None = None
+    name: str, config: ServerConfig, statuses: HttpStatuses, oauth: httpx2.Auth | None = None
 ) -> Callable[..., httpx2.AsyncClient]:
     """Builds HTTP clients that send the server's headers on every request, and the trace context of the call it
-    is for (``traceparent``, when traces are on), record statuses, and authenticate with ``auth`` (the server's
-    OAuth provider) unless the transport passes its own."""
+    is for (``traceparent``, when traces are on), record statuses, cap each JSON answer at the server's
+    ``max_message_mb``, and authenticate with ``auth`` (the server's OAuth provider) unless the transport passes
+    its own."""
+    capping = _capping(name, config)
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None
@@ -103,7 +147,7 @@ def http_client_factory(
             timeout=timeout or httpx2.Timeout(config.connect_timeout, read=SSE_READ_TIMEOUT),
             auth=auth or oauth,
             follow_redirects=True,
-            event_hooks={"request": [_traced], "response": [statuses]},
+            event_hooks={"request": [_traced], "response": [statuses, capping]},
         )
 
     return factory

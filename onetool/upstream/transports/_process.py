@@ -34,9 +34,13 @@ class StdioChild:
         self.process = process
         self._stderr = stderr
         self._first = stderr.count  # the server's tail spans its restarts: this process's lines come after
+        self.refused: str | None = None
+        """Why the gateway stopped reading the process's stdout, if it did."""
 
     def exit_reason(self) -> str:
         """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
+        if self.refused is not None:
+            return self.refused
         code = self.process.returncode
         return "closed its stdout" if code is None else _describe_exit(code)
 

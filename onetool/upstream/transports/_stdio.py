@@ -29,6 +29,7 @@ from onetool.stdio_lines import LineReader, LineWriter, parse_line
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.ancestry import inherited
 from onetool.upstream.transports._base import Link, Streams
+from onetool.upstream.transports._http import too_long
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
 
@@ -73,10 +74,10 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     )
     if children is not None:
         children.add(name, process.pid)
-    link.child = StdioChild(process, stderr)
+    child = link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     assert process.stdin is not None and process.stdout is not None
-    reader = _StdoutReader(process.stdout, log)
+    reader = _StdoutReader(process.stdout, log, child, config.max_message_mb * 1024 * 1024, too_long(name, config))
     writer = _StdinWriter(process.stdin, reader)
 
     async def read_stderr() -> None:
@@ -100,14 +101,24 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
 
 
 class _StdoutReader(LineReader):
-    """The child's stdout. It ends when the child closes it (it died), or at :meth:`close` (writing to the child
-    failed), which the SDK turns into "Connection closed" for every request in flight."""
+    """The child's stdout. It ends when the child closes it (it died), at :meth:`close` (writing to the child
+    failed), or at a message longer than the server's cap, which the SDK turns into "Connection closed" for every
+    request in flight."""
 
-    def __init__(self, stdout: anyio.abc.ByteReceiveStream, log: Any) -> None:
-        super().__init__()
+    def __init__(
+        self, stdout: anyio.abc.ByteReceiveStream, log: Any, child: StdioChild, max_line: int, refusal: str
+    ) -> None:
+        super().__init__(max_line)
         self._stdout = stdout
         self._log = log
         self._reading = anyio.CancelScope()
+        self._child = child
+        self._refusal = refusal
+
+    def _overflow(self, lines: list[bytes]) -> None:
+        super()._overflow(lines)
+        self._child.refused = self._refusal
+        self._log.warning("the server {}: its process is stopped, and started again", self._refusal)
 
     def close(self) -> None:
         super().close()
