@@ -315,6 +315,10 @@ class ServerConfig(_Strict):
         return self
 
     @property
+    def max_message_bytes(self) -> int:
+        return self.max_message_mb * 1024 * 1024
+
+    @property
     def transport(self) -> TransportName:
         if self.command is not None:
             return "stdio"

@@ -120,7 +120,7 @@ class _Capped(httpx2.AsyncByteStream):
 def _capping(name: str, config: ServerConfig) -> Callable[[httpx2.Response], Awaitable[None]]:
     """A response hook that caps each JSON body at the server's ``max_message_mb`` (the SDK caps each event of an
     SSE body itself, at what the transport passes it)."""
-    limit, refusal = config.max_message_mb * 1024 * 1024, f"the server {too_long(name, config)}"
+    limit, refusal = config.max_message_bytes, f"the server {too_long(name, config)}"
 
     async def cap(response: httpx2.Response) -> None:
         if response.headers.get("content-type", "").lower().startswith("application/json"):

@@ -77,7 +77,7 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     child = link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     assert process.stdin is not None and process.stdout is not None
-    reader = _StdoutReader(process.stdout, log, child, config.max_message_mb * 1024 * 1024, too_long(name, config))
+    reader = _StdoutReader(process.stdout, log, child, config.max_message_bytes, too_long(name, config))
     writer = _StdinWriter(process.stdin, reader)
 
     async def read_stderr() -> None:

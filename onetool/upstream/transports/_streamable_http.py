@@ -18,8 +18,6 @@ async def open_streamable_http(link: Link) -> AsyncIterator[Streams]:
     statuses = link.statuses = HttpStatuses()
     async with (
         http_client_factory(link.name, link.config, statuses, link.auth)() as http,
-        streamable_http_client(
-            link.url, http_client=http, max_sse_event_size=link.config.max_message_mb * 1024 * 1024
-        ) as streams,
+        streamable_http_client(link.url, http_client=http, max_sse_event_size=link.config.max_message_bytes) as streams,
     ):
         yield streams
