@@ -29,8 +29,9 @@ class LineReader(ABC):
     """A read stream of the messages in the lines its chunks hold; blank lines are skipped, a last line without
     its newline is dropped at the end.
 
-    With ``max_line``, a line longer than that many bytes ends the stream where it starts (``overflowed`` says
-    so): the other side sent more than it may, and a line cannot be skipped without reading all of it.
+    With ``max_line``, a line longer than that many bytes ends the stream where it starts (:meth:`_overflow`, which
+    a side extends to say why): the other side sent more than it may, and a line cannot be skipped without reading
+    all of it.
     """
 
     def __init__(self, max_line: int | None = None) -> None:
@@ -41,7 +42,6 @@ class LineReader(ABC):
         self._lines: deque[bytes] = deque()
         self._ended = False
         self._max_line = max_line
-        self.overflowed = False
 
     @abstractmethod
     async def _read(self) -> bytes:
@@ -92,7 +92,7 @@ class LineReader(ABC):
             if line.strip():
                 self._lines.append(line)
         self._partial, self._partial_size = [], 0
-        self._ended = self.overflowed = True
+        self._ended = True
 
     def close(self) -> None:
         """No more reading: ``receive`` ends once the lines already read are taken."""

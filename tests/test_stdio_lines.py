@@ -13,10 +13,15 @@ class _Chunks(LineReader):
         super().__init__(max_line)
         self._chunks = iter(chunks)
         self.reads = 0
+        self.overflowed = False
 
     async def _read(self) -> bytes:
         self.reads += 1
         return next(self._chunks, b"")
+
+    def _overflow(self, lines: list[bytes]) -> None:
+        super()._overflow(lines)
+        self.overflowed = True
 
     def _message(self, line: bytes) -> bytes | None:  # type: ignore[override]
         return None if line == b"skip" else line

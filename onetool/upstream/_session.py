@@ -118,7 +118,7 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
         fix = None
         if child.process.returncode is not None and session.client is None:
             fix = f"its process exits at start: see its stderr in OneTool's log; check servers.{name}.command/args/env"
-        return Failure(child.exit_reason(), child.stderr_hint(), fix)
+        return child.failure(fix)
     if link.statuses is not None and (code := link.statuses.failed()) is not None:
         return Failure(http_reason(code), fix=_HTTP_FIX.get(code, "").format(name=name) or None)
     if isinstance(error, FileNotFoundError) and config.command is not None:
@@ -168,9 +168,7 @@ async def closed_with(stack: AsyncExitStack) -> Exception | None:
 def exit_failure(session: Session) -> Failure:
     child = session.link.child
     assert child is not None
-    if child.refused is not None:  # it may be fine: it answered more than the gateway holds at once
-        return Failure(child.refused, fix="ask the tool for less at once; the server is being connected again")
-    return Failure(child.exit_reason(), child.stderr_hint())
+    return child.failure()
 
 
 def stream_end(session: Session) -> Failure:

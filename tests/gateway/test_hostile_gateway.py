@@ -27,6 +27,7 @@ from mcp import Client, StdioServerParameters, types
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ONETOOL, ServedGateway, origin, start_http_gateway, stop, text_of, write_config
+from tests.upstream.conftest import FaultHttpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -572,3 +573,31 @@ async def test_replies_past_the_server_cap_cost_the_gateway_no_more_than_the_cap
         assert text_of(again) == "echo: back"
     finally:
         assert stop(served.proc) == 0
+
+
+async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls(tmp_path: Path) -> None:
+    """The same over HTTP: a 2026-era server's answer is a JSON body, which the gateway stops reading at the cap.
+    Each such call fails with the setting named, the session stays up, and the snippet's next call goes through in
+    the same run."""
+    upstream = FaultHttpServer()
+    upstream.start()
+    marker = f"cap-http-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, {"servers": {"fx": {"url": upstream.url, "max_message_mb": 1}}}, marker)
+    try:
+        code = (
+            "said = []\n"
+            "for _ in range(3):\n"
+            "    try:\n"
+            "        fx.echo(message='a' * 3_000_000)\n"
+            "    except ToolError as e:\n"
+            "        said.append(str(e))\n"
+            "[said, fx.echo(message='after')]"
+        )
+        result, bystander = await attack(served.url, code)
+        said, after = json.loads(text_of(result))
+        assert len(said) == 3 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
+        assert after == "echo: after"
+        assert bystander < BYSTANDER_BOUND
+    finally:
+        assert stop(served.proc) == 0
+        upstream.kill()

@@ -44,6 +44,11 @@ class Link:
     """Set by the HTTP transports: the status of every response (401, 404 ... say why a connect failed)."""
 
     @property
+    def too_long(self) -> str:
+        """Why the gateway refused a message from the server: every transport caps one at ``max_message_mb``."""
+        return f"sent a message longer than {self.config.max_message_mb} MB (servers.{self.name}.max_message_mb)"
+
+    @property
     def url(self) -> str | None:
         """Where an HTTP transport connects: the configured URL as it is (the config refused plain http to another
         host unless ``allow_http`` says so)."""

@@ -88,11 +88,6 @@ async def _traced(request: httpx2.Request) -> None:
     trace_context(request.headers)
 
 
-def too_long(name: str, config: ServerConfig) -> str:
-    """Why the gateway refused a message from the server (every transport caps one at ``max_message_mb``)."""
-    return f"sent a message longer than {config.max_message_mb} MB (servers.{name}.max_message_mb)"
-
-
 class MessageTooLong(httpx2.StreamError):
     """A JSON response past the server's cap: the SDK fails the one request it answers."""
 
@@ -117,27 +112,26 @@ class _Capped(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-def _capping(name: str, config: ServerConfig) -> Callable[[httpx2.Response], Awaitable[None]]:
-    """A response hook that caps each JSON body at the server's ``max_message_mb`` (the SDK caps each event of an
-    SSE body itself, at what the transport passes it)."""
-    limit, refusal = config.max_message_bytes, f"the server {too_long(name, config)}"
+def _capping(limit: int, refusal: str) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """A response hook that caps each JSON body at ``limit`` bytes (the SDK caps each event of an SSE body itself,
+    at what the transport passes it)."""
 
     async def cap(response: httpx2.Response) -> None:
         if response.headers.get("content-type", "").lower().startswith("application/json"):
             assert isinstance(response.stream, httpx2.AsyncByteStream)
-            response.stream = _Capped(response.stream, limit, refusal)
+            response.stream = _Capped(response.stream, limit, f"the server {refusal}")
 
     return cap
 
 
 def http_client_factory(
-    name: str, config: ServerConfig, statuses: HttpStatuses, oauth: httpx2.Auth | None = None
+    config: ServerConfig, statuses: HttpStatuses, refusal: str, oauth: httpx2.Auth | None = None
 ) -> Callable[..., httpx2.AsyncClient]:
     """Builds HTTP clients that send the server's headers on every request, and the trace context of the call it
     is for (``traceparent``, when traces are on), record statuses, cap each JSON answer at the server's
-    ``max_message_mb``, and authenticate with ``auth`` (the server's OAuth provider) unless the transport passes
-    its own."""
-    capping = _capping(name, config)
+    ``max_message_mb`` (``refusal`` says so), and authenticate with ``auth`` (the server's OAuth provider) unless
+    the transport passes its own."""
+    capping = _capping(config.max_message_bytes, refusal)
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None

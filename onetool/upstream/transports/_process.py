@@ -18,6 +18,7 @@ import anyio.abc
 
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.groups import stat_fields
+from onetool.upstream.status import Failure
 
 STDIN_GRACE: Final = 1.0  # a well-behaved server exits on stdin EOF
 TERM_GRACE: Final = 1.0  # then SIGTERM to the group, then SIGKILL
@@ -37,12 +38,14 @@ class StdioChild:
         self.refused: str | None = None
         """Why the gateway stopped reading the process's stdout, if it did."""
 
-    def exit_reason(self) -> str:
-        """How the process ended, for anyone to read: its stderr stays out (it may hold secrets)."""
+    def failure(self, fix: str | None = None) -> Failure:
+        """Why the session with this process ended: the cap it broke (the server may be fine: it answered more
+        than the gateway holds at once), or how it exited, with ``fix``. The reason is for anyone to read: the
+        stderr line goes only to operators (it may hold secrets)."""
         if self.refused is not None:
-            return self.refused
+            return Failure(self.refused, fix="ask the tool for less at once; the server is being connected again")
         code = self.process.returncode
-        return "closed its stdout" if code is None else _describe_exit(code)
+        return Failure("closed its stdout" if code is None else _describe_exit(code), self.stderr_hint(), fix)
 
     def stderr_hint(self) -> str | None:
         """The stderr line that most likely says what went wrong, for operators only.

@@ -20,6 +20,6 @@ async def open_sse(link: Link) -> AsyncIterator[Streams]:
         link.url,
         timeout=link.config.connect_timeout,
         sse_read_timeout=SSE_READ_TIMEOUT,
-        httpx_client_factory=http_client_factory(link.name, link.config, statuses, link.auth),
+        httpx_client_factory=http_client_factory(link.config, statuses, link.too_long, link.auth),
     ) as streams:
         yield streams

@@ -29,7 +29,6 @@ from onetool.stdio_lines import LineReader, LineWriter, parse_line
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.ancestry import inherited
 from onetool.upstream.transports._base import Link, Streams
-from onetool.upstream.transports._http import too_long
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
 
@@ -77,7 +76,7 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     child = link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
     assert process.stdin is not None and process.stdout is not None
-    reader = _StdoutReader(process.stdout, log, child, config.max_message_bytes, too_long(name, config))
+    reader = _StdoutReader(process.stdout, log, child, config.max_message_bytes, link.too_long)
     writer = _StdinWriter(process.stdin, reader)
 
     async def read_stderr() -> None:

@@ -17,7 +17,7 @@ async def open_streamable_http(link: Link) -> AsyncIterator[Streams]:
     assert link.url is not None
     statuses = link.statuses = HttpStatuses()
     async with (
-        http_client_factory(link.name, link.config, statuses, link.auth)() as http,
+        http_client_factory(link.config, statuses, link.too_long, link.auth)() as http,
         streamable_http_client(link.url, http_client=http, max_sse_event_size=link.config.max_message_bytes) as streams,
     ):
         yield streams
