@@ -5,11 +5,14 @@ Structured fields live in each record's ``extra``; the stderr line shows them
 as ``key=value`` after the message. Values bound with
 ``logger.contextualize(runId=...)`` ride along on every record of that run.
 A log file is rotated by size and only the newest rotated files are kept, so a
-gateway that runs for months does not fill its disk.
+gateway that runs for months does not fill its disk. The libraries' own stdlib
+``logging`` records (the mcp SDK, uvicorn, httpx) reach the same sink
+(:class:`_FromStdlib`), never stderr on their own.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -130,6 +133,7 @@ def setup_logging(
     _all_tracebacks = name in ("TRACE", "DEBUG")
     logger.remove()
     logger.configure(patcher=_with_kv)
+    _route_stdlib(name)
     if name is None:
         return
     # diagnose off: a traceback shows no variable values, which may hold secrets.
@@ -148,6 +152,43 @@ def setup_logging(
 
 _all_tracebacks = False
 """Whether every failed span carries its exception's traceback (at DEBUG), not only the unexpected ones."""
+
+_OWN_STDLIB_LOGGERS = ("sandbox",)
+"""Our packages that log through stdlib ``logging`` (the sandbox imports nothing of OneTool's): at OneTool's level.
+Every other library's records count from WARNING: httpx and httpcore trace every request below it."""
+_QUIETED = ("mcp.client.auth",)
+"""Loggers whose records are demoted to DEBUG and carry no exception: the SDK's OAuth messages and exceptions can
+hold the ``state`` value."""
+
+
+class _FromStdlib(logging.Handler):
+    """A stdlib ``logging`` record as a loguru record, ``source`` naming its logger, with the traceback of the
+    exception it carries (a library's failure is unexpected, as a span's host bug is)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        quiet = record.name.startswith(_QUIETED)
+        level = "DEBUG" if quiet else _STDLIB_LEVELS.get(record.levelno, record.levelno)
+        exception = None if quiet else record.exc_info
+        logger.opt(exception=exception).bind(source=record.name).log(level, "{}", record.getMessage())
+
+
+_STDLIB_LEVELS = {
+    logging.DEBUG: "DEBUG",
+    logging.INFO: "INFO",
+    logging.WARNING: "WARNING",
+    logging.ERROR: "ERROR",
+    logging.CRITICAL: "CRITICAL",
+}
+
+
+def _route_stdlib(level: str | None) -> None:
+    """Send every stdlib record to loguru (silent: nowhere, not to stdlib's last-resort stderr)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _FromStdlib) for handler in root.handlers):
+        root.addHandler(_FromStdlib())
+    root.setLevel(logging.WARNING)
+    for name in _OWN_STDLIB_LOGGERS:
+        logging.getLogger(name).setLevel(level or logging.WARNING)
 
 
 class Tracer(Protocol):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import re
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +19,7 @@ from onetool.cli._common import setup
 from onetool.errors import UnknownTool
 from onetool.logfile import rotated_files
 from onetool.logs import LogSpan, logger, setup_logging
-from tests.conftest import logging_as_configured, restoring_logging, spans
+from tests.conftest import PYTHON, logging_as_configured, restoring_logging, spans
 
 
 def test_success_record(log_records: list) -> None:
@@ -162,3 +164,60 @@ def test_debug_logging_traces_every_failure(monkeypatch: pytest.MonkeyPatch) -> 
         _failing_span(UnknownTool("another"))
     text = sink.getvalue()
     assert text.count("Traceback") == 1 and "no such tool" in text and "another" in text
+
+
+def _library_records() -> None:
+    """What the libraries say through stdlib logging, as the mcp SDK, uvicorn and the sandbox do."""
+    try:
+        raise ValueError("a body past the cap")
+    except ValueError:
+        logging.getLogger("mcp.client.streamable_http").exception("Error parsing JSON response")
+    logging.getLogger("httpx").info("HTTP Request: POST http://127.0.0.1/mcp 200 OK")
+    logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+    logging.getLogger("sandbox.host._launch").debug("no pid namespace for the fork-server")
+    try:
+        raise RuntimeError("state=s3cr3t-state")
+    except RuntimeError:
+        logging.getLogger("mcp.client.auth.oauth2").exception("token exchange failed")
+
+
+def test_the_libraries_stdlib_records_reach_the_sink_in_its_format() -> None:
+    """Their warnings and errors, with a failure's traceback, named by their logger; their chatter below WARNING
+    stays out, and so does the sandbox's below OneTool's level."""
+    with logged_lines() as sink:
+        _library_records()
+    lines = sink.getvalue().splitlines()
+    head = r"\d\d:\d\d:\d\d\.\d{3} ERROR +Error parsing JSON response source=mcp.client.streamable_http"
+    assert re.match(head, lines[0]), lines
+    assert "Traceback" in lines[1] and "ValueError: a body past the cap" in sink.getvalue()
+    assert "WARNING Invalid HTTP request received. source=uvicorn.error" in sink.getvalue()
+    assert "HTTP Request" not in sink.getvalue() and "pid namespace" not in sink.getvalue()
+    assert "s3cr3t" not in sink.getvalue()
+
+
+def test_at_debug_the_sandbox_speaks_and_the_sdk_oauth_records_carry_no_exception() -> None:
+    sink = io.StringIO()
+    with restoring_logging():
+        setup_logging("DEBUG", sink=sink)
+        _library_records()
+    text = sink.getvalue()
+    assert "DEBUG   no pid namespace for the fork-server source=sandbox.host._launch" in text
+    assert "DEBUG   token exchange failed source=mcp.client.auth.oauth2" in text
+    assert "s3cr3t" not in text and "HTTP Request" not in text
+
+
+@pytest.mark.parametrize("level", ["INFO", "silent"])
+def test_a_library_error_is_written_as_a_record_or_not_at_all(level: str) -> None:
+    """In a process of its own: pytest's capture would otherwise stand in for stdlib's last-resort handler, which
+    writes a bare message to stderr when nothing routes the record."""
+    code = (
+        "import logging, sys\n"
+        "from onetool.logs import setup_logging\n"
+        f"setup_logging({level!r})\n"
+        "logging.getLogger('mcp.client.sse').error('Error in sse_reader')\n"
+    )
+    stderr = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True).stderr
+    if level == "silent":
+        assert stderr == ""
+    else:
+        assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3} ERROR +Error in sse_reader source=mcp.client.sse\n", stderr)

@@ -17,7 +17,6 @@ module (the flow choice is in ``choice``).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final, Literal
@@ -734,23 +733,3 @@ def _refusal(response: httpx2.Response, secrets: tuple[str | None, ...]) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
-
-
-class _SdkLogBridge(logging.Handler):
-    """The SDK's ``mcp.client.auth`` records, at DEBUG in OneTool's log, as their message only.
-
-    Tracebacks are dropped: the SDK's exception messages can carry the ``state`` value.
-    """
-
-    def emit(self, record: logging.LogRecord) -> None:
-        logger.debug("mcp.client.auth: {}", record.getMessage())
-
-
-def _bridge_sdk_logs() -> None:
-    sdk = logging.getLogger("mcp.client.auth")
-    if not any(isinstance(h, _SdkLogBridge) for h in sdk.handlers):
-        sdk.addHandler(_SdkLogBridge())
-        sdk.propagate = False
-
-
-_bridge_sdk_logs()

@@ -6,7 +6,6 @@ Both the HTTP front (:mod:`onetool.serve.http`) and ``onetool auth``'s one-shot 
 from __future__ import annotations
 
 import contextlib
-import logging
 import socket
 import ssl
 from collections.abc import Iterator
@@ -16,25 +15,11 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from onetool.httpd._limits import ACCEPT_BATCH, HttpLimits, limited_protocol
-from onetool.logs import logger
 
 # Bounds how long in-flight requests may delay shutdown once MCP sessions are closed.
 GRACEFUL_SHUTDOWN_SECONDS = 3
 # Connections the kernel queues for us before refusing more.
 LISTEN_QUEUE = 1024
-
-
-class _ToLoguru(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        logger.opt(exception=record.exc_info).bind(source=record.name).log(record.levelname, record.getMessage())
-
-
-def _route_uvicorn_logs() -> None:
-    """uvicorn logs through stdlib logging; send them to our sink (stderr or file), never stdout."""
-    uv_logger = logging.getLogger("uvicorn")
-    if not any(isinstance(h, _ToLoguru) for h in uv_logger.handlers):
-        uv_logger.addHandler(_ToLoguru())
-        uv_logger.propagate = False
 
 
 class UvicornServer(uvicorn.Server):
@@ -45,7 +30,6 @@ class UvicornServer(uvicorn.Server):
     """
 
     def __init__(self, app: ASGIApp, limits: HttpLimits, tls: ssl.SSLContext | None = None) -> None:
-        _route_uvicorn_logs()
         super().__init__(
             uvicorn.Config(
                 app,

@@ -598,6 +598,10 @@ async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls
         assert len(said) == 3 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
         assert after == "echo: after"
         assert bystander < BYSTANDER_BOUND
+        # The SDK reports each stopped body through stdlib logging: in the gateway's log, not raw on its stderr.
+        sdk = [line for line in served.log.read_text().splitlines() if "Error parsing JSON response" in line]
+        assert len(sdk) == 3 and all("source=mcp.client.streamable_http" in line for line in sdk), sdk
+        assert "Error parsing JSON response" not in (tmp_path / "gateway.stderr").read_text()
     finally:
         assert stop(served.proc) == 0
         upstream.kill()
