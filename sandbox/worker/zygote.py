@@ -156,9 +156,12 @@ WORKER_NICE = 10
 def main() -> None:
     host_pid = int(sys.argv[1])
     set_parent_death_signal(host_pid)
-    # Workers (forked from here, so they inherit it) yield the CPU to the host: however many snippets burn
-    # their CPU at once, the event loop that answers every client runs first.
+    # Workers (forked from here, so they inherit both) yield the CPU to the host: however many snippets burn
+    # their CPU at once, the event loop that answers every client runs first. SCHED_BATCH adds that a woken worker
+    # (given a job or a pack call's answer, or killed) never preempts the task running on its CPU: it waits for it
+    # to block or use up its slice, so the host is not cut off mid-answer by the process it just woke.
     os.nice(WORKER_NICE)
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     control = _socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

@@ -13,6 +13,7 @@ import pytest
 
 from sandbox import Limits, Sandbox
 from sandbox.host import forkserver
+from sandbox.worker.zygote import WORKER_NICE
 from tests.sandbox.conftest import make_on_call
 
 
@@ -88,6 +89,19 @@ async def test_the_fork_server_maps_no_library_a_worker_has_no_use_for(sandbox: 
     unused = libraries & {"zlib", "_bz2", "_lzma", "libbz2", "liblzma", "_opcode"}
     assert not unused, f"the fork-server loaded {sorted(unused)}"
     assert len(maps.splitlines()) < 170, f"{len(maps.splitlines())} mappings of {sorted(libraries)}"
+
+
+async def test_the_fork_server_and_its_workers_never_preempt_the_host(sandbox: Sandbox) -> None:
+    """A lower priority, and SCHED_BATCH: a worker woken for its job, an answer or its kill waits for the host's
+    event loop to block rather than cutting it off (measured: the host was preempted 1.2 times per run without it,
+    0.5 with it)."""
+    await sandbox.run("1+1", packs={}, on_call=make_on_call())
+    zygote = _zygote_pid(sandbox)
+    processes = [zygote, *_children(zygote)]
+    assert len(processes) >= 2, "no worker to look at"
+    for pid in processes:
+        assert os.sched_getscheduler(pid) == os.SCHED_BATCH, pid
+        assert os.getpriority(os.PRIO_PROCESS, pid) == WORKER_NICE, pid
 
 
 async def test_zygote_is_restarted_after_it_is_killed() -> None:
