@@ -191,6 +191,18 @@ def _route_stdlib(level: str | None) -> None:
         logging.getLogger(name).setLevel(level or logging.WARNING)
 
 
+def _quiet_from_import() -> None:
+    """The quieted loggers reach loguru alone from the moment OneTool is imported, before any setup_logging: their
+    records must never meet a handler that would print their exception (stdlib's last resort among them)."""
+    for name in _QUIETED:
+        quieted = logging.getLogger(name)
+        quieted.addHandler(_FromStdlib())
+        quieted.propagate = False
+
+
+_quiet_from_import()
+
+
 class Tracer(Protocol):
     """Where every :class:`LogSpan` also goes as a trace span, when traces are on (:mod:`onetool.traces`)."""
 

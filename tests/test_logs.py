@@ -221,3 +221,16 @@ def test_a_library_error_is_written_as_a_record_or_not_at_all(level: str) -> Non
         assert stderr == ""
     else:
         assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3} ERROR +Error in sse_reader source=mcp.client.sse\n", stderr)
+
+
+def test_the_sdk_oauth_records_never_show_their_exception_even_before_logging_is_set_up() -> None:
+    code = (
+        "import logging\n"
+        "import onetool.logs\n"
+        "try:\n"
+        "    raise RuntimeError('state=s3cr3t-state')\n"
+        "except RuntimeError:\n"
+        "    logging.getLogger('mcp.client.auth.oauth2').exception('OAuth flow error')\n"
+    )
+    stderr = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert "OAuth flow error" in stderr and "s3cr3t" not in stderr, stderr
