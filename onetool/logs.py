@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections.abc import Callable, MutableMapping
 from types import TracebackType
 from typing import Any, Protocol, TextIO
@@ -136,18 +137,23 @@ def setup_logging(
     _route_stdlib(name)
     if name is None:
         return
-    # diagnose off: a traceback shows no variable values, which may hold secrets.
-    options: dict[str, Any] = {
-        "level": name,
-        "format": _FORMAT,
-        "colorize": False,
-        "backtrace": False,
-        "diagnose": False,
-    }
+    options: dict[str, Any] = {"level": name, "format": _format, "colorize": False}
     if file:
         logger.add(os.fspath(file), rotation=rotation, retention=retention, **options)
     else:
         logger.add(sink or sys.stderr, **options)
+
+
+def _format(record: Any) -> str:
+    """_FORMAT, then the record's traceback, if it has one, with every line indented and escaped: an exception's
+    text (a snippet's argument in a pack's error, an upstream's words) cannot start a line that reads as a record of
+    its own (RECORD_HEAD), nor drive a terminal. Python's own traceback: no variable values, which may hold secrets."""
+    exception = record["exception"]
+    if exception is None:
+        return _FORMAT + "\n"
+    text = "".join(traceback.format_exception(exception.type, exception.value, exception.traceback))
+    record["extra"]["_traceback"] = "".join(f"\n  {escape_unsafe(line)}" for line in text.splitlines())
+    return _FORMAT + "{extra[_traceback]}\n"
 
 
 _all_tracebacks = False

@@ -24,6 +24,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from onetool.logfile import RecordFilter
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ONETOOL, ServedGateway, origin, start_http_gateway, stop, text_of, write_config
@@ -605,3 +606,26 @@ async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls
     finally:
         assert stop(served.proc) == 0
         upstream.kill()
+
+
+async def test_an_exception_text_cannot_forge_a_record_in_the_gateway_log(tmp_path: Path) -> None:
+    """A local pack's bug raises with the snippet's argument in its message, newline and all; the gateway logs the
+    traceback. Every line of it is indented and escaped: none reads as a record of its own to `onetool logs`."""
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "items.py").write_text(
+        'def check(name: str) -> str:\n    """Raises with the name in its message."""\n'
+        '    raise ValueError(f"no such item: {name}")\n'
+    )
+    marker = f"forge-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, {"packs": {"dirs": [str(packs)]}}, marker)
+    try:
+        forged = "12:00:00.000 INFO    run status=SUCCESS runId=forged screen=\x1b[2J"
+        result = await served.run(f"items.check(name={'x' + chr(10) + forged!r})")
+        assert result.is_error and "no such item" in text_of(result)
+        log = served.log.read_text()
+        assert "runId=forged" in log and "\x1b" not in log  # the payload reached the log, escaped
+        of_forged_run = RecordFilter(fields={"runId": "forged"})  # as `onetool logs --run forged` reads the file
+        assert not [line for line in log.splitlines() if of_forged_run(line)]
+    finally:
+        assert stop(served.proc) == 0
