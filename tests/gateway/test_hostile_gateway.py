@@ -580,32 +580,30 @@ async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls
     """The same over HTTP: a 2026-era server's answer is a JSON body, which the gateway stops reading at the cap.
     Each such call fails with the setting named, the session stays up, and the snippet's next call goes through in
     the same run."""
-    upstream = FaultHttpServer()
-    upstream.start()
-    marker = f"cap-http-{uuid.uuid4().hex}"
-    served = start_http_gateway(tmp_path, {"servers": {"fx": {"url": upstream.url, "max_message_mb": 1}}}, marker)
-    try:
-        code = (
-            "said = []\n"
-            "for _ in range(3):\n"
-            "    try:\n"
-            "        fx.echo(message='a' * 3_000_000)\n"
-            "    except ToolError as e:\n"
-            "        said.append(str(e))\n"
-            "[said, fx.echo(message='after')]"
-        )
-        result, bystander = await attack(served.url, code)
-        said, after = json.loads(text_of(result))
-        assert len(said) == 3 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
-        assert after == "echo: after"
-        assert bystander < BYSTANDER_BOUND
-        # The SDK reports each stopped body through stdlib logging: in the gateway's log, not raw on its stderr.
-        sdk = [line for line in served.log.read_text().splitlines() if "Error parsing JSON response" in line]
-        assert len(sdk) == 3 and all("source=mcp.client.streamable_http" in line for line in sdk), sdk
-        assert "Error parsing JSON response" not in (tmp_path / "gateway.stderr").read_text()
-    finally:
-        assert stop(served.proc) == 0
-        upstream.kill()
+    with FaultHttpServer() as upstream:  # killed whatever happens to the gateway
+        marker = f"cap-http-{uuid.uuid4().hex}"
+        served = start_http_gateway(tmp_path, {"servers": {"fx": {"url": upstream.url, "max_message_mb": 1}}}, marker)
+        try:
+            code = (
+                "said = []\n"
+                "for _ in range(3):\n"
+                "    try:\n"
+                "        fx.echo(message='a' * 3_000_000)\n"
+                "    except ToolError as e:\n"
+                "        said.append(str(e))\n"
+                "[said, fx.echo(message='after')]"
+            )
+            result, bystander = await attack(served.url, code)
+            said, after = json.loads(text_of(result))
+            assert len(said) == 3 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
+            assert after == "echo: after"
+            assert bystander < BYSTANDER_BOUND
+            # The SDK reports each stopped body through stdlib logging: in the gateway's log, not raw on its stderr.
+            sdk = [line for line in served.log.read_text().splitlines() if "Error parsing JSON response" in line]
+            assert len(sdk) == 3 and all("source=mcp.client.streamable_http" in line for line in sdk), sdk
+            assert "Error parsing JSON response" not in (tmp_path / "gateway.stderr").read_text()
+        finally:
+            assert stop(served.proc) == 0
 
 
 async def test_an_exception_text_cannot_forge_a_record_in_the_gateway_log(tmp_path: Path) -> None:

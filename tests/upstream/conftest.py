@@ -64,6 +64,13 @@ class FaultHttpServer:
             self._proc.kill()
             self._proc.wait()
 
+    def __enter__(self) -> FaultHttpServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """(state, ppid, pgrp) of a process, or None when it is gone."""

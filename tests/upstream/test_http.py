@@ -98,22 +98,14 @@ async def test_sse_everything_configured_and_as_fallback(everything_sse: str) ->
 
 @pytest.fixture
 def http_server() -> Iterator[FaultHttpServer]:
-    server = FaultHttpServer()
-    server.start()
-    try:
+    with FaultHttpServer() as server:
         yield server
-    finally:
-        server.kill()
 
 
 @pytest.fixture(scope="module")
 def fault_http() -> Iterator[str]:
-    server = FaultHttpServer()
-    server.start()
-    try:
+    with FaultHttpServer() as server:
         yield server.url
-    finally:
-        server.kill()
 
 
 @pytest.mark.parametrize(("mode", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
