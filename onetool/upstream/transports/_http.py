@@ -115,11 +115,12 @@ class _Capped(httpx2.AsyncByteStream):
 def _capping(limit: int, refusal: str) -> Callable[[httpx2.Response], Awaitable[None]]:
     """A response hook that caps each JSON body at ``limit`` bytes (the SDK caps each event of an SSE body itself,
     at what the transport passes it)."""
+    refusal = f"the server {refusal}"
 
     async def cap(response: httpx2.Response) -> None:
         if response.headers.get("content-type", "").lower().startswith("application/json"):
             assert isinstance(response.stream, httpx2.AsyncByteStream)
-            response.stream = _Capped(response.stream, limit, f"the server {refusal}")
+            response.stream = _Capped(response.stream, limit, refusal)
 
     return cap
 
