@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import _socket
 import array
+import contextlib
 import ctypes
 import gc
 import json
@@ -161,7 +162,9 @@ def main() -> None:
     # (given a job or a pack call's answer, or killed) never preempts the task running on its CPU: it waits for it
     # to block or use up its slice, so the host is not cut off mid-answer by the process it just woke.
     os.nice(WORKER_NICE)
-    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    # A platform that refuses the policy costs the host some latency, never the sandbox.
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     control = _socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

@@ -104,6 +104,18 @@ async def test_the_fork_server_and_its_workers_never_preempt_the_host(sandbox: S
         assert os.getpriority(os.PRIO_PROCESS, pid) == WORKER_NICE, pid
 
 
+async def test_a_platform_that_refuses_sched_batch_still_gets_a_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    refusing = (
+        "import os\ndef _refused(*_):\n    raise PermissionError(1, 'refused')\nos.sched_setscheduler = _refused\n"
+    )
+    monkeypatch.setattr(forkserver, "_BOOTSTRAP", refusing + forkserver._BOOTSTRAP)
+    async with Sandbox(Limits(timeout=5.0), warm=1) as box:
+        assert (await box.run("1+1", packs={}, on_call=make_on_call())).value == 2
+        zygote = _zygote_pid(box)
+        assert os.sched_getscheduler(zygote) == os.SCHED_OTHER  # refused, as asked
+        assert os.getpriority(os.PRIO_PROCESS, zygote) == WORKER_NICE
+
+
 async def test_zygote_is_restarted_after_it_is_killed() -> None:
     async with Sandbox(Limits(timeout=5.0), warm=2) as box:
         assert (await box.run("1", packs={}, on_call=make_on_call())).value == 1
