@@ -25,7 +25,7 @@ from typing import Any, Protocol, TextIO
 from loguru import logger
 
 from onetool.errors import ConfigError, OneToolError
-from onetool.text import escape_unsafe
+from onetool.text import escape_unsafe, public_urls
 
 __all__ = [
     "DEFAULT_RETENTION",
@@ -147,11 +147,12 @@ def setup_logging(
 def _format(record: Any) -> str:
     """_FORMAT, then the record's traceback, if it has one, with every line indented and escaped: an exception's
     text (a snippet's argument in a pack's error, an upstream's words) cannot start a line that reads as a record of
-    its own (RECORD_HEAD), nor drive a terminal. Python's own traceback: no variable values, which may hold secrets."""
+    its own (RECORD_HEAD), nor drive a terminal. Python's own traceback: no variable values, and no URL's userinfo
+    or query (an HTTP error names the URL it failed on), which may hold secrets."""
     exception = record["exception"]
     if exception is None:
         return _FORMAT + "\n"
-    text = "".join(traceback.format_exception(exception.type, exception.value, exception.traceback))
+    text = public_urls("".join(traceback.format_exception(exception.type, exception.value, exception.traceback)))
     record["extra"]["_traceback"] = "".join(f"\n  {escape_unsafe(line)}" for line in text.splitlines())
     return _FORMAT + "{extra[_traceback]}\n"
 
@@ -169,13 +170,14 @@ hold the ``state`` value."""
 
 class _FromStdlib(logging.Handler):
     """A stdlib ``logging`` record as a loguru record, ``source`` naming its logger, with the traceback of the
-    exception it carries (a library's failure is unexpected, as a span's host bug is)."""
+    exception it carries (a library's failure is unexpected, as a span's host bug is). A URL in its message is
+    shown without userinfo or query: OneTool's own records pass URLs through ``public_url``, a library's do not."""
 
     def emit(self, record: logging.LogRecord) -> None:
         quiet = record.name.startswith(_QUIETED)
         level = "DEBUG" if quiet else _STDLIB_LEVELS.get(record.levelno, record.levelno)
         exception = None if quiet else record.exc_info
-        logger.opt(exception=exception).bind(source=record.name).log(level, "{}", record.getMessage())
+        logger.opt(exception=exception).bind(source=record.name).log(level, "{}", public_urls(record.getMessage()))
 
 
 _STDLIB_LEVELS = {

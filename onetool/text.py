@@ -1,7 +1,8 @@
 """Upstream and snippet text shown inside OneTool's own text: one line, cut (descriptions, listings); cut with a
 note (results: :func:`cut`); a name the model got wrong, with the names it may have meant (:func:`closest`);
-with what a terminal or a log reader would act on escaped (logs, the CLI: :func:`escape_unsafe`); or with what
-a reviewer cannot see named (quarantine reviews: :func:`visible`)."""
+with what a terminal or a log reader would act on escaped (logs, the CLI: :func:`escape_unsafe`); with what a
+URL's userinfo, query or fragment may carry left out (:func:`public_url`, :func:`public_urls`); or with what a
+reviewer cannot see named (quarantine reviews: :func:`visible`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import difflib
 import re
 import unicodedata
 from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "SUGGEST_MAX_NAME",
@@ -17,6 +19,8 @@ __all__ = [
     "escape_unsafe",
     "label",
     "one_line",
+    "public_url",
+    "public_urls",
     "shown_name",
     "unseen",
     "visible",
@@ -109,3 +113,31 @@ def visible(text: str, keep: str = "\t\n") -> str:
     ``"a\\u202eb"`` -> ``"a<U+202E RIGHT-TO-LEFT OVERRIDE>b"``; ``keep=""`` for one line (tab and newline named
     too). Printable ASCII passes at regex speed."""
     return _UNUSUAL.sub(lambda m: f"<{label(m.group())}>" if unseen(m.group(), keep) else m.group(), text)
+
+
+def public_url(url: str) -> str:
+    """The URL without userinfo, query or fragment, which may carry credentials: safe to log."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>`]*[^\s'\"<>`.,;:!?)]")
+"""A URL in prose: up to a space or quote, and not the punctuation after it. The scheme is bounded: a text is
+often a snippet's (a pack's error), and an unbounded one made ``a-a-a-...`` cost time quadratic in its length."""
+
+
+def public_urls(text: str) -> str:
+    """``text`` with every URL in it as :func:`public_url` shows it: a library's message or an exception's text
+    (an HTTP error names the URL it failed on) may quote one whose userinfo or query holds a key."""
+    return _URL.sub(_public, text)
+
+
+def _public(match: re.Match[str]) -> str:
+    try:
+        return public_url(match.group())
+    except ValueError:  # not a URL urlsplit reads (a port that is no number, a broken IPv6 host): only its scheme
+        return match.group().split("://", 1)[0] + "://..."

@@ -19,6 +19,7 @@ from onetool.cli._common import setup
 from onetool.errors import UnknownTool
 from onetool.logfile import rotated_files
 from onetool.logs import LogSpan, logger, setup_logging
+from onetool.text import public_urls
 from tests.conftest import PYTHON, logging_as_configured, restoring_logging, spans
 
 
@@ -234,3 +235,32 @@ def test_the_sdk_oauth_records_never_show_their_exception_even_before_logging_is
     )
     stderr = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True).stderr
     assert "OAuth flow error" in stderr and "s3cr3t" not in stderr, stderr
+
+
+def test_a_url_a_library_names_keeps_its_userinfo_and_query_out_of_the_log() -> None:
+    """The SDK and httpx name URLs in their messages and exception texts (an HTTP error says which URL failed);
+    a key in a URL's userinfo or query string stays out of the log, in the message and in the traceback."""
+    url = "https://user:pw-s3cr3t@mcp.example.com:8443/messages/?session_id=s3cr3t-session&key=s3cr3t#s3cr3t"
+    with logged_lines() as sink:
+        logging.getLogger("mcp.client.sse").warning(f"Redirect to {url} not followed")
+        try:
+            raise RuntimeError(f"Client error '400 Bad Request' for url '{url}'")
+        except RuntimeError:
+            logging.getLogger("mcp.client.sse").exception("Error in post_writer")
+    text = sink.getvalue()
+    assert "s3cr3t" not in text, text
+    assert "Redirect to https://mcp.example.com:8443/messages/ not followed" in text
+    assert "for url 'https://mcp.example.com:8443/messages/'" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("at http://[::1]:9000/mcp?token=t, then", "at http://[::1]:9000/mcp, then"),
+        ("'wss://a:b@host/ws#f' and ftp://h/x", "'wss://host/ws' and ftp://h/x"),
+        ("bad port http://host:x/y?token=t", "bad port http://..."),
+        ("no url here: a://", "no url here: a://"),
+    ],
+)
+def test_public_urls_shows_every_url_in_a_text_without_what_may_be_a_secret(text: str, shown: str) -> None:
+    assert public_urls(text) == shown

@@ -25,7 +25,8 @@ from onetool.config import BridgeConfig, ServerConfig
 from onetool.errors import BridgeError, BridgeUnavailable
 from onetool.hosts import plain_http_host
 from onetool.logs import LogSpan
-from onetool.upstream.transports import TRUST_FIX, public_url, untrusted_certificate
+from onetool.text import public_url
+from onetool.upstream.transports import TRUST_FIX, untrusted_certificate
 
 __all__ = ["BridgeClient", "Conversion"]
 

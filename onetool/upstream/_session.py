@@ -19,10 +19,11 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED
 
 from onetool.config import ServerConfig
+from onetool.text import public_url
 from onetool.upstream._breaker import Breaker
 from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream.status import Failure
-from onetool.upstream.transports import TRUST_FIX, Link, http_reason, public_url, untrusted_certificate
+from onetool.upstream.transports import TRUST_FIX, Link, http_reason, untrusted_certificate
 
 PageT = TypeVar("PageT")
 ItemT = TypeVar("ItemT")

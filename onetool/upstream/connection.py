@@ -47,6 +47,7 @@ from onetool.auth.store import TokenStore
 from onetool.config import ServerConfig, to_identifier
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
+from onetool.text import public_url
 from onetool.upstream._backoff import ShortSession, backoff_wait
 from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream._session import (
@@ -64,7 +65,7 @@ from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
 from onetool.upstream.elicit import Elicit, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus
-from onetool.upstream.transports import TRANSPORTS, Link, Streams, public_url, warn_plain_http
+from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
 

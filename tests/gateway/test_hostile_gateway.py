@@ -606,17 +606,23 @@ async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls
             assert stop(served.proc) == 0
 
 
-async def test_an_exception_text_cannot_forge_a_record_in_the_gateway_log(tmp_path: Path) -> None:
-    """A local pack's bug raises with the snippet's argument in its message, newline and all; the gateway logs the
-    traceback. Every line of it is indented and escaped: none reads as a record of its own to `onetool logs`."""
+def _raising_pack(tmp_path: Path) -> dict[str, Any]:
+    """The config of a local pack whose bug raises with the snippet's argument in its message (the gateway logs the
+    traceback)."""
     packs = tmp_path / "packs"
     packs.mkdir()
     (packs / "items.py").write_text(
         'def check(name: str) -> str:\n    """Raises with the name in its message."""\n'
         '    raise ValueError(f"no such item: {name}")\n'
     )
+    return {"packs": {"dirs": [str(packs)]}}
+
+
+async def test_an_exception_text_cannot_forge_a_record_in_the_gateway_log(tmp_path: Path) -> None:
+    """A local pack's bug raises with the snippet's argument in its message, newline and all; the gateway logs the
+    traceback. Every line of it is indented and escaped: none reads as a record of its own to `onetool logs`."""
     marker = f"forge-{uuid.uuid4().hex}"
-    served = start_http_gateway(tmp_path, {"packs": {"dirs": [str(packs)]}}, marker)
+    served = start_http_gateway(tmp_path, _raising_pack(tmp_path), marker)
     try:
         forged = "12:00:00.000 INFO    run status=SUCCESS runId=forged screen=\x1b[2J"
         result = await served.run(f"items.check(name={'x' + chr(10) + forged!r})")
@@ -625,5 +631,20 @@ async def test_an_exception_text_cannot_forge_a_record_in_the_gateway_log(tmp_pa
         assert "runId=forged" in log and "\x1b" not in log  # the payload reached the log, escaped
         of_forged_run = RecordFilter(fields={"runId": "forged"})  # as `onetool logs --run forged` reads the file
         assert not [line for line in log.splitlines() if of_forged_run(line)]
+    finally:
+        assert stop(served.proc) == 0
+
+
+async def test_an_exception_text_costs_the_gateway_log_time_linear_in_its_length(tmp_path: Path) -> None:
+    """The traceback's text is searched for URLs, whose userinfo and query are left out of the log: a snippet's
+    argument shaped against that search (``a-a-a-...``, each letter a place a scheme could start) costs the event
+    loop time linear in its length, not quadratic (it was: this one held every client for about 20 s)."""
+    marker = f"urls-{uuid.uuid4().hex}"
+    served = start_http_gateway(tmp_path, _raising_pack(tmp_path), marker)
+    try:
+        result, bystander = await attack(served.url, "items.check(name='a-' * 100_000)")
+        assert result.is_error and "no such item" in text_of(result)
+        assert bystander < BYSTANDER_BOUND
+        assert "a-a-a-" in served.log.read_text()  # the traceback was logged, and searched
     finally:
         assert stop(served.proc) == 0

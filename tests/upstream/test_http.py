@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamError, UpstreamUnavailable
 from onetool.hosts import is_loopback, plain_http_host
-from onetool.upstream.transports import public_url
+from onetool.text import public_url
 from tests.conftest import free_port
 from tests.upstream.conftest import FaultHttpServer, open_pool, wait_for_status
 

@@ -21,8 +21,8 @@ from mcp.types import Tool, ToolAnnotations
 from onetool.config import Management, RegistryConfig
 from onetool.errors import ArgumentError, ModelError
 from onetool.logs import LogSpan
-from onetool.text import closest, one_line, shown_name
-from onetool.upstream.transports import TRUST_FIX, public_url, untrusted_certificate
+from onetool.text import closest, one_line, public_url, shown_name
+from onetool.upstream.transports import TRUST_FIX, untrusted_certificate
 
 LIST_REGISTRIES = "list_registries"
 SEARCH_SERVERS = "search_servers"

@@ -22,7 +22,6 @@ from onetool.upstream.transports._http import (
     TRUST_FIX,
     HttpStatuses,
     http_reason,
-    public_url,
     untrusted_certificate,
     warn_plain_http,
 )
@@ -41,7 +40,6 @@ __all__ = [
     "Streams",
     "Transport",
     "http_reason",
-    "public_url",
     "untrusted_certificate",
     "warn_plain_http",
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
@@ -16,16 +15,6 @@ from onetool.hosts import plain_http_host
 from onetool.logs import logger, trace_context
 
 SSE_READ_TIMEOUT = 300.0  # a quiet SSE stream is normal; calls have their own timeout
-
-
-def public_url(url: str) -> str:
-    """The URL without userinfo, query or fragment, which may carry credentials: safe to log."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def warn_plain_http(name: str, config: ServerConfig) -> None:
