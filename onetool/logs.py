@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 _FORMAT = "{time:HH:mm:ss.SSS} {level: <7} {message}{extra[_kv]}"
+_RECORD = _FORMAT + "\n"
+_RECORD_AND_TRACEBACK = _FORMAT + "{extra[_traceback]}\n"
 RECORD_HEAD = re.compile(r"\d\d:\d\d:\d\d\.\d{3} (?P<level>[A-Z]+) +")
 """The start of a record's first line as _FORMAT writes it (change both together); any other line continues the
 record before it (a traceback)."""
@@ -151,10 +153,10 @@ def _format(record: Any) -> str:
     or query (an HTTP error names the URL it failed on), which may hold secrets."""
     exception = record["exception"]
     if exception is None:
-        return _FORMAT + "\n"
+        return _RECORD
     text = public_urls("".join(traceback.format_exception(exception.type, exception.value, exception.traceback)))
     record["extra"]["_traceback"] = "".join(f"\n  {escape_unsafe(line)}" for line in text.splitlines())
-    return _FORMAT + "{extra[_traceback]}\n"
+    return _RECORD_AND_TRACEBACK
 
 
 _all_tracebacks = False
