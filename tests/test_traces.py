@@ -29,12 +29,8 @@ COLLECTOR = "http://127.0.0.1:4318/v1/traces"
 
 @pytest.fixture(scope="module")
 def fx_http() -> Iterator[FaultHttpServer]:
-    server = FaultHttpServer()
-    server.start()
-    try:
+    with FaultHttpServer() as server:
         yield server
-    finally:
-        server.kill()
 
 
 def traced_config(servers: dict[str, Any]) -> Config:

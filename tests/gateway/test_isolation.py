@@ -67,9 +67,7 @@ async def test_runs_stuck_on_a_stopped_upstream_leave_other_runs_free() -> None:
 async def test_a_run_calling_a_disconnected_server_reconnects_it_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # A background backoff far longer than the test: only the run itself can bring the server back in time.
     monkeypatch.setattr(gateway_module, "UpstreamPool", partial(UpstreamPool, backoff_base=60))
-    server = FaultHttpServer()
-    server.start()
-    try:
+    with FaultHttpServer() as server:
         fx = {"url": server.url, "connect_timeout": 5, "max_backoff": 120}
         async with Gateway(Config.model_validate({"servers": {"fx": fx}})) as gw:
             server.kill()
@@ -80,5 +78,3 @@ async def test_a_run_calling_a_disconnected_server_reconnects_it_at_once(monkeyp
             status = gw.registry.server_status("fx")
             assert status is not None and not status.connected
             assert text_of(await gw.run("fx.echo(message='back')")) == "echo: back"
-    finally:
-        server.kill()
