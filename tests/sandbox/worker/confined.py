@@ -60,6 +60,9 @@ def run_confined(code: str, *, as_user: int | None = None, seccomp: bool = True,
         os.close(read_fd)
         process.kill()
         process.wait()
+    if not report and as_user is not None:
+        # The stand-in never started: pyenv's interpreters live under /root (0700) on this project's machines.
+        raise AssertionError(f"user {as_user} cannot start {sys.executable}: its folders need o+x (see .ci/run)")
     return Outcome(**json.loads(report))
 
 
