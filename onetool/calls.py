@@ -36,6 +36,7 @@ from onetool.errors import ModelError, ToolFailed, UnknownPack, UnknownTool, Ups
 from onetool.logs import LogSpan, logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 from onetool.registry.schema import count_nodes
+from onetool.search import ToolIndex
 from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class Calls:
     """Subscribe to the gateway's change cues: one item whenever the registry was replaced."""
     connect_timeout: Callable[[str], float | None]
     """A server's connect timeout; None for a server that is not (or no longer) configured."""
+    index: ToolIndex
+    """The live registry's tools by what they do: what ``proxy.search`` asks."""
 
     @property
     def registry(self) -> Registry:
@@ -84,7 +87,7 @@ class Calls:
     @cached_property
     def context(self) -> PackContext:
         """What a local pack function that declares ``ctx`` gets."""
-        return PackContext(config=self.config, pool=self.pool, registry=self.current, calls=self)
+        return PackContext(config=self.config, pool=self.pool, registry=self.current, calls=self, index=self.index)
 
     async def find(self, lookup: Lookup[T], *, server: str | None, tool: str) -> T:
         """``lookup`` in the current registry, for a call to ``tool`` of ``server`` (None: the name points at no
@@ -204,13 +207,15 @@ class PackContext:
     """Given to a local pack function that declares a ``ctx`` parameter.
 
     Local packs are trusted host code: they may reach the config (and its secrets), the upstream pool, the
-    current registry, and the call path itself, to call other tools as a snippet's call would.
+    current registry and its search index, and the call path itself, to call other tools as a snippet's call would.
     """
 
     config: Config
     pool: UpstreamPool
     registry: Callable[[], Registry]
     calls: Calls
+    index: ToolIndex
+    """The registry's tools by what they do (it follows the live registry)."""
     elicit: Elicit | None = None
     """Who answers an upstream's question (elicitation) during this call: the client of the run it is part of, to
     pass on to the calls the pack makes for it (``proxy.call`` does); None: nobody is there to ask."""

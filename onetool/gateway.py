@@ -36,6 +36,7 @@ from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
 from onetool.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.runs import Runs
+from onetool.search import ToolIndex
 from onetool.state import StateStore
 from onetool.state.paths import legacy_notice
 from onetool.upstream import UpstreamPool
@@ -68,6 +69,8 @@ class Gateway:
         self.limits = limits_of(config.sandbox)
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
+        self.index = ToolIndex()
+        """The registry's tools by what they do (:mod:`onetool.search`): every face searches it."""
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
@@ -114,7 +117,9 @@ class Gateway:
             await self.control.attach(self._pool, self._publish)
             self._rebuild()
             self._registry.log_shadowing()
-            self.calls = Calls(self.config, self._pool, lambda: self._registry, self.subscribe, self._connect_timeout)
+            self.calls = Calls(
+                self.config, self._pool, lambda: self._registry, self.subscribe, self._connect_timeout, self.index
+            )
             # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
             tasks = await stack.enter_async_context(anyio.create_task_group())
             tasks.start_soon(self._watch, changes)
@@ -133,7 +138,10 @@ class Gateway:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._changes.close()
-        await self._stack.aclose()
+        try:
+            await self._stack.aclose()
+        finally:
+            self.index.close()
 
     @property
     def pool(self) -> UpstreamPool:
@@ -211,6 +219,7 @@ class Gateway:
 
     def _rebuild(self) -> None:
         self._registry = Registry.build(self._local, self._pool, self.control.shown)
+        self.index.update(self._registry)  # only the packs that changed
         self._description = describe_run(self._registry, self.limits)
 
     def _publish(self) -> None:

@@ -14,6 +14,7 @@ from onetool.calls import PackContext
 from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.registry import LocalTool, Registry, ToolSchema, UpstreamTool
 from onetool.registry.schema import py_type
+from onetool.search import DEFAULT_LIMIT
 from onetool.text import shown_name
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "list_servers",
     "list_tools",
     "read_resource",
+    "search",
 ]
 
 
@@ -49,6 +51,14 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
         }
         for s in ctx.registry().servers()
     ]
+
+
+async def search(query: str, limit: int = DEFAULT_LIMIT, *, ctx: PackContext) -> list[dict[str, Any]]:
+    """The tools that best do what ``query`` asks, best first.
+
+    Say the task in a few words (``"create a GitHub issue"``). Each result has tool (call it as written:
+    ``pack.tool(...)``), signature, description and server. At most ``limit`` (1 to 50) results."""
+    return [hit.to_dict() for hit in ctx.index.search(query, limit)]
 
 
 async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
