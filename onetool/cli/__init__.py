@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
     tools.add_argument("server", nargs="?", help="only this server or pack")
+    tools.add_argument(
+        "--search", metavar="TASK", help='the best tools for a task in a few words, best first ("create an issue")'
+    )
+    tools.add_argument("--limit", type=int, default=10, metavar="N", help="with --search: tools to show (default 10)")
     tools.set_defaults(func=cmd_tools)
 
     stubs = sub.add_parser(

@@ -20,6 +20,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     config = setup(args, "ERROR")
 
     def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
+        if args.search is not None:
+            return _search(registry, args.search, args.limit, args.server)
         wanted = args.server
         packs = [p for p in registry.packs.values() if wanted in (None, p.name, p.server)]
         if wanted and not packs:
@@ -35,6 +37,32 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return int(with_pool(config, show))
+
+
+def _search(registry: Registry, query: str, limit: int, server: str | None) -> int:
+    """``onetool tools --search``: the tools found, best first, as ``tools`` lists them (text escaped)."""
+    from onetool.errors import ArgumentError
+    from onetool.registry import Tool, UpstreamTool
+    from onetool.search import ToolIndex
+
+    def wanted(tool: Tool) -> bool:
+        return server in (tool.pack, tool.server if isinstance(tool, UpstreamTool) else None)
+
+    index = ToolIndex()
+    try:
+        index.update(registry)
+        hits = index.search(query, limit, wanted if server else None)
+    except ArgumentError as e:
+        print(f"onetool tools: {escape_unsafe(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        index.close()
+    if not hits:
+        print(f"onetool tools: no tool matches {escape_unsafe(query)!r}", file=sys.stderr)
+        return EXIT_FAILED
+    for hit in hits:
+        print(escape_unsafe(hit.signature) + (f"\n      {escape_unsafe(hit.description)}" if hit.description else ""))
+    return EXIT_OK
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:

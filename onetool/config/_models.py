@@ -416,6 +416,7 @@ class HttpConfig(_Strict):
 
 
 Management = Literal["read-only", "propose", "full"]
+Exposure = Literal["all", "search"]
 
 
 class DirectConfig(_Strict):
@@ -437,6 +438,11 @@ class DirectConfig(_Strict):
         description="memory all results kept for read_cache may take (MB); a larger result is cut and not kept",
     )
     cache_ttl: float = Field(default=900.0, gt=0, description="seconds a cut result stays readable by read_cache")
+    expose: Exposure = Field(
+        default="all",
+        description="all: list every upstream tool (as server:tool) beside the management tools; search: list only "
+        "the management tools, and let a model find upstream tools with search_tools and call them with call_tool",
+    )
 
 
 class RegistryConfig(_Strict):

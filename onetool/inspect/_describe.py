@@ -27,7 +27,8 @@ _MAX_SUMMARY = 160
 INTRO = """\
 Inspect the tools of the MCP servers below, then call one with exec(server_name, tool_name, arguments).
 inspect(server_name) returns the name, description and argument types of every tool of that server; \
-inspect(server_name, tool_name) returns one tool's. Types are TypeScript-style: \
+inspect(server_name, tool_name) returns one tool's; inspect(query="a task in a few words") finds the best tools \
+for it on every server. Types are TypeScript-style: \
 {name: string, limit?: integer = 10 /* description */} (? marks an optional argument, = its default)."""
 
 

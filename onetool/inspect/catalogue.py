@@ -19,7 +19,7 @@ from onetool.inspect._describe import InspectServer
 from onetool.logs import logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 
-__all__ = ["CatalogueTool", "catalogue"]
+__all__ = ["CatalogueTool", "catalogue", "catalogue_tool"]
 
 _ANY_OBJECT: Mapping[str, Any] = {"type": "object"}
 
@@ -55,9 +55,7 @@ def catalogue(registry: Registry) -> list[InspectServer[CatalogueTool]]:
     servers = []
     for pack in registry.packs.values():
         status = registry.pack_status(pack)
-        tools = [
-            CatalogueTool(t.remote_name if isinstance(t, UpstreamTool) else t.name, t) for t in pack.tools.values()
-        ]
+        tools = [catalogue_tool(t) for t in pack.tools.values()]
         servers.append(
             InspectServer(
                 name=pack.server or pack.name,
@@ -67,6 +65,11 @@ def catalogue(registry: Registry) -> list[InspectServer[CatalogueTool]]:
             )
         )
     return servers
+
+
+def catalogue_tool(tool: Tool) -> CatalogueTool:
+    """``tool`` under the name its server lists it by (a local tool: its own)."""
+    return CatalogueTool(tool.remote_name if isinstance(tool, UpstreamTool) else tool.name, tool)
 
 
 def _local_schema(tool: LocalTool) -> Mapping[str, Any]:

@@ -59,7 +59,9 @@ FACES: dict[str, Face] = {
     "direct": Face(
         "/mcp/direct",
         lambda config: config.http.enable_direct_endpoint,
-        lambda gw: build_direct_server(gw, gw.config.http.direct_separator, gw.config.direct.management),
+        lambda gw: build_direct_server(
+            gw, gw.config.http.direct_separator, gw.config.direct.management, gw.config.direct.expose
+        ),
         "direct endpoint on: every upstream tool at {}",
         alias="/direct/mcp",
     ),

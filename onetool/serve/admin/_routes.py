@@ -14,6 +14,9 @@
                                            convert (serve a stdio server through the bridge), revert
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
+    GET    /admin/tools                    every tool a snippet can call: tool (pack.tool), signature, description,
+                                           server; with ?query=...&limit=N the best N (default 10, at most 50)
+                                           for a task in a few words, best first (onetool.search)
     GET    /admin/held                     every held tool, for review
     POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
                                            happened to each server, and the keys that wait for a restart; 400
@@ -43,7 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
-from onetool.errors import ConfigError, ControlError, StateError
+from onetool.errors import ArgumentError, ConfigError, ControlError, StateError
 from onetool.relay import ProgressClient
 from onetool.serve._drain import drained
 from onetool.serve.http import BearerGuard, Routes
@@ -172,6 +175,14 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         except ConfigError as e:
             raise ControlError(f"not reloaded, nothing changed: {e}") from None
 
+    async def tools(request: Request) -> Any:
+        params = request.query_params
+        try:
+            found = gateway.index.find(params.get("query"), params.get("limit"))
+        except ArgumentError as e:
+            raise ControlError(str(e)) from None
+        return {"tools": [hit.to_dict() for hit in found]}
+
     async def held(_request: Request) -> Any:
         return {"held": [h.to_dict() for h in control.held()]}
 
@@ -197,6 +208,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers/{name}/tools", json_endpoint(set_tools), methods=["PUT"]),
             Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
+            Route("/tools", json_endpoint(tools), methods=["GET"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
             Route("/reload", json_endpoint(reload), methods=["POST"]),
             Route("/run", json_endpoint(run), methods=["POST"]),

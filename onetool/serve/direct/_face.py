@@ -8,7 +8,9 @@ upstream's result returned untouched, unless its text is longer than ``sandbox.m
 ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
 listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
 The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
-``search_servers``) carry no prefix; no upstream name can take theirs.
+``search_servers``, ``search_tools``, ``call_tool``) carry no prefix; no upstream name can take theirs. With
+``direct.expose: search`` only they are listed, and a model finds upstream tools with ``search_tools``
+(:mod:`._search`); every upstream tool stays callable by its name either way.
 """
 
 from __future__ import annotations
@@ -22,13 +24,22 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
-from onetool.config import Management, to_identifier
+from onetool.config import Exposure, Management, to_identifier
 from onetool.errors import ModelError, UnknownTool
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.direct._cache import ResultCache, cut_result
-from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools
+from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools, data_answer
 from onetool.serve.direct._registries import Registries
+from onetool.serve.direct._search import (
+    CALL_TOOL,
+    CALL_TOOL_TOOL,
+    SEARCH_NAMES,
+    SEARCH_TOOLS,
+    SEARCH_TOOLS_TOOL,
+    call_target,
+    search_tools,
+)
 from onetool.serve.fanout import face_server
 from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
 from onetool.text import closest, shown_name
@@ -44,7 +55,7 @@ MAX_NAME = 64
 """Longest tool name: some clients check names against ``^[a-zA-Z0-9_-]{1,64}$``."""
 _HASH_CHARS = 8
 """Hex digits of the hash that keeps a shortened name unique: 32 bits."""
-RESERVED = frozenset({"run", *MANAGEMENT_NAMES})
+RESERVED = frozenset({"run", *MANAGEMENT_NAMES, *SEARCH_NAMES})
 
 
 def direct_names(
@@ -96,6 +107,8 @@ class DirectCatalogue:
                 by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
         names = direct_names(by_name, separator)
         self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
+        self.names = {pair: name for name, pair in names.items()}
+        """(server, upstream name) -> the tool's name here."""
         self.listed = [by_name[pair].model_copy(update={"name": name}) for name, pair in names.items()]
         # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
         self._visible = visible
@@ -134,9 +147,10 @@ def _key(visible: Mapping[str, Sequence[types.Tool]]) -> tuple[tuple[str, tuple[
 
 
 class DirectFace:
-    def __init__(self, gateway: Gateway, separator: Separator, management: Management) -> None:
+    def __init__(self, gateway: Gateway, separator: Separator, management: Management, expose: Exposure) -> None:
         self._gateway = gateway
         self._separator = separator
+        self._expose = expose
         config = gateway.config
         self._management = ManagementTools(
             management, ResultCache.from_config(config.direct), Registries(config.registries)
@@ -163,7 +177,9 @@ class DirectFace:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        management = [run_tool(self._gateway), *self._management.tools.values()]
+        management = [run_tool(self._gateway), *self._management.tools.values(), SEARCH_TOOLS_TOOL]
+        if self._expose == "search":
+            return types.ListToolsResult(tools=[*management, CALL_TOOL_TOOL])
         return types.ListToolsResult(tools=[*management, *self.catalogue().listed])
 
     async def call_tool(
@@ -179,6 +195,8 @@ class DirectFace:
         max_chars = self._gateway.config.sandbox.max_output
         if name in MANAGEMENT_NAMES:
             return await self._management.call(self._gateway.control, name, arguments, max_chars=max_chars)
+        if name in SEARCH_NAMES:
+            return await self._search_or_call(name, arguments, client)
         server = self._server_of(name)
         try:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
@@ -189,6 +207,21 @@ class DirectFace:
             return error_result(str(e))
         cache = self._management.cache
         return cut_result(_unstamped(result), max_chars, cache, target.output_schema)
+
+    async def _search_or_call(
+        self, name: str, arguments: dict[str, Any], client: RequestClient | None
+    ) -> types.CallToolResult:
+        try:
+            bound = await _SEARCH_SCHEMAS[name].bind(name, [], arguments)
+            if name == SEARCH_TOOLS:
+                answer = search_tools(self._gateway.index, bound, self.catalogue().names)
+                return data_answer(answer, compact=True)
+            target, inner = call_target(bound)
+        except ModelError as e:
+            return error_result(str(e))
+        if target in RESERVED:
+            return error_result(f"{CALL_TOOL} calls the upstream tools {SEARCH_TOOLS} finds; call {target!r} itself")
+        return await self.call(target, inner, client)
 
     def _lookup(self, name: str, server: str | None, registry: Registry) -> UpstreamTool:
         target = self.catalogue().tools.get(name)
@@ -210,8 +243,13 @@ class DirectFace:
             return RUN_INPUT_SCHEMA
         if name in self._management.tools:
             return self._management.tools[name].input_schema
+        if name in _SEARCH_SCHEMAS:
+            return _SEARCH_SCHEMAS[name].schema
         target = self.catalogue().tools.get(name)
         return dict(target.schema.schema) if target else None
+
+
+_SEARCH_SCHEMAS = {t.name: ToolSchema(t.input_schema) for t in (SEARCH_TOOLS_TOOL, CALL_TOOL_TOOL)}
 
 
 def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
@@ -228,11 +266,12 @@ def _unstamped(result: types.CallToolResult) -> types.CallToolResult:
 
 
 def build_direct_server(
-    gateway: Gateway, separator: Separator = ":", management: Management = "propose"
+    gateway: Gateway, separator: Separator = ":", management: Management = "propose", expose: Exposure = "all"
 ) -> Server[dict[str, Any]]:
     """The /mcp/direct MCP server: list_changed to both eras whenever ``gateway.subscribe()`` fires;
-    ``management`` is what its management tools let a model do (``direct.management``)."""
-    face = DirectFace(gateway, separator, management)
+    ``management`` is what its management tools let a model do (``direct.management``); ``expose`` whether it
+    lists every upstream tool or only its management tools, ``search_tools`` and ``call_tool`` among them."""
+    face = DirectFace(gateway, separator, management, expose)
     server = face_server(
         gateway.subscribe,
         gateway.drain,

@@ -168,14 +168,14 @@ class ManagementTools:
                 raise ArgumentError(self._refusal(f"{name}: operation '{operation}'", operation))
             bound = await self._schemas[name].bind(name, [], arguments)
             if name == QUARANTINE_SECURITY:
-                return _ok(_review(control))
+                return data_answer(_review(control))
             if name == READ_CACHE:
                 return read_cache(self.cache, bound, max_chars)
             if name == LIST_REGISTRIES:
-                return _ok(self.registries.listing())
+                return data_answer(self.registries.listing())
             if name == SEARCH_SERVERS:
-                return _ok(await self.registries.search(bound, self.mode), compact=True)
-            return _ok(await _upstream_servers(control, bound))
+                return data_answer(await self.registries.search(bound, self.mode), compact=True)
+            return data_answer(await _upstream_servers(control, bound))
         except OneToolError as e:
             return error_result(str(e))
 
@@ -189,7 +189,7 @@ class ManagementTools:
         )
 
 
-def _ok(value: dict[str, Any], *, compact: bool = False) -> CallToolResult:
+def data_answer(value: dict[str, Any], *, compact: bool = False) -> CallToolResult:
     """``value`` as escaped JSON data; ``compact`` (no indentation) for answers long enough for it to count."""
     data = _as_data(value)
     shape: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 2}

@@ -2,7 +2,7 @@
 through the official registry API (``GET {url}/v0.1/servers?search=&limit=&cursor=``; ``/v0`` is the same API).
 
 A registry's answer is untrusted text: every entry is reduced to a few bounded fields, and the answer goes to the
-model as escaped data (``_manage._ok``). What a model needs to propose a server is in each entry's ``add``: the
+model as escaped data (``_manage.data_answer``). What a model needs to propose a server is in each entry's ``add``: the
 ``spec`` that ``upstream_servers(operation='add')`` takes (a command for a stdio package on npm, PyPI, OCI or
 NuGet; a URL for a remote), and what an operator must still fill in (``needs``: environment variables, headers,
 arguments). Secrets are never filled in: the spec carries no values for them, and an operator approves every

@@ -1,7 +1,8 @@
 """The inspect/exec face (``/mcp/inspect``; ``/mcp`` and stdio under ``serve --mode inspect``): two MCP tools.
 
 ``inspect(server_name, tool_name=None)`` returns tool schemas as compressed types; its description lists every
-server and tool of the live catalogue. ``exec(server_name, tool_name, arguments=None)`` calls one tool. Both
+server and tool of the live catalogue. ``inspect(query=...)`` searches them all (:mod:`onetool.search`): the best
+tools for a task, each with its argument types. ``exec(server_name, tool_name, arguments=None)`` calls one tool. Both
 answer data as TOON text with the raw value in ``structuredContent``. A call takes the one call path
 (:mod:`onetool.calls`); this module only maps inspect's names to tools and shapes results as TOON.
 """
@@ -35,10 +36,12 @@ from onetool.inspect import (
     find_tool,
     inspect_schemas,
 )
-from onetool.inspect.catalogue import CatalogueTool, catalogue
+from onetool.inspect.catalogue import CatalogueTool, catalogue, catalogue_tool
+from onetool.inspect.compress import compress
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
+from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
 from onetool.serve._requests import RequestClient, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
@@ -52,8 +55,13 @@ INSPECT_INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "server_name": {"type": "string", "description": "A server listed above"},
         "tool_name": {"type": ["string", "null"], "description": "One of its tools; omit for all of them"},
+        "query": {
+            "type": "string",
+            "description": "Instead of a server: a task in a few words (`create a GitHub issue`); returns the best "
+            "tools for it, of every server",
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "With query: tools at most"},
     },
-    "required": ["server_name"],
 }
 EXEC_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -129,7 +137,23 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             ]
         )
 
-    async def inspect(_: RequestClient, server_name: str, tool_name: str | None = None) -> CallToolResult:
+    async def inspect(
+        _: RequestClient,
+        server_name: str | None = None,
+        tool_name: str | None = None,
+        query: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> CallToolResult:
+        if query is not None:
+            if server_name is not None or tool_name is not None:
+                raise ArgumentError("inspect: give either a query or a server_name (and tool_name), not both")
+            found = search(gateway.index, calls.registry, query, limit, max_description_len=options.max_description_len)
+            return data_result(found, max_chars=max_chars)
+        if server_name is None:
+            raise ArgumentError(
+                "inspect: name a server_name (the servers are listed in this tool's description), or give a query "
+                "(`create a GitHub issue`) to find tools of every server"
+            )
         current = view.current()
         find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
         schemas = partial(
@@ -187,6 +211,26 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
     )
+
+
+def search(index: ToolIndex, registry: Registry, query: str, limit: int, *, max_description_len: int) -> dict[str, Any]:
+    """``inspect(query=...)``: the tools found, best first, each named as exec takes it, with what it does and its
+    argument types (compressed); descriptions are the upstream's, with their invisible characters named."""
+    tools = []
+    for hit in index.search(query, limit):
+        tool = hit.target
+        pack = registry.packs.get(tool.pack)
+        server = (pack.server if pack is not None else None) or tool.pack
+        listed = catalogue_tool(tool)
+        tools.append(
+            {
+                "server_name": server,
+                "tool_name": listed.name,
+                "description": hit.description,
+                "input": compress(listed.input_schema, max_description_len=max_description_len),
+            }
+        )
+    return {"query": query, "tools": tools}
 
 
 def _as_object(arguments: dict[str, Any] | str | None) -> dict[str, Any] | None:

@@ -23,9 +23,10 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from onetool.auth import resolve_flow
-from onetool.errors import ControlError, StateError
+from onetool.errors import ArgumentError, ControlError, StateError
 from onetool.logs import logger
 from onetool.metrics import RECENT_CALLS
+from onetool.search import MAX_QUERY_CHARS
 from onetool.serve.http import Listener, Routes, host_check
 from onetool.serve.ui._review import review
 from onetool.serve.ui._session import Session, Sessions
@@ -178,6 +179,16 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
             session.tell(True, f"{_DONE[action]} '{name}'")
         return RedirectResponse(back, status_code=303)
 
+    async def tools(request: Request, session: Session) -> Response:
+        query = request.query_params.get("query", "")
+        try:
+            hits, error = gateway.index.find(query, request.query_params.get("limit")), None
+        except ArgumentError as e:
+            hits, error = [], str(e)
+        status = 400 if error else 200
+        context = {"query": query, "hits": hits, "error": error, "max_query": MAX_QUERY_CHARS}
+        return render(request, "tools.html", session, status, **context)
+
     # ----- review, runs, audit, OAuth -------------------------------------------------------------------
 
     async def review_page(request: Request, session: Session) -> Response:
@@ -252,6 +263,7 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
             Route("/servers", page(servers), methods=["GET"]),
             Route("/servers/{name}", page(server), methods=["GET"]),
             Route("/servers/{name}/{action}", page(act), methods=["POST"]),
+            Route("/tools", page(tools), methods=["GET"]),
             Route("/review", page(review_page), methods=["GET"]),
             Route("/runs", page(runs), methods=["GET"]),
             Route("/runs/events", page(run_events), methods=["GET"]),

@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES, PYTHON
 
 pytestmark = pytest.mark.anyio
 
-MANAGEMENT = ["run", "upstream_servers", "quarantine_security", "read_cache"]
+MANAGEMENT = ["run", "upstream_servers", "quarantine_security", "read_cache", "search_tools"]
 
 
 def fault(mode: str = "ok") -> dict[str, object]:

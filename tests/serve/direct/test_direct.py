@@ -217,13 +217,13 @@ async def test_lists_management_tools_then_every_visible_upstream_tool(direct: D
         listed = await names(client)
         expected_everything = [f"everything:{n}" for n in await names(ev)]
         expected_time = [f"time:{n}" for n in await names(tm)]
-    assert listed[:4] == ["run", "upstream_servers", "quarantine_security", "read_cache"]
+    assert listed[:5] == ["run", "upstream_servers", "quarantine_security", "read_cache", "search_tools"]
     assert [n for n in listed if n.startswith("everything:")] == expected_everything
     assert [n for n in listed if n.startswith("time:")] == expected_time
     assert {"fx:echo", "fx:sleep", "fx2:add_tool"} <= set(listed)
     assert len(listed) == len(set(listed))
     # Disabled, failing and toolless servers list nothing; no name goes unprefixed beyond the management tools.
-    servers = {n.split(":", 1)[0] for n in listed[4:]}
+    servers = {n.split(":", 1)[0] for n in listed[5:]}
     assert servers == {"everything", "time", "fx", "fx2"}
 
 
