@@ -648,3 +648,32 @@ async def test_an_exception_text_costs_the_gateway_log_time_linear_in_its_length
         assert "a-a-a-" in served.log.read_text()  # the traceback was logged, and searched
     finally:
         assert stop(served.proc) == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        # a megabyte query is refused by its length before any work, and not echoed back
+        ("proxy.search('q' * 1_000_000)", "at most 1,000"),
+        # FTS5 syntax is plain words: quotes, stars, column filters, NEAR and boolean operators
+        ('proxy.search(\'"name":* OR NEAR(a b) NOT {pack}:fx ^"\')', None),
+        # control characters, a terminal escape and a lone surrogate: words (here "52", found nowhere) or none
+        (f"proxy.search('\\x1b]52;c;x\\x07' + chr({0xD800}) + '\\u202e')", None),
+        (f"proxy.search('\\x1b[m\\x07' + chr({0xD800}) + '\\u202e')", "no word to search for"),
+        # a thousand-word query is cut to its first words, and the widest limit is bounded
+        ("proxy.search(' '.join(['echo'] * 199), limit=50)", None),
+        ("proxy.search('echo', limit=10**100)", "limit must be 1 to 50"),
+    ],
+)
+async def test_proxy_search_treats_any_query_as_plain_words_cheaply(
+    served: ServedGateway, code: str, says: str | None
+) -> None:
+    result, bystander = await attack(served.url, code)
+    text = text_of(result)
+    if says is None:
+        assert not result.is_error, text[:500]
+    else:
+        assert result.is_error and says in text, text[:500]
+    assert len(text) < 20_000 and "fts5" not in text.lower()
+    assert_clean(result)
+    assert bystander < BYSTANDER_BOUND
