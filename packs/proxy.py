@@ -54,10 +54,10 @@ async def list_servers(*, ctx: PackContext) -> list[dict[str, Any]]:
 
 
 async def search(query: str, limit: int = DEFAULT_LIMIT, *, ctx: PackContext) -> list[dict[str, Any]]:
-    """The tools that best do what ``query`` asks, best first.
+    """The tools that best do a task, best first.
 
-    Say the task in a few words (``"create a GitHub issue"``). Each result has tool (call it as written:
-    ``pack.tool(...)``), signature, description and server. At most ``limit`` (1 to 50) results."""
+    Say the task in a few words ("create a GitHub issue"). Each result has tool (call it as written:
+    pack.tool(...)), signature, description and server; at most limit (1 to 50) results."""
     return [hit.to_dict() for hit in ctx.index.search(query, limit)]
 
 

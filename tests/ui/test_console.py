@@ -217,3 +217,24 @@ async def test_a_change_without_the_form_token_or_from_another_site_is_refused(s
         rebinding = await http.get("/ui/servers", headers={"Host": "evil.example"})
         assert rebinding.status_code == 421
     assert server(served.url, "time")["enabled"] is True
+
+
+async def test_the_tools_page_searches_what_snippets_can_call(served: ServedGateway) -> None:
+    async with browser_page() as page:
+        await sign_in(page, served.url)
+        await page.get_by_role("link", name="Tools").click()
+        await expect(page.get_by_role("heading", name="Tools", exact=True)).to_be_visible()
+        every = page.get_by_role("table")
+        await expect(every).to_contain_text("time.get_current_time")
+        await expect(every).not_to_contain_text("rug.")  # quarantined: not a tool anyone can call
+        await page.get_by_label("Find tools for a task").fill("what time is it now <script>alert(1)</script>")
+        await page.get_by_role("button", name="Search").click()
+        first = page.get_by_role("row").nth(1)
+        await expect(first).to_contain_text("time.get_current_time")
+        await expect(page.get_by_role("table")).to_contain_text("<script>alert(1)</script>")  # shown, not run
+        html = await page.content()
+        assert "<script>alert" not in html and html.count("<script") == 1  # only ui.js, no inline script
+        await screenshot(page, "tools-search")
+        await page.get_by_label("Find tools for a task").fill("the of and")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page.get_by_role("alert")).to_contain_text("no word to search for")
