@@ -88,13 +88,15 @@ def measure(text: str) -> Cost:
     return Cost(len(text.encode()), len(text), len(_encoding().encode_ordinary(text)))
 
 
-def _json(value: Any) -> str:
+def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def seen(result: types.CallToolResult) -> str:
     """A tool result as the model reads it: its content."""
-    parts = [c.text if isinstance(c, types.TextContent) else _json(c.model_dump(mode="json")) for c in result.content]
+    parts = [
+        c.text if isinstance(c, types.TextContent) else compact_json(c.model_dump(mode="json")) for c in result.content
+    ]
     return "\n".join(parts)
 
 
@@ -111,9 +113,9 @@ class Transcript:
     turns: list[tuple[dict[str, Any], types.CallToolResult]]
 
     def cost(self) -> Cost:
-        total = measure(_json(self.tools))
+        total = measure(compact_json(self.tools))
         for call, result in self.turns:
-            total += measure(_json(call)) + measure(seen(result))
+            total += measure(compact_json(call)) + measure(seen(result))
         return total
 
 
@@ -125,7 +127,7 @@ class Faces:
     calls: dict[str, Call]
 
 
-def _entries(tools: Sequence[types.Tool]) -> list[dict[str, Any]]:
+def entries(tools: Sequence[types.Tool]) -> list[dict[str, Any]]:
     return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
 
 
@@ -144,7 +146,7 @@ async def with_faces(servers: dict[str, Any], body: Callable[[Faces], Awaitable[
         direct = [
             {**entry, "name": f"{s.name}:{entry['name']}"}
             for s in pool.status()
-            for entry in _entries(pool.tools(s.name))
+            for entry in entries(pool.tools(s.name))
         ]
 
         async def call_direct(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -154,8 +156,8 @@ async def with_faces(servers: dict[str, Any], body: Callable[[Faces], Awaitable[
         faces = Faces(
             lists={
                 "direct": direct,
-                "inspect": _entries((await inspect_face.list_tools()).tools),
-                "run": _entries((await run_face.list_tools()).tools),
+                "inspect": entries((await inspect_face.list_tools()).tools),
+                "run": entries((await run_face.list_tools()).tools),
             },
             calls={"direct": call_direct, "inspect": inspect_face.call_tool, "run": run_face.call_tool},
         )
@@ -294,7 +296,7 @@ def _compression(label: str, tools: Sequence[dict[str, Any]]) -> list[Row]:
 
 
 def _list_rows(label: str, faces: Faces) -> list[Row]:
-    costs = {face: measure(_json(faces.lists[face])) for face in FACES}
+    costs = {face: measure(compact_json(faces.lists[face])) for face in FACES}
     return [_face_row(f"{label}: {face} tool list", face, costs) for face in FACES]
 
 

@@ -19,8 +19,9 @@ Work is bounded by constants before it starts: a query's characters (:data:`MAX_
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from onetool.errors import ArgumentError
@@ -68,13 +69,23 @@ Visible = Callable[[Tool], bool]
 class Hit:
     """One tool found: ``tool`` as a snippet calls it (``pack.tool``), its ``signature`` and ``description`` (the
     first sentence, invisible characters named) as the ``run`` description writes them, and the configured
-    ``server`` it comes from (None for a local pack's tool)."""
+    ``server`` it comes from (None for a local pack's tool). The texts are made when first read: most tools are
+    indexed far more often than they are found."""
 
     tool: str
-    signature: str
-    description: str
-    server: str | None
     target: Tool
+
+    @property
+    def server(self) -> str | None:
+        return self.target.server if isinstance(self.target, UpstreamTool) else None
+
+    @cached_property
+    def signature(self) -> str:
+        return visible(one_line(self.target.signature, MAX_SIGNATURE_CHARS), keep="")
+
+    @cached_property
+    def description(self) -> str:
+        return visible(one_line(self.target.summary, MAX_PURPOSE_CHARS), keep="")
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "signature": self.signature, "description": self.description, "server": self.server}
@@ -94,7 +105,8 @@ class ToolIndex:
     def __init__(self) -> None:
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
-            f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
+            f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tool UNINDEXED, "
+            "tokenize='unicode61 remove_diacritics 0')"
         )
         self._packs: dict[str, _Pack] = {}
         self._hits: dict[int, Hit] = {}
@@ -137,17 +149,18 @@ class ToolIndex:
             raise ArgumentError(f"limit must be 1 to {MAX_LIMIT}, got {limit}")
         widened = related(terms)[:MAX_RELATED]
         match = " OR ".join(f'"{term}"' for term in [*terms * ORIGINAL_REPEATS, *widened])
+        # Among equal ranks, by name: rowids depend on the order the packs came in, names do not.
         rows = self._db.execute(
-            f"SELECT {self._rank} AS score, rowid FROM tools WHERE tools MATCH ? ORDER BY score", (match,)
+            f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY {self._rank}, tool LIMIT ?",
+            (match, limit if visible is None else -1),
         )
         found: list[Hit] = []
-        # Among equal ranks, by name: rowids depend on the order the packs came in, names do not.
-        for group in _equal_ranks(rows):
-            for hit in sorted((self._hits[rowid] for rowid in group), key=lambda h: h.tool):
-                if visible is None or visible(hit.target):
-                    found.append(hit)
-                    if len(found) == limit:
-                        return found
+        for (rowid,) in rows:
+            hit = self._hits[rowid]
+            if visible is None or visible(hit.target):
+                found.append(hit)
+                if len(found) == limit:
+                    break
         return found
 
     def find(self, query: str | None, limit: str | None = None) -> list[Hit]:
@@ -176,16 +189,12 @@ class ToolIndex:
                 " ".join(params),
                 about,
             )
+            hit = Hit(f"{pack.name}.{tool.name}", tool)
             self._db.execute(
-                f"INSERT INTO tools (rowid, {', '.join(FIELDS)}) VALUES (?, ?, ?, ?, ?, ?)", (rowid, *fields)
+                f"INSERT INTO tools (rowid, {', '.join(FIELDS)}, tool) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rowid, *fields, hit.tool),
             )
-            self._hits[rowid] = Hit(
-                tool=f"{pack.name}.{tool.name}",
-                signature=visible(one_line(tool.signature, MAX_SIGNATURE_CHARS), keep=""),
-                description=visible(one_line(tool.summary, MAX_PURPOSE_CHARS), keep=""),
-                server=tool.server if isinstance(tool, UpstreamTool) else None,
-                target=tool,
-            )
+            self._hits[rowid] = hit
             yield rowid
 
     def _drop(self, name: str) -> None:
@@ -243,17 +252,3 @@ def _param_texts(tool: Tool) -> tuple[Any, ...]:
     if isinstance(tool, UpstreamTool):
         return tuple(s.get("description") if isinstance(s, Mapping) else None for s in tool.schema.properties.values())
     return ()
-
-
-def _equal_ranks(rows: Iterable[tuple[float, int]]) -> Iterator[list[int]]:
-    """The rowids of ``rows`` (score, rowid; best first) in groups of equal score."""
-    group: list[int] = []
-    last: float | None = None
-    for score, rowid in rows:
-        if last is not None and score != last:
-            yield group
-            group = []
-        group.append(rowid)
-        last = score
-    if group:
-        yield group

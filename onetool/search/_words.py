@@ -55,11 +55,15 @@ def words(text: str, *, split_camel: bool = True) -> list[str]:
     left out."""
     out: list[str] = []
     text = _POSSESSIVE.sub("", text)
-    for token in _WORD.findall(_HYPHENATED.sub(_joined, text)):
-        _keep(token.lower(), out)
-        if split_camel and _CAMEL.search(token):
-            for part in _CAMEL.sub(" ", token).split():
-                _keep(part.lower(), out)
+    if "-" in text:
+        text = _HYPHENATED.sub(_joined, text)
+    for token in _WORD.findall(text):
+        word = token.lower()
+        if _kept(word):
+            out.append(stem(word))
+        # Most words are lower case: only a mixed-case one is looked at for its parts.
+        if split_camel and word != token and _CAMEL.search(token):
+            out.extend(stem(part) for part in _CAMEL.sub(" ", token).lower().split() if _kept(part))
     return out
 
 
@@ -67,7 +71,5 @@ def _joined(match: re.Match[str]) -> str:
     return f"{match.group()} {match.group().replace('-', '')}"
 
 
-def _keep(word: str, out: list[str]) -> None:
-    if word in STOP_WORDS or len(word) > MAX_WORD_CHARS or (len(word) == 1 and not word.isdigit()):
-        return
-    out.append(stem(word))
+def _kept(word: str) -> bool:
+    return word not in STOP_WORDS and len(word) <= MAX_WORD_CHARS and (len(word) > 1 or word.isdigit())
