@@ -4,8 +4,10 @@ This text is all a model sees of OneTool, and it is sent on every turn, so it te
 :data:`BUDGET_BYTES` as the client receives it. Each tool is listed under its pack as ``tool(arg: type = default)
 -> shape # first sentence`` while everything fits. When it does not, the listing gives up detail in steps, each taken by
 every pack (longest listing first) before any pack takes the next: the compact form ``tool(arg, opt?) # purpose``,
-then purposes cut shorter for all, then no purposes, then names only, then a count. Names and parameter names
-go last: with them a model can write the call, and ``proxy.describe("pack.tool")`` gives the rest.
+then purposes cut shorter for all, then no purposes, then names only, then a count with what the pack is about
+(the words its tools are named by), then a count. Names and parameter names go last: with them a model can write
+the call, and ``proxy.describe("pack.tool")`` gives the rest. Whatever the size, the text says that
+``proxy.search`` finds tools by task, which is how a model meets a catalogue too large to list.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ __all__ = ["BUDGET_BYTES", "INSTRUCTIONS_CHARS", "describe_run", "intro", "json_
 
 INSTRUCTIONS_CHARS = 300
 """A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
-BUDGET_BYTES = 3_150
-"""The whole description, JSON-escaped UTF-8 as a client receives it (about 800 tokens). With the ``run`` tool's
-name and schema, the four reference servers' 38 tools take a tools/list of at most 3,365 bytes: 90 % less than
-the same tools listed directly, with every tool's name and parameters."""
+BUDGET_BYTES = 2_650
+"""The whole description, JSON-escaped UTF-8 as a client receives it (about 700 tokens): with the ``run`` tool's
+name and schema, a tools/list under 3,000 bytes at any catalogue size. The four reference servers' 38 tools are
+all listed with their names and parameters: 90 % less than the same tools listed directly."""
 MAX_PURPOSE_CHARS = 80
 """A tool's purpose in the compact form, at most; cut shorter for all tools when the listing does not fit."""
 MIN_PURPOSE_CHARS = 32
@@ -32,9 +34,14 @@ MIN_PURPOSE_CHARS = 32
 
 _MODULES = ", ".join(ALLOWED_MODULES)
 _SHORTENED = (
-    'Shortened to fit: proxy.list_tools(server="name") lists a pack\'s tools, proxy.describe("pack.tool") gives '
-    "one tool's types and description."
+    'Shortened to fit: proxy.search("task") finds tools, proxy.list_tools(server="name") lists a pack\'s tools, '
+    'proxy.describe("pack.tool") gives one tool\'s types and description.'
 )
+_GIST_WORDS = 5
+"""Words a pack's line names what it is about by, at most (the count level)."""
+_GENERIC_WORDS = "get list create update delete set add remove search find read write run fetch new retrieve api"
+_GENERIC = frozenset(_GENERIC_WORDS.split())
+"""Words of tool names that say what is done, not what to: left out of a pack's gist."""
 
 Level = Callable[[Pack, Registry], str]
 
@@ -49,7 +56,8 @@ b.y())` runs calls at once; `progress(done, total, message)` reports progress. L
 Example:
   bugs = notion.search(query="Bugs")
   [b["title"] for b in bugs if b["open"]]
-In listings `b?` is optional, `{{a: str}}` a dict, `-> T` the result."""
+In listings `b?` is optional, `{{a: str}}` a dict, `-> T` the result.
+Find tools for a task: proxy.search("what you need") gives the best, with signatures."""
 
 
 def json_size(text: str) -> int:
@@ -92,7 +100,7 @@ class _Listing:
             middle = (low + high + 1) // 2
             low, high = (middle, high) if self._all_at(_compact_at(middle)) <= room else (low, middle - 1)
         self._take_all(_compact_at(low))
-        for level in (_compact_at(0), _names, _count):
+        for level in (_compact_at(0), _names, _gist, _count):
             if self._degrade(level, room):
                 return list(self.chosen.values()), True
         return _first_fitting(list(self.chosen.values()), room), True
@@ -154,6 +162,18 @@ def _compact_at(purpose: int) -> Level:
 
 def _names(pack: Pack, registry: Registry) -> str:
     return f"{_count(pack, registry)}: {', '.join(pack.tools)}"
+
+
+def _gist(pack: Pack, registry: Registry) -> str:
+    """``github: 26 tools (pull request, issue, repository...)``: the count, and the words most of its tools are
+    named by (a pack's one-line purpose)."""
+    seen: dict[str, int] = {}
+    for name in pack.tools:
+        for word in dict.fromkeys(name.lower().split("_")):
+            if len(word) > 1 and word not in _GENERIC and word not in pack.name and not word.isdigit():
+                seen[word] = seen.get(word, 0) + 1
+    top = sorted(seen, key=lambda w: -seen[w])[:_GIST_WORDS]
+    return f"{_count(pack, registry)} ({', '.join(top)})" if top else _count(pack, registry)
 
 
 def _count(pack: Pack, registry: Registry) -> str:
