@@ -9,8 +9,8 @@ The index follows the registry (:meth:`ToolIndex.update`, after every registry r
 the index reads them, did not change is left as it is, so one server's change costs that server's tools only.
 What it holds is what the registry holds, which the control plane's one visibility answer decided
 (``control.shown``: no disabled, failed, quarantined, held or denied tool); :meth:`ToolIndex.search` narrows it
-further with ``visible`` (a face that shows only upstream tools; a caller's profile, later). Ties are broken by
-name, so every replica with the same catalogue gives the same answer.
+further with ``visible`` (a face that shows only upstream tools; a caller's profile, later). Ties are broken by a
+hash of the tool's name, so every replica with the same catalogue gives the same answer.
 
 Work is bounded by constants before it starts: a query's characters (:data:`MAX_QUERY_CHARS`) and words
 (:data:`MAX_QUERY_WORDS`), the results (:data:`MAX_LIMIT`), and the text of each tool read into the index.
@@ -18,6 +18,7 @@ Work is bounded by constants before it starts: a query's characters (:data:`MAX_
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ WEIGHTS = (6.0, 3.0, 2.0, 1.0, 0.3)
 """BM25 weight of each field, in FIELDS order: a word of the tool's name says most; one of its server's
 instructions, said of every tool of that server, least."""
 
+_ROWIDS = 2**63
 Visible = Callable[[Tool], bool]
 """Whether a tool of the index may be shown to whoever searches."""
 
@@ -105,12 +107,10 @@ class ToolIndex:
     def __init__(self) -> None:
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
-            f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tool UNINDEXED, "
-            "tokenize='unicode61 remove_diacritics 0')"
+            f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
         )
         self._packs: dict[str, _Pack] = {}
         self._hits: dict[int, Hit] = {}
-        self._next_row = 1
         self._rank = f"bm25(tools, {', '.join(map(str, WEIGHTS))})"
 
     def __len__(self) -> int:
@@ -149,9 +149,10 @@ class ToolIndex:
             raise ArgumentError(f"limit must be 1 to {MAX_LIMIT}, got {limit}")
         widened = related(terms)[:MAX_RELATED]
         match = " OR ".join(f'"{term}"' for term in [*terms * ORIGINAL_REPEATS, *widened])
-        # Among equal ranks, by name: rowids depend on the order the packs came in, names do not.
+        # Among equal ranks, by rowid: a hash of the tool's name (not the order the packs came in), so every
+        # replica answers the same; reading a column to sort by would cost each row found its content.
         rows = self._db.execute(
-            f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY {self._rank}, tool LIMIT ?",
+            f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY {self._rank}, rowid LIMIT ?",
             (match, limit if visible is None else -1),
         )
         found: list[Hit] = []
@@ -179,8 +180,8 @@ class ToolIndex:
     def _add(self, pack: Pack, instructions: str) -> Iterator[int]:
         about = " ".join(words(instructions[:MAX_INSTRUCTIONS_CHARS]))
         for tool in pack.tools.values():
-            rowid = self._next_row
-            self._next_row += 1
+            hit = Hit(f"{pack.name}.{tool.name}", tool)
+            rowid = self._rowid(hit.tool)
             name, purpose, params = words(tool.name), words(tool.description[:MAX_DESCRIPTION_CHARS]), _params(tool)
             fields = (
                 " ".join(name),
@@ -189,13 +190,18 @@ class ToolIndex:
                 " ".join(params),
                 about,
             )
-            hit = Hit(f"{pack.name}.{tool.name}", tool)
             self._db.execute(
-                f"INSERT INTO tools (rowid, {', '.join(FIELDS)}, tool) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rowid, *fields, hit.tool),
+                f"INSERT INTO tools (rowid, {', '.join(FIELDS)}) VALUES (?, ?, ?, ?, ?, ?)", (rowid, *fields)
             )
             self._hits[rowid] = hit
             yield rowid
+
+    def _rowid(self, name: str) -> int:
+        """A rowid made from ``name`` (63 bits of its hash), the next free one in the rare collision."""
+        rowid = int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()) >> 1
+        while rowid in self._hits:
+            rowid = (rowid + 1) % _ROWIDS
+        return rowid
 
     def _drop(self, name: str) -> None:
         kept = self._packs.pop(name)

@@ -74,13 +74,20 @@ def test_user_words_find_the_tool(index: ToolIndex) -> None:
     assert "github.create_pull_request" in tools(index, "open a PR on GitHub from my branch", 3)
 
 
-def test_equal_scores_are_ordered_by_name_whatever_order_the_packs_came_in(catalogue: Registry) -> None:
+def test_equal_scores_come_in_one_order_whatever_order_the_packs_came_in(catalogue: Registry) -> None:
     twin = {"name": "lookup", "description": "Look up a glossary term.", "inputSchema": {"type": "object"}}
-    twins = [server_pack(name, {"tools": [twin], "instructions": None}) for name in ("zeta", "alpha", "mid")]
-    packs, status = {p.name: p for p, _ in twins}, {s.name: s for _, s in twins}
-    with closing(ToolIndex()) as index:
-        index.update(Registry(packs, status))
-        assert tools(index, "glossary term") == ["alpha.lookup", "mid.lookup", "zeta.lookup"]
+    twins = [server_pack(name, {"tools": [twin], "instructions": None}) for name in ("zeta", "alpha", "mid", "kappa")]
+    orders = []
+    for packs in (twins, twins[::-1], twins[1:] + twins[:1]):
+        with closing(ToolIndex()) as index:
+            for pack, status in packs:  # one pack at a time, as servers connect
+                index.update(
+                    Registry({**{p.name: p for p, _ in packs[: packs.index((pack, status))]}, pack.name: pack})
+                )
+            orders.append(tools(index, "glossary term"))
+    assert orders[0] == orders[1] == orders[2] and sorted(orders[0]) == [
+        f"{n}.lookup" for n in ("alpha", "kappa", "mid", "zeta")
+    ]
     # The whole catalogue, its packs indexed one at a time in the opposite order: the same answers.
     with closing(indexed(catalogue)) as one, closing(ToolIndex()) as other:
         names = list(catalogue.packs)
