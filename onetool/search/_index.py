@@ -116,6 +116,11 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self._hits)
 
+    def database_bytes(self) -> int:
+        """What the SQLite side of the index takes (its pages; the hits are Python objects beside it)."""
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(self._db.execute("PRAGMA page_size").fetchone()[0])
+
     def close(self) -> None:
         self._db.close()
 
