@@ -59,7 +59,9 @@ PUBLIC: dict[str, list[str]] = {
         "list_servers",
         "list_tools",
         "read_resource",
+        "search",
     ],
+    "onetool.search": ["DEFAULT_LIMIT", "Hit", "MAX_LIMIT", "MAX_QUERY_CHARS", "ToolIndex", "Visible"],
     "sandbox": [
         "ALLOWED_MODULES",
         "ArgumentError",
