@@ -29,6 +29,7 @@ from mcp import Client, StdioServerParameters, stdio_client, types
 from mcp.client.session import ClientRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
+from onetool.control import EXECUTION_ENV
 from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
 from onetool.text import unseen
@@ -553,7 +554,7 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
     marker = direct.folder / "poisoned-started"
     script = f"open({str(marker)!r}, 'w').close(); import runpy, sys; sys.argv.append('--poisoned'); "
     script += f"runpy.run_path({str(FIXTURES / 'rug_server.py')!r}, run_name='__main__')"
-    spec = {"command": PYTHON, "args": ["-c", script], "env": {"SECRET_TOKEN": "s3cret-value"}}
+    spec = {"command": PYTHON, "args": ["-c", script], "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"}}
     async with era_clients(direct.url) as clients:
         added = await call_json(clients.modern, "upstream_servers", {"operation": "add", "name": "newfx", "spec": spec})
         assert added["server"]["status"] == "proposed" and "nothing runs it until" in added["note"]
@@ -561,13 +562,15 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
         assert not marker.exists()
         listed = await call_json(clients.legacy, "upstream_servers", {"operation": "list"})
         (proposal,) = [s for s in listed["servers"] if s["name"] == "newfx"]
+        # A model wrote every value of its proposal: all are shown, and a variable that changes what runs is flagged.
         assert proposal["launch"] == {
             "command": PYTHON,
             "args": ["-c", script],
             "cwd": None,
-            "env_keys": ["SECRET_TOKEN"],
+            "env_keys": ["MODEL_VALUE", "NODE_OPTIONS"],
+            "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"},
+            "flagged_env": [{"key": "NODE_OPTIONS", "why": EXECUTION_ENV["NODE_OPTIONS"]}],
         }
-        assert "s3cret-value" not in str(listed)
 
         # An operator approves: it starts, still quarantined, and its tools are reviewed as data.
         await anyio.to_thread.run_sync(direct.admin, "/admin/servers/newfx/approve")
