@@ -176,6 +176,31 @@ def test_a_name_taken_by_another_tool_gets_a_different_unique_one() -> None:
     assert dotted["a.b.c"] == ("a.b", "c") and len(dotted) == 2
 
 
+@pytest.mark.parametrize("separator", [":", "__", "."])
+def test_a_name_outside_the_mcp_charset_is_renamed_into_it_stably_and_uniquely(separator: str) -> None:
+    """SEP-986: a tool name is 1-128 of A-Z a-z 0-9 _ . -. A server's or a tool's name with a terminal escape, a quote
+    and a newline, a space, a bidi override or a dot-free Unicode letter is listed within it, never raw; a name that
+    is renamed keeps its new name across listings, and two that differ only by such characters stay apart."""
+    tools = [
+        ("evil", "esc\x1b]0;title\x07"),
+        ("evil", 'quote"\nnewline'),
+        ("evil", "get weather"),
+        ("evil", "get\u202eweather"),
+        ("evil", "café"),
+        ("evil", "get_weather"),
+        ("my server", "ok"),
+    ]
+    mapping = direct_names(tools, separator)
+    assert sorted(mapping.values()) == sorted(tools)
+    part = r"[A-Za-z0-9_.-]+"
+    assert all(re.fullmatch(f"{part}{re.escape(separator)}{part}", n) and len(n) <= MAX_NAME for n in mapping)
+    assert mapping[f"evil{separator}get_weather"] == ("evil", "get_weather")  # a name within it is kept as it is
+    assert direct_names(list(reversed(tools)), separator) == mapping  # stable, whatever the order
+    renamed = {pair: name for name, pair in mapping.items()}
+    assert renamed[("evil", "get weather")].startswith(f"evil{separator}get_weather_")
+    assert renamed[("my server", "ok")].startswith("my_server_")
+
+
 def test_a_management_tool_name_is_never_given_to_an_upstream_tool() -> None:
     mapping = direct_names([("x", "y")], ":", reserved={"x:y"})
     ((name, pair),) = mapping.items()
