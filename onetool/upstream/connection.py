@@ -63,7 +63,7 @@ from onetool.upstream._session import (
 )
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
-from onetool.upstream.elicit import Elicit, unattended, with_defaults
+from onetool.upstream.elicit import Elicit, attributed, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
@@ -382,10 +382,11 @@ class Connection:
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """The upstream asks a user something: the client of its only tool call in flight answers, if it can."""
+        """The upstream asks a user something: the client of its only tool call in flight answers, if it can, asked
+        with the server named (:func:`attributed`)."""
         askers = list(self._askers.values())
         ask = askers[0] if len(askers) == 1 else None
-        answer = await ask(params) if ask is not None else None
+        answer = await ask(attributed(self.name, params)) if ask is not None else None
         asked = answer is not None
         if answer is None:
             answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")
