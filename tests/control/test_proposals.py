@@ -8,6 +8,7 @@ import pytest
 from onetool.config import Config, validate_server
 from onetool.control import EXECUTION_ENV, changes_what_runs
 from onetool.control._views import launch
+from onetool.control.offline import change_offline
 from onetool.errors import ControlError
 from onetool.gateway import Gateway
 
@@ -77,7 +78,8 @@ async def test_a_model_has_at_most_max_proposals_pending_and_each_at_most_max_pr
 
 
 async def test_an_operator_may_remove_a_proposals_values_but_not_add_one() -> None:
-    async with Gateway(Config.model_validate({}), warm_workers=0) as gateway:
+    config = Config.model_validate({})
+    async with Gateway(config, warm_workers=0) as gateway:
         control = gateway.control
         await control.add("p", {"command": "npx", "env": {"A": "model", "B": "model"}}, actor="mcp")
         for patch in ({"env": {"TOKEN": "operator-secret"}}, {"headers": {"Authorization": "x"}}, {"env": "x"}):
@@ -87,3 +89,7 @@ async def test_an_operator_may_remove_a_proposals_values_but_not_add_one() -> No
         edited = await control.edit("p", {"env": {"B": None}, "timeout": 5}, actor="cli")
         assert edited.launch is not None and edited.launch["env"] == {"A": "model"}
         assert "operator-secret" not in str(control.get("p"))
+    # With no gateway running, the CLI's edit goes to the store: the same rule.
+    with pytest.raises(ControlError, match="approve it first"):
+        await change_offline(config, "edit", "p", {"env": {"TOKEN": "operator-secret"}})
+    assert "edited" in await change_offline(config, "edit", "p", {"env": {"A": None}})
