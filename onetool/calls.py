@@ -94,7 +94,7 @@ class Calls:
         except UpstreamUnavailable as e:
             with LogSpan("proxy.tool.call", server=e.server, tool=tool, resultLength=0) as span:
                 span.add(status="FAILED", errorType=type(e).__name__, errorMessage=str(e))
-            metrics.observe_call(span.fields)
+            metrics.observe_call(span.fields, *self.pool.metric_labels(e.server, tool))
             raise
 
     async def _find(self, lookup: Lookup[T], server: str | None) -> T:

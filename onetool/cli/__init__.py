@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from onetool.cli._auth import cmd_auth
@@ -22,6 +23,7 @@ from onetool.cli._run import cmd_run
 from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
 from onetool.cli._status import cmd_status
+from onetool.cli._terminal import escaped_output
 
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
@@ -334,18 +336,24 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_SERVING = frozenset({"serve", "bridge"})
+"""Commands that serve: their stdout may be the MCP channel, and they write only their URL and log records (escaped
+already); every other command's output goes through onetool.cli._terminal."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(build_parser(), sys.argv[1:] if argv is None else argv)
     from onetool.errors import ConfigError, StateError
 
-    try:
-        _check_log_level(args)
-        return int(args.func(args))
-    except (ConfigError, StateError) as e:
-        print(f"onetool: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    with nullcontext() if args.command in _SERVING else escaped_output():
+        try:
+            _check_log_level(args)
+            return int(args.func(args))
+        except (ConfigError, StateError) as e:
+            print(f"onetool: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return 130
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

@@ -74,8 +74,7 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
 
     failed = bool(result.get("isError"))
     if as_json:
-        # ASCII JSON escapes every control but DEL, which JSON lets through raw.
-        print(json.dumps(result, ensure_ascii=True).replace("\x7f", "\\u007f"))
+        print_json(result)
         return EXIT_FAILED if failed else EXIT_OK
     content = result.get("content") or []
     texts = [str(c.get("text", "")) for c in content if c.get("type") == "text"]
@@ -86,6 +85,12 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
     if others:
         print(escape_unsafe(f"[{count(len(others), 'more content part')}: {', '.join(others)}]"), file=out)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def print_json(value: Any, indent: int | None = None) -> None:
+    """``value`` as JSON on stdout, in ASCII with every control escaped (DEL too, which JSON lets through raw): what
+    a terminal shows of it is what a program reads."""
+    print(json.dumps(value, ensure_ascii=True, indent=indent).replace("\x7f", "\\u007f"))
 
 
 def locate(args: argparse.Namespace) -> Target | None:
@@ -173,6 +178,11 @@ async def cancel_on_signal(scope: anyio.CancelScope, drain: Drain | None = None,
 
 
 def print_table(rows: Sequence[tuple[str, ...]]) -> None:
+    """``rows`` in aligned columns, one line each: a cell's own line breaks and controls are escaped, so a name an
+    upstream or a model chose cannot start a row of its own."""
+    from onetool.text import escape_unsafe
+
+    rows = [tuple(escape_unsafe(cell) for cell in row) for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
-from onetool.cli._common import EXIT_OK, print_table
+from onetool.cli._common import EXIT_OK, print_json, print_table
 
 if TYPE_CHECKING:
     from onetool.discovery import Discovery
@@ -17,7 +16,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     running = discovery.running()
     if args.json:
-        print(json.dumps([_record(g, args.tokens) for g in running]))
+        print_json([_record(g, args.tokens) for g in running])
         return EXIT_OK
     if not running:
         print("no gateway is running (`onetool serve --http` publishes itself; a stdio gateway is its client's)")

@@ -428,6 +428,17 @@ class DirectConfig(_Strict):
         description="read-only: list servers; propose: also add a server as a proposal and review quarantine; "
         "full: also enable, disable, restart and remove the servers it added itself",
     )
+    max_proposals: int = Field(
+        default=20,
+        ge=0,
+        description="servers a model may have proposed and awaiting an operator's decision at once (per actor); "
+        "past it, a proposal is refused until an operator approves or rejects some",
+    )
+    max_proposal_bytes: int = Field(
+        default=16_384,
+        ge=256,
+        description="the largest proposal a model may make: bytes of its server entry as JSON",
+    )
     cache_entries: int = Field(
         default=64, ge=1, description="cut results kept whole for read_cache; past it the least recently read goes"
     )

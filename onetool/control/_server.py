@@ -381,8 +381,14 @@ class ServerControl:
 
     async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerView:
         async with self._lock:
-            config, stored = rules.new_server(name, spec, self._servers, actor)
             proposed = rules.proposes(actor)
+            if proposed:
+                limits = self._config.direct
+                pending = sum(1 for s in self._servers.values() if s.proposed and s.added_by == actor)
+                rules.check_proposal(
+                    spec, pending, max_proposals=limits.max_proposals, max_bytes=limits.max_proposal_bytes
+                )
+            config, stored = rules.new_server(name, spec, self._servers, actor)
             try:
                 added = await self._store.add_server(name, stored, actor, proposed=proposed)
             except ServerExists as e:  # added by another replica since this one last read the store
@@ -442,6 +448,8 @@ class ServerControl:
             rules.check_model_may_change(name, "edit", actor, s.added_by, s.enabled_by, self._config_path)
             converted_to = s.bridged.url if s.bridged is not None else None
             rules.check_editable(name, from_config=s.spec is None, converted_to=converted_to, path=self._config_path)
+            if s.proposed and isinstance(patch, Mapping):
+                rules.check_proposal_edit(name, patch)
             assert s.spec is not None  # an added server's
             config, spec = rules.edited_server(name, s.spec, patch)
             changed = rules.changed_keys(s.spec, spec)
@@ -643,11 +651,12 @@ class ServerControl:
 
     async def _accept(self, name: str, s: _Server, actor: Actor) -> ServerView:
         """Let a proposal run: the pool starts it now, quarantined as every server a model added."""
-        what = launch(s.config)
+        # A model wrote every value of a proposal (an operator may not add one): the audit keeps what was approved.
+        what = launch(s.config, values=True)
         if not await self._store.accept_proposal(name, actor, what):
             raise ControlError(f"server '{name}' is no longer a proposal in the state store; list servers again", 409)
         s.proposed = False
-        self._log(name, "approved to run", actor, **what)
+        self._log(name, "approved to run", actor, **launch(s.config))
         await self._live().put(name, s.pool_config())
         return dataclasses.replace(await self._changed(name), launch=what)
 
@@ -670,7 +679,7 @@ class ServerControl:
                 fix=f"an operator approves it to run it: onetool servers approve {name}",
                 tool_count=0,
                 added_by=s.added_by or FROM_CONFIG,
-                launch=launch(s.config),
+                launch=launch(s.config, values=True),
                 tools_filter=tools_filter(s.offered, set_at_run_time=s.tools_set is not None),
             )
         st = self._live().server_status(name)

@@ -45,6 +45,8 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
         if name not in names:
             raise rules.unknown(name, names)
         if action == "edit":
+            if name in added and added[name].proposed and isinstance(spec, dict):
+                rules.check_proposal_edit(name, spec)
             return await _edit(store, config, name, added[name].spec if name in added else None, spec)
         if action == "remove":
             if name in config.servers:

@@ -3,7 +3,7 @@
 ``?filter=github,myserver__echo`` selects packs and single tools. The text is cached per filter for the registry
 it was made from; the gateway builds a new registry whenever an upstream's catalogue or status changes, so the
 first request after a change gets a fresh module and an unchanged catalogue is never rendered twice. Guarded
-like ``/mcp``: the bearer token when the listener has one, else loopback Host and Origin headers only.
+like ``/mcp``: the bearer token when the listener has one; Host and Origin as every route (``http.HostGuard``).
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import anyio.to_thread
-from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onetool.registry import Registry
-from onetool.serve.http import BearerGuard, Listener, Routes, host_check
+from onetool.serve.http import BearerGuard, Listener, Routes
 from onetool.stubs import parse_filter, tools_module
 
 PATH = "/runtime/tools.py"
@@ -53,7 +52,7 @@ class ToolsModuleCache:
 
 
 def tools_module_routes(registry: Callable[[], Registry], listener: Listener) -> Routes:
-    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry), listener)
+    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry))
     if listener.token:
         app = BearerGuard(app, listener.token)
     return Routes([Route(PATH, endpoint=app, methods=["GET"])])
@@ -62,15 +61,11 @@ def tools_module_routes(registry: Callable[[], Registry], listener: Listener) ->
 class _ModuleApp:
     """An ASGI app (a function endpoint would be taken for a request handler, and the guards wrap ASGI apps)."""
 
-    def __init__(self, cache: ToolsModuleCache, listener: Listener) -> None:
+    def __init__(self, cache: ToolsModuleCache) -> None:
         self._cache = cache
-        settings = host_check(listener)
-        self._hosts = TransportSecurityMiddleware(settings) if settings is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        refused = await self._hosts.validate_request(request) if self._hosts is not None else None
-        response = refused or await self._module(request)
+        response = await self._module(Request(scope, receive))
         await response(scope, receive, send)
 
     async def _module(self, request: Request) -> Response:

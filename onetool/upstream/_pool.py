@@ -192,7 +192,16 @@ class UpstreamPool:
                     span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
                 return result
         finally:
-            metrics.observe_call(span.fields)
+            metrics.observe_call(span.fields, *self.metric_labels(server, tool))
+
+    def metric_labels(self, server: str, tool: str) -> tuple[str, str]:
+        """The ``server`` and ``tool`` labels of a call's metrics: ``server`` if the pool has it, ``tool`` (as the
+        upstream names it) if that server's last catalogue lists it; else metrics.UNKNOWN. A snippet may call any
+        name on any server (a failed one answers every name alike): only names an upstream listed become labels."""
+        conn = self._connections.get(server)
+        if conn is None:
+            return metrics.UNKNOWN, metrics.UNKNOWN
+        return server, conn.known_tool(tool) or metrics.UNKNOWN
 
     async def revive(self, server: str) -> bool:
         """Whether ``server`` is connected, after one immediate reconnect attempt (shared with every caller

@@ -63,7 +63,7 @@ from onetool.upstream._session import (
 )
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
-from onetool.upstream.elicit import Elicit, unattended, with_defaults
+from onetool.upstream.elicit import Elicit, attributed, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
@@ -112,7 +112,8 @@ class Connection:
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
-        self.tools: list[types.Tool] = []
+        self._tools: list[types.Tool] = []
+        self._listed: dict[str, str] = {}  # the names of its last non-empty catalogue: see known_tool
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.first_attempt = anyio.Event()
@@ -135,6 +136,22 @@ class Connection:
         )
         if config.enabled:
             warn_plain_http(name, config)
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The server's catalogue while it is connected (else empty)."""
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: list[types.Tool]) -> None:
+        self._tools = tools
+        if tools:
+            self._listed = {**{to_identifier(t.name): t.name for t in tools}, **{t.name: t.name for t in tools}}
+
+    def known_tool(self, name: str) -> str | None:
+        """The upstream name of the tool ``name`` names (its own name or its identifier, as a snippet writes it) in
+        the last catalogue the server listed, kept while it is down; None for a name it never listed."""
+        return self._listed.get(name)
 
     def snapshot(self) -> ServerStatus:
         failure = self.failure
@@ -365,10 +382,11 @@ class Connection:
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """The upstream asks a user something: the client of its only tool call in flight answers, if it can."""
+        """The upstream asks a user something: the client of its only tool call in flight answers, if it can, asked
+        with the server named (:func:`attributed`)."""
         askers = list(self._askers.values())
         ask = askers[0] if len(askers) == 1 else None
-        answer = await ask(params) if ask is not None else None
+        answer = await ask(attributed(self.name, params)) if ask is not None else None
         asked = answer is not None
         if answer is None:
             answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")

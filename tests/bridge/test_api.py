@@ -144,10 +144,13 @@ def test_refuses_to_start_without_a_token_off_loopback() -> None:
 def test_without_a_token_only_loopback_clients(bridge_factory: Any) -> None:
     bridge: BridgeProcess = bridge_factory("--base-port", "0", token=None)
     assert bridge.api("GET", "/convert").status_code == 200
+    # The HTTP front's one Host and Origin rule: a DNS-rebinding page's Host (421), another site's Origin (403).
     rebinding = bridge.api("GET", "/convert", headers={"Host": "attacker.example"})
-    assert rebinding.status_code == 403
+    assert rebinding.status_code == 421
     cross_site = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "https://attacker.example"})
     assert cross_site.status_code == 403
+    other_port = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "http://127.0.0.1:1"})
+    assert other_port.status_code == 403
     assert bridge.children() == {}
 
 

@@ -29,6 +29,7 @@ from mcp import Client, StdioServerParameters, stdio_client, types
 from mcp.client.session import ClientRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
+from onetool.control import EXECUTION_ENV
 from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
 from onetool.text import unseen
@@ -173,6 +174,31 @@ def test_a_name_taken_by_another_tool_gets_a_different_unique_one() -> None:
     # Two natural names that coincide ("a.b" + "c" and "a" + "b.c"): the first keeps it, the second gets a hash.
     dotted = direct_names([("a.b", "c"), ("a", "b.c")], ".")
     assert dotted["a.b.c"] == ("a.b", "c") and len(dotted) == 2
+
+
+@pytest.mark.parametrize("separator", [":", "__", "."])
+def test_a_name_outside_the_mcp_charset_is_renamed_into_it_stably_and_uniquely(separator: str) -> None:
+    """SEP-986: a tool name is 1-128 of A-Z a-z 0-9 _ . -. A server's or a tool's name with a terminal escape, a quote
+    and a newline, a space, a bidi override or a dot-free Unicode letter is listed within it, never raw; a name that
+    is renamed keeps its new name across listings, and two that differ only by such characters stay apart."""
+    tools = [
+        ("evil", "esc\x1b]0;title\x07"),
+        ("evil", 'quote"\nnewline'),
+        ("evil", "get weather"),
+        ("evil", "get\u202eweather"),
+        ("evil", "café"),
+        ("evil", "get_weather"),
+        ("my server", "ok"),
+    ]
+    mapping = direct_names(tools, separator)
+    assert sorted(mapping.values()) == sorted(tools)
+    part = r"[A-Za-z0-9_.-]+"
+    assert all(re.fullmatch(f"{part}{re.escape(separator)}{part}", n) and len(n) <= MAX_NAME for n in mapping)
+    assert mapping[f"evil{separator}get_weather"] == ("evil", "get_weather")  # a name within it is kept as it is
+    assert direct_names(list(reversed(tools)), separator) == mapping  # stable, whatever the order
+    renamed = {pair: name for name, pair in mapping.items()}
+    assert renamed[("evil", "get weather")].startswith(f"evil{separator}get_weather_")
+    assert renamed[("my server", "ok")].startswith("my_server_")
 
 
 def test_a_management_tool_name_is_never_given_to_an_upstream_tool() -> None:
@@ -553,7 +579,7 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
     marker = direct.folder / "poisoned-started"
     script = f"open({str(marker)!r}, 'w').close(); import runpy, sys; sys.argv.append('--poisoned'); "
     script += f"runpy.run_path({str(FIXTURES / 'rug_server.py')!r}, run_name='__main__')"
-    spec = {"command": PYTHON, "args": ["-c", script], "env": {"SECRET_TOKEN": "s3cret-value"}}
+    spec = {"command": PYTHON, "args": ["-c", script], "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"}}
     async with era_clients(direct.url) as clients:
         added = await call_json(clients.modern, "upstream_servers", {"operation": "add", "name": "newfx", "spec": spec})
         assert added["server"]["status"] == "proposed" and "nothing runs it until" in added["note"]
@@ -561,13 +587,15 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
         assert not marker.exists()
         listed = await call_json(clients.legacy, "upstream_servers", {"operation": "list"})
         (proposal,) = [s for s in listed["servers"] if s["name"] == "newfx"]
+        # A model wrote every value of its proposal: all are shown, and a variable that changes what runs is flagged.
         assert proposal["launch"] == {
             "command": PYTHON,
             "args": ["-c", script],
             "cwd": None,
-            "env_keys": ["SECRET_TOKEN"],
+            "env_keys": ["MODEL_VALUE", "NODE_OPTIONS"],
+            "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"},
+            "flagged_env": [{"key": "NODE_OPTIONS", "why": EXECUTION_ENV["NODE_OPTIONS"]}],
         }
-        assert "s3cret-value" not in str(listed)
 
         # An operator approves: it starts, still quarantined, and its tools are reviewed as data.
         await anyio.to_thread.run_sync(direct.admin, "/admin/servers/newfx/approve")
