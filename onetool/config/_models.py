@@ -281,6 +281,12 @@ class ServerConfig(_Strict):
         description="megabytes of one message from this server: a longer one ends the connection (a snippet can ask "
         "for replies, and the gateway holds each one whole), which is then made again",
     )
+    max_argument_mb: float = Field(
+        default=4,
+        gt=0,
+        description="megabytes of one call's arguments as JSON: a larger call is refused before it is sent (one "
+        "upstream serves every client, and a run must not hold it up for them with data it has to parse and check)",
+    )
     unattended_elicitation: Literal["decline", "defaults"] = Field(
         default="decline",
         description="what this server's question gets when no user can be asked: decline, or (defaults) a form "
@@ -317,6 +323,10 @@ class ServerConfig(_Strict):
     @property
     def max_message_bytes(self) -> int:
         return self.max_message_mb * 1024 * 1024
+
+    @property
+    def max_argument_bytes(self) -> int:
+        return int(self.max_argument_mb * 1024 * 1024)
 
     @property
     def transport(self) -> TransportName:

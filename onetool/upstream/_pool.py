@@ -194,6 +194,12 @@ class UpstreamPool:
         finally:
             metrics.observe_call(span.fields, *self.metric_labels(server, tool))
 
+    def max_argument_bytes(self, server: str) -> int | None:
+        """What one call's arguments to ``server`` may take as JSON (``servers.NAME.max_argument_mb``); None for a
+        server the pool does not have (a call to it fails as such)."""
+        conn = self._connections.get(server)
+        return None if conn is None else conn.config.max_argument_bytes
+
     def metric_labels(self, server: str, tool: str) -> tuple[str, str]:
         """The ``server`` and ``tool`` labels of a call's metrics: ``server`` if the pool has it, ``tool`` (as the
         upstream names it) if that server's last catalogue lists it; else metrics.UNKNOWN. A snippet may call any

@@ -50,6 +50,7 @@ from onetool.logs import LogSpan, logger
 from onetool.text import public_url
 from onetool.upstream._backoff import ShortSession, backoff_wait
 from onetool.upstream._oauth import UpstreamAuth
+from onetool.upstream._results import ResultCheck
 from onetool.upstream._session import (
     Lost,
     Session,
@@ -340,9 +341,10 @@ class Connection:
         transport = TRANSPORTS[self.config.transport]
         while True:
             try:
-                return await stack.enter_async_context(
+                client = await stack.enter_async_context(
                     self._client(self._watch(transport.open(link), session), session)
                 )
+                break
             except Exception:
                 refusal = link.refusal()
                 if transport.fallback is None or refusal is None:
@@ -352,6 +354,9 @@ class Connection:
                 "server '{}' refused {} ({}); trying {}", self.name, transport.label, refusal, fallback.label
             )
             transport = fallback
+        # Structured results are checked within bounds, against the catalogue the pool keeps (_results.py).
+        client.session.validate_tool_result = ResultCheck(lambda: self.tools)  # type: ignore[method-assign]
+        return client
 
     def _client(self, transport: Any, session: Session) -> Client:
         async def on_message(message: Any) -> None:

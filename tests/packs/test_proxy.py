@@ -92,7 +92,7 @@ async def test_bad_arguments_are_reported_before_running(gateway: ServedGateway)
 async def test_wrong_type_is_caught_before_the_upstream(gateway: ServedGateway) -> None:
     result = await gateway.run("brave.get_sum(a=1, b='two')")
     assert result.is_error
-    assert "'two' is not of type 'number'" in text_of(result)
+    assert '"two" is not of type "number"' in text_of(result)
 
 
 async def test_multiple_calls_in_one_run_combine(gateway: ServedGateway) -> None:

@@ -216,16 +216,23 @@ async def test_runs_are_isolated_and_concurrent() -> None:
             assert results[f"quick{i}"][1] < 2.0
 
 
-async def test_worker_crash_is_worker_crashed(sandbox: Sandbox) -> None:
+async def test_worker_crash_is_worker_crashed_and_cancels_its_calls(sandbox: Sandbox) -> None:
+    cancelled = anyio.Event()
+
     async def abort_worker(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         # Restricted code cannot crash its worker: the pack call is our moment to do it from outside.
         (worker,) = (w for w in sandbox._live if w.taken)
         os.kill(worker.pid, signal.SIGABRT)
-        await anyio.sleep(5)
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()  # the gateway's call is cancelled, and with it the upstream's (notifications/cancelled)
+            raise
 
     result = await sandbox.run("demo.echo(1)", packs={"demo": ["echo"]}, on_call=abort_worker)
     assert result.error is not None and result.error.type == "WorkerCrashed"
     assert "SIGABRT" in result.error.message and result.error.origin == "host"
+    assert cancelled.is_set()
 
 
 async def test_a_c_stack_overflow_is_the_snippets_recursion_error(sandbox: Sandbox) -> None:

@@ -325,7 +325,7 @@ async def test_arguments_are_checked_before_the_upstream_is_called(direct: Direc
         missing = await client.call_tool("fx:count", {})
         unknown = await client.call_tool("fx:count", {"items": [], "colour": "red"})
         fine = await client.call_tool("fx:count", {"items": ["a", "b"]})
-    assert nested.is_error and text_of(nested).startswith("fx:count: argument 'items.1': 2 is not of type 'string'")
+    assert nested.is_error and text_of(nested).startswith("fx:count: argument 'items.1': 2 is not of type \"string\"")
     assert missing.is_error and "missing required argument 'items'" in text_of(missing)
     assert unknown.is_error and "unknown argument 'colour'" in text_of(unknown)
     assert not fine.is_error and text_of(fine) == "2"
@@ -440,7 +440,7 @@ async def test_management_tools_offer_no_approval(direct: Direct) -> None:
     assert "cannot approve" in (tools["quarantine_security"].description or "")
     assert tools["quarantine_security"].annotations and tools["quarantine_security"].annotations.read_only_hint
     assert refused.is_error and text_of(refused).startswith(
-        "upstream_servers: argument 'operation': 'approve' is not one of"
+        "upstream_servers: argument 'operation': \"approve\" is not one of"
     )
     assert extra.is_error and "unknown argument 'approve'" in text_of(extra)
 
@@ -496,7 +496,7 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
             strict = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
             assert all(strict.match(t.name) for t in tools), [t.name for t in tools]
             upstream_tools = [t for t in tools if t.name.startswith(LONG[:40])]
-            assert len(upstream_tools) == 13 and len({t.name for t in upstream_tools}) == 13
+            assert len(upstream_tools) == 16 and len({t.name for t in upstream_tools}) == 16
             # echo is the read-only tool with a `message` argument; its shortened name leads back to it exactly.
             (echo,) = [
                 t

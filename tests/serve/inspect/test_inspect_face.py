@@ -187,7 +187,7 @@ async def test_inspect_local_pack(inspecting: ServedGateway) -> None:
             {"server_name": "time", "tool_name": "current_time"},
             "server 'time' has no tool 'current_time'. Did you mean 'get_current_time'? Its tools: get_current_time,",
         ),
-        ({"server_name": 7}, "inspect: argument 'server_name': 7 is not of type 'string'"),
+        ({"server_name": 7}, "inspect: argument 'server_name': 7 is not of type \"string\""),
         ({"server": "time"}, "inspect got unknown argument 'server'; it accepts: server_name, tool_name"),
     ],
 )
@@ -267,10 +267,10 @@ async def test_exec_result_cut_at_max_output(inspecting: ServedGateway) -> None:
 @pytest.mark.parametrize(
     ("server", "tool", "arguments", "message"),
     [
-        ("fx", "add", {"a": "one", "b": 2}, "fx.add: argument 'a': 'one' is not of type 'integer'"),
+        ("fx", "add", {"a": "one", "b": 2}, 'fx.add: argument \'a\': "one" is not of type "integer"'),
         ("fx", "add", {"a": 1}, "fx.add is missing required argument 'b'"),
         ("fx", "add", {"a": 1, "b": 2, "c": 3}, "fx.add got unknown argument 'c'; it accepts: a, b"),
-        ("fx", "count", {"items": ["a", 2]}, "fx.count: argument 'items.1': 2 is not of type 'string'"),
+        ("fx", "count", {"items": ["a", 2]}, "fx.count: argument 'items.1': 2 is not of type \"string\""),
     ],
 )
 async def test_exec_validates_before_the_upstream_is_called(
@@ -433,7 +433,7 @@ async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era
         )
     assert inspected(found)["input"] == "{a: integer, b: integer}"
     assert decoded(added) == 3
-    assert wrong.is_error and text_of(wrong) == "fx.add: argument 'a': '1' is not of type 'integer'"
+    assert wrong.is_error and text_of(wrong) == 'fx.add: argument \'a\': "1" is not of type "integer"'
 
 
 @pytest.mark.parametrize("era", ERAS)
