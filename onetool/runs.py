@@ -86,6 +86,7 @@ class Runs:
             error=outcome.error,
             max_chars=self.limits.max_output,
             media_keys=media,
+            head=outcome.head,
         )
 
     async def _sandboxed(

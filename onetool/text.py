@@ -90,13 +90,15 @@ def shown_name(name: str) -> str:
     return visible(name if len(name) <= SUGGEST_MAX_NAME else name[:SUGGEST_MAX_NAME] + "...", keep="")
 
 
-def cut(text: str, limit: int, what: str = "result", hint: str = "") -> str:
+def cut(text: str, limit: int, what: str = "result", hint: str = "", *, length: int | None = None) -> str:
     """``text`` itself when it fits in ``limit`` characters, else its head and a note saying how much was cut
-    and, with ``hint``, how to ask for less: the one cut of every face's results."""
-    if len(text) <= limit:
+    and, with ``hint``, how to ask for less: the one cut of every face's results. ``length``: the length of the
+    whole text when ``text`` is only its head (cut already, where it was made)."""
+    length = len(text) if length is None else length
+    if length <= limit:
         return text
     advice = f"; {hint}" if hint else ""
-    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {len(text):,} characters{advice}]"
+    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {length:,} characters{advice}]"
 
 
 def one_line(text: str, limit: int) -> str:

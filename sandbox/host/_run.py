@@ -304,7 +304,7 @@ class Run:
         self.finished = True
         if done.error is not None and done.error in self._sent:
             done.error.origin = "tool"
-        return RunResult(done.value, done.output, done.error, self.calls, size)
+        return RunResult(done.value, done.output, done.error, self.calls, size, done.head)
 
     def _failed(self, verdict: Verdict, message: str) -> RunResult:
         """A verdict of the host's."""

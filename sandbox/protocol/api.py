@@ -86,6 +86,9 @@ class RunResult:
     size: int = 0
     """Bytes of the frame the run's result came in (0 when the run failed before one): big results may be
     worth shaping off the event loop too."""
+    head: tuple[str, int] | None = None
+    """A value too long to show whole comes as text already cut, in place of `value` (None then): its compact
+    JSON's first max(max_output, 1024) characters (a str value's own), and the length of the whole text."""
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, cast
 from sandbox.protocol.api import Limits, RunError
 from sandbox.protocol.caps import MAX_EXACT_INT, MAX_PROGRESS_MESSAGE
 from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
+from sandbox.protocol.shaping import MIN_SHOWN
 from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 
 __all__ = [
@@ -138,6 +139,8 @@ class Done:
     value: Any
     output: str
     error: RunError | None
+    head: tuple[str, int] | None = None
+    """A large value the worker sent cut (sandbox/worker/_result.py): the head of its text, the text's length."""
 
 
 def job_frame(code: str, packs: Mapping[str, Collection[str]], limits: Limits) -> bytes:
@@ -223,7 +226,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
         if isinstance(output, str) and (error is None or _is_error(error)):
             cut = text_cap(limits)
             if error is None:
-                return Done(message.get("value"), output[:cut], None)
+                return Done(message.get("value"), output[:cut], None, _head(message, limits))
             source = error["source"]
             run_error = RunError(
                 error["type"][:MAX_NAME],
@@ -235,6 +238,23 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
             )
             return Done(None, output[:cut], run_error)
     raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "sites", "done") else "unexpected message")
+
+
+def _head(message: dict[str, Any], limits: Limits) -> tuple[str, int] | None:
+    """The head of a cut value's text a Done carries, checked; None for a Done that carries the value itself."""
+    if "text" not in message:
+        return None
+    text, length = message["text"], message.get("length")
+    shown = max(limits.max_output, MIN_SHOWN)
+    if (
+        message.get("value") is None
+        and isinstance(text, str)
+        and len(text) <= shown
+        and type(length) is int
+        and len(text) <= length <= MAX_EXACT_INT
+    ):
+        return text, length
+    raise ProtocolError("not a done message")
 
 
 def one_line(text: str, limit: int) -> str:

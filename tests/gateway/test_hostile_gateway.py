@@ -166,6 +166,14 @@ async def test_real_upstream_media_still_pass_through(served: ServedGateway) -> 
     assert "image" in [c.type for c in result.content], text_of(result)
 
 
+async def test_media_in_a_result_too_long_to_show_still_pass_through(served: ServedGateway) -> None:
+    # A large value is cut in its worker, unless the host may find media in it to pass on: then it comes whole.
+    code = "img = brave.get_tiny_image()\n[p for p in img if isinstance(p, dict)] + [{'n': i} for i in range(20000)]"
+    result = await served.run(code)
+    assert "image" in [c.type for c in result.content], text_of(result)
+    assert result.structured_content is not None and result.structured_content["truncated"] is True
+
+
 async def test_giant_tool_name_costs_little(served: ServedGateway) -> None:
     result, worst = await attack(served.url, "getattr(fx, 'x' * 7_000_000)()")
     assert result.is_error

@@ -1,6 +1,7 @@
 """What one run can take from everyone else, through a real `onetool serve --http` (issue 42, classes 11 and 12):
 a shared upstream (no argument leaves the gateway unchecked or past its server's cap, and a run that ends cancels
-its calls upstream), and the gateway's own memory and event loop (see tests/gateway/test_hostile_host_budget.py).
+its calls upstream), and the gateway's own memory and event loop (a large result is cut where it is made, code is
+compiled within a node budget).
 
 The upstreams are the fault fixture server over stdio (``fx``) and over streamable HTTP (``fxh``), each with a
 3 s timeout, as a hosted upstream would have: a run that made either check a million bad items would leave it
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sandbox.worker.policy import MAX_NODES
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateway.test_hostile_gateway import BYSTANDER_BOUND, attack
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
@@ -69,7 +71,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
                 "fxh_slow": {"url": http.url, "timeout": 120},
             },
             "http": {"enable_direct_endpoint": True, "enable_inspect_endpoint": True},
-            "sandbox": {"timeout": DEADLINE},
+            # Workers of 1 GB, as the hostile bench has them: what a run sends must reach the host to count.
+            "sandbox": {"timeout": DEADLINE, "memory_mb": 1024},
         }
         gateway = start_http_gateway(folder, config, marker)
         try:
@@ -184,3 +187,57 @@ async def test_a_run_its_client_cancels_cancels_its_calls_upstream(shared: Share
     await shared.cancelled(tag)
     pid = text_of(await shared.gateway.run(f"{server}.pid()"))
     await _next_client_is_served(shared, server, pid)
+
+
+# ---- the gateway's own memory and loop (class 11) ------------------------------------------------------------
+
+
+def _peak_growth_mb(pid: int) -> Callable[[], float]:
+    """From now, the growth of ``pid``'s peak resident memory over its current size, in MB, when called."""
+    status = Path(f"/proc/{pid}/status")
+
+    def field(name: str) -> int:
+        return next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith(name))
+
+    idle = field("VmRSS:")
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak starts again from now
+    return lambda: (field("VmHWM:") - idle) / 1024
+
+
+RESULTS = {
+    # The third round's: 6 MB as JSON, 150 MB of objects once decoded, to show 40,000 characters of.
+    "two million empty dicts": ("[{} for _ in range(2_000_000)]", 6_000_001),
+    "tiny floats": ("[1.2345678901234567e-300] * 300_000", 7_200_001),
+    "a long string": ("'x' * 30_000_000", 30_000_000),
+}
+
+
+@pytest.mark.parametrize("payload", RESULTS.values(), ids=RESULTS.keys())
+async def test_a_large_result_costs_the_gateway_what_it_shows_not_what_it_was(
+    shared: Shared, payload: tuple[str, int]
+) -> None:
+    code, length = payload
+    growth = _peak_growth_mb(shared.gateway.proc.pid)
+    results: list[Any] = []
+
+    async def one() -> None:
+        results.append(await shared.gateway.run(code))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(one)
+    for result in results:
+        assert not result.is_error, text_of(result)
+        assert f"[result cut: showing 40,000 of {length:,} characters;" in text_of(result)
+        assert result.structured_content is not None and result.structured_content["truncated"] is True
+    # Sent whole, four such results took 150 to 300 MB of the gateway's memory at once.
+    assert growth() < 64
+
+
+async def test_code_past_the_node_budget_costs_its_run_little_and_says_why(shared: Shared) -> None:
+    result, worst = await attack(shared.gateway.url, "f'" + "{1}" * 33_000 + "'")
+    assert result.is_error and result.structured_content is not None
+    error = result.structured_content["error"]
+    assert (error["type"], error["origin"]) == ("LimitError", "code")
+    assert f"more than {MAX_NODES:,} syntax nodes" in error["message"]
+    assert worst < BYSTANDER_BOUND

@@ -13,6 +13,7 @@ import pytest
 
 from sandbox import Limits, RunError, Sandbox, ToolError
 from sandbox.host._run import C_STACK_OVERFLOW
+from sandbox.worker.policy import MAX_NODES
 from tests.sandbox.conftest import PACKS, make_on_call
 
 pytestmark = pytest.mark.anyio
@@ -118,6 +119,18 @@ async def test_syntax_error_has_line_column_and_text(sandbox: Sandbox) -> None:
     result = await run(sandbox, "x = 1\ny = (2 +\n")
     assert result.error is not None and result.error.type == "SyntaxError"
     assert result.error.line == 2 and result.error.column is not None
+
+
+async def test_code_past_the_node_budget_is_refused_before_it_is_checked_or_compiled(sandbox: Sandbox) -> None:
+    # One run's pre-check and compile cost the worker microseconds a syntax node, whatever shape the code has.
+    fields = "f'" + "{1}" * 33_000 + "'"
+    spelled = "\n".join(f"y{i} = len(str({i}))" for i in range(5000))
+    for code in (fields, spelled):
+        result = await run(sandbox, code)
+        assert result.error is not None and (result.error.type, result.error.origin) == ("LimitError", "code")
+        assert f"more than {MAX_NODES:,} syntax nodes" in result.error.message
+    below = "\n".join(f"y{i} = len(str({i}))" for i in range(2000)) + "\ny1999"
+    assert (await run(sandbox, below)).value == 4
 
 
 async def test_policy_errors_say_what_to_do(sandbox: Sandbox) -> None:
