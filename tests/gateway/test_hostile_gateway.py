@@ -99,6 +99,8 @@ SURROGATE_PAYLOADS = {
     "exception_class_name": f"class E(Exception):\n    pass\nraise E(chr({0xD800}) * 3)",
     "pair_halves": f"[chr({0xD83D}), chr({0xDE00}), chr({0xD83D}) + 'x' + chr({0xDE00})]",
     "valid_pair_kept": "'\\U0001F600'",
+    # A value too long to show whole: its worker cuts it, and the head it sends is decoded as any frame is.
+    "cut_value": f"[chr({0xD800}) + 'x'] * 100_000",
 }
 
 
