@@ -38,6 +38,7 @@ __all__ = [
     "ModelError",
     "NotRunning",
     "OneToolError",
+    "PortInUse",
     "RunError",
     "ServeError",
     "ServerExists",
@@ -81,6 +82,15 @@ class LostRace(OneToolError):
 
 class ServeError(OneToolError):
     """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
+
+
+class PortInUse(ServeError):
+    """The port to listen on is taken: the command that chose it says how to choose another."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} is already in use on {host}")
+        self.host = host
+        self.port = port
 
 
 class ControlError(OneToolError):

@@ -30,6 +30,7 @@ PUBLIC: dict[str, list[str]] = {
         "ModelError",
         "NotRunning",
         "OneToolError",
+        "PortInUse",
         "RunError",
         "ServeError",
         "ServerExists",

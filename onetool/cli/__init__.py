@@ -23,6 +23,8 @@ from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
 from onetool.cli._status import cmd_status
 
+DEFAULT_PORT = 8765
+"""`serve --http` without --port: what the README's client lines name."""
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
 SERVER_ENTRY_ACTIONS = {
@@ -76,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the face at /mcp or on stdio: run(code) (default), or the two tools inspect and exec",
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
     serve.add_argument(
         "--tls-cert",
         metavar="FILE",
@@ -340,12 +344,31 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _check_log_level(args)
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's last flush
+        return status
     except (ConfigError, StateError) as e:
         print(f"onetool: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+    except BaseExceptionGroup as group:  # printed inside a task group (a command that connects the servers)
+        if group.split(BrokenPipeError)[1] is not None:
+            raise
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Standard output's reader left before the end (`onetool servers | head -3`): it had what it wanted, so the
+    command ends quietly with status 0, as a reader cutting the output short is no failure (a script under
+    `set -o pipefail` must not fail on `| head`). Python's own recipe: stdout goes to /dev/null, so that the
+    interpreter's last flush does not fail again."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

@@ -35,6 +35,21 @@ def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
     return server_tls(Path(cert), Path(key))
 
 
+def serve_failure(error: Exception) -> str:
+    """Why a command that serves HTTP could not start; for a taken port, which gateway holds it (if one of this
+    user's does) and how to choose another."""
+    from urllib.parse import urlsplit
+
+    from onetool import discovery
+    from onetool.errors import PortInUse
+
+    if not isinstance(error, PortInUse):
+        return str(error)
+    holder = next((g for g in discovery.running() if urlsplit(g.url).port == error.port), None)
+    held = f" (by the gateway of {holder.config or 'no config file'}; `onetool status` lists them)" if holder else ""
+    return f"{error}{held}: choose another with --port N, or --port 0 for a free one"
+
+
 def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | None = None) -> Config:
     """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``). Given
     ``warnings``, every WARNING logged from now on is also added to it (`onetool check` shows them all), but

@@ -155,7 +155,7 @@ def test_check_without_a_config_says_where_it_looked(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["check"], ["serve"], ["serve", "--http"], ["run", "-c", "1"]])
+@pytest.mark.parametrize("command", [["check"], ["serve"], ["serve", "--http", "--port", "0"], ["run", "-c", "1"]])
 def test_a_typo_in_the_config_is_named_with_what_was_meant(tmp_path: Path, command: list[str]) -> None:
     path = write_config(tmp_path, {"servers": {"a": {"command": "x", "timout": 3}}})
     proc = onetool(*command, "--config", str(path))
@@ -265,3 +265,28 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     assert proc.stderr.startswith(
         "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["servers"], ["tools"], ["stubs"], ["check"], ["status"], ["run", "-c", "'x' * 100"], ["completion", "bash"]],
+    ids=lambda command: command[0],
+)
+def test_a_reader_gone_ends_every_printing_command_quietly(config: Path, command: list[str]) -> None:
+    """`onetool servers | head -3`: the reader left; the command ends with status 0 and says nothing (see
+    onetool.cli.main for why 0). Its stdout is a pipe nobody reads from the start, so its first write fails."""
+    unread, stdout = os.pipe()
+    os.close(unread)
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}
+        done = subprocess.run(
+            [ONETOOL, *command, *(["--config", str(config)] if command[0] not in ("status", "completion") else [])],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    finally:
+        os.close(stdout)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -161,7 +161,7 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
     store = project_database(config)
     store.parent.mkdir(parents=True)
     store.write_text("not a database")
-    proc = cli("serve", "--http", "--config", str(config))
+    proc = cli("serve", "--http", "--port", "0", "--config", str(config))
     assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
     assert store.read_text() == "not a database"
 
@@ -169,7 +169,7 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
 def test_serve_prints_the_url_once(tmp_path: Path) -> None:
     """On stdout, for scripts; the log (here on stderr, as under `make run`) does not repeat it."""
     errors = tmp_path / "serve.stderr"
-    command = [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))]
+    command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(write_config(tmp_path, CONFIG))]
     proc, url = start_and_read_line(command, stderr=errors)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=15)
