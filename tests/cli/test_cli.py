@@ -290,3 +290,22 @@ def test_a_reader_gone_ends_every_printing_command_quietly(config: Path, command
     finally:
         os.close(stdout)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_serve_and_run_without_a_config_warn_naming_where_they_looked(tmp_path: Path) -> None:
+    """A desktop client that starts OneTool in / gets a gateway with no servers: the log says why."""
+    looked = (
+        "no config found; looked at: --config (not given), $ONETOOL_CONFIG (not set), "
+        f"{tmp_path.resolve() / 'onetool.yaml'} (no such file): starting with no servers; give --config FILE or set "
+        "$ONETOOL_CONFIG"
+    )
+    served = onetool("serve", cwd=tmp_path, stdin="")
+    assert served.returncode == 0
+    assert [line.split(None, 2)[1:] for line in served.stderr.splitlines() if "WARNING" in line] == [["WARNING", looked]]
+    # `run` logs only errors unless told otherwise: the warning is said on stderr all the same.
+    ran = onetool("run", "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
+    assert ran.returncode == 1 and f"onetool: warning: {looked}\n" in ran.stderr
+    assert "onetool: warning" not in onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": "error"}).stderr
+    # A config found is no warning.
+    write_config(tmp_path, {"servers": {}})
+    assert "WARNING" not in onetool("serve", cwd=tmp_path, stdin="").stderr
