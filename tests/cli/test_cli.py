@@ -301,7 +301,8 @@ def test_serve_and_run_without_a_config_warn_naming_where_they_looked(tmp_path: 
     )
     served = onetool("serve", cwd=tmp_path, stdin="")
     assert served.returncode == 0
-    assert [line.split(None, 2)[1:] for line in served.stderr.splitlines() if "WARNING" in line] == [["WARNING", looked]]
+    warned = [line.split(None, 2)[1:] for line in served.stderr.splitlines() if "WARNING" in line]
+    assert warned == [["WARNING", looked]]
     # `run` logs only errors unless told otherwise: the warning is said on stderr all the same.
     ran = onetool("run", "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
     assert ran.returncode == 1 and f"onetool: warning: {looked}\n" in ran.stderr
