@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from onetool.errors import UpstreamUnavailable
 
-__all__ = ["Failure", "ServerState", "ServerStatus"]
+__all__ = ["Failure", "ServerState", "ServerStatus", "SettingName", "config_key"]
+
+
+class SettingName(Protocol):
+    """How a failure's fix names a server's settings, as whoever gave them knows them: the config file's keys
+    (:func:`config_key`), or the fields of the API request that started the server (the bridge's)."""
+
+    def __call__(self, server: str, *keys: str) -> str: ...
+
+
+def config_key(server: str, *keys: str) -> str:
+    """``servers.wix.command``; several keys: ``servers.wix.command/args/env``."""
+    return f"servers.{server}.{'/'.join(keys)}"
 
 
 class ServerState(StrEnum):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, NoReturn
 
 import anyio
@@ -36,19 +37,28 @@ def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
     """The executable's path, searched on the child's PATH, then beside OneTool's own interpreter, or a clear error.
 
     The second place finds servers installed into OneTool's virtualenv (``mcp-server-time``) when
-    ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do.
+    ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do. A command that is a path is that
+    file, or an OSError that says what is wrong with it (its ``filename`` the full path).
     """
     assert config.command is not None
-    if os.sep in config.command and config.cwd is not None:
+    if os.sep in config.command:
         # A relative path (`./server.sh`) is relative to where the server runs, not to our own directory.
-        return shutil.which(str(config.cwd / config.command)) or _not_found(config.command)
+        path = config.cwd / config.command if config.cwd is not None else Path(config.command)
+        return shutil.which(str(path)) or _unusable(path.absolute())
     own_bin = os.path.dirname(sys.executable)
     found = shutil.which(config.command, path=env.get("PATH")) or shutil.which(config.command, path=own_bin)
-    return found or _not_found(config.command)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", config.command)
+    return found
 
 
-def _not_found(command: str) -> NoReturn:
-    raise FileNotFoundError(errno.ENOENT, "command not found", command)
+def _unusable(path: Path) -> NoReturn:
+    """Why the file a command names cannot be started."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if path.exists():
+        raise PermissionError(errno.EACCES, "is not executable", str(path))
+    raise FileNotFoundError(errno.ENOENT, "does not exist", str(path))
 
 
 @asynccontextmanager
