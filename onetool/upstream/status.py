@@ -15,7 +15,7 @@ class SettingName(Protocol):
     """How a failure's fix names a server's settings, as whoever gave them knows them: the config file's keys
     (:func:`config_key`), or the fields of the API request that started the server (the bridge's)."""
 
-    def __call__(self, server: str, *keys: str) -> str: ...
+    def __call__(self, server: str, /, *keys: str) -> str: ...
 
 
 def config_key(server: str, *keys: str) -> str:
