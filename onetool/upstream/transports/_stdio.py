@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
-from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
@@ -29,6 +28,7 @@ from onetool.logs import logger
 from onetool.stdio_lines import LineReader, LineWriter, parse_line
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.ancestry import inherited
+from onetool.upstream.environment import passed_environment
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
@@ -70,7 +70,8 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     ``link.children`` records its process group until the group has ended.
     """
     name, config, stderr, children = link.name, link.config, link.stderr, link.children
-    env = get_default_environment() | inherited() | config.env
+    passed = passed_environment(os.environ)
+    env = passed | inherited() | config.env
     command = resolve_command(config, env)
     process = await anyio.open_process(
         [command, *config.args],
@@ -85,6 +86,8 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
         children.add(name, process.pid)
     child = link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
+    # Names only: a proxy URL's credentials never reach the log (onetool.upstream.environment).
+    log.debug("started; from the gateway's environment: {}", ", ".join(sorted(passed)) or "nothing")
     assert process.stdin is not None and process.stdout is not None
     reader = _StdoutReader(process.stdout, log, child, config.max_message_bytes, link.too_long)
     writer = _StdinWriter(process.stdin, reader)
