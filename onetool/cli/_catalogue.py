@@ -56,7 +56,8 @@ def cmd_stubs(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """The config file checked, with every warning, then each server tried (unless ``--no-connect``): exit 0, 1
-    when a server failed, 2 when there is no usable config (none found, or an error)."""
+    when a server failed, 2 when there is no usable config (none found, an error, or an enabled server whose entry
+    names a variable that is not set: `serve` runs the others, but the file is not right)."""
     from onetool.config import find_config, no_config_found
     from onetool.errors import ConfigError, StateError
 
@@ -78,14 +79,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check_file(config: Config, warnings: list[str]) -> int:
     """``check --no-connect``: the file and its local packs; no server started, no state store opened."""
     from onetool.registry import load_local_packs
+    from onetool.upstream.status import unset_failure
 
     _print_config(config, warnings, list(load_local_packs(config.packs.dirs)))
     for name, server in config.servers.items():
-        if server.enabled:
+        if server.enabled and server.unset_vars:
+            failure = unset_failure(server.unset_vars)
+            print(f"  FAILED  {name}: {failure.reason} - {failure.fix}")
+        elif server.enabled:
             print(f"  -       {name}: not tried ({server.transport})")
         else:
             _print_disabled(name, server)
-    return EXIT_OK
+    return _unusable(config) or EXIT_OK
 
 
 def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, registry: Registry) -> int:
@@ -100,7 +105,12 @@ def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, regi
         else:
             failed += 1
             print(f"  FAILED  {s.name}: {s.report or s.status}")
-    return EXIT_FAILED if failed else EXIT_OK
+    return _unusable(config) or (EXIT_FAILED if failed else EXIT_OK)
+
+
+def _unusable(config: Config) -> int:
+    """EXIT_USAGE when an enabled server's entry names a variable that is not set, else 0."""
+    return EXIT_USAGE if any(s.enabled and s.unset_vars for s in config.servers.values()) else 0
 
 
 def _print_config(config: Config, warnings: list[str], local: list[str]) -> None:

@@ -748,14 +748,6 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
     for name, (server, added_by, proposed, spec) in servers.items():
         o = overrides.get(name)
         enabled = server.enabled if o is None or o.enabled is None else o.enabled
-        if enabled and server.unset_vars:
-            enabled = False  # its entry is not usable: a disabled server's unset ${VAR} (onetool.config)
-            if not quiet:
-                logger.error(
-                    "server '{}' was enabled at run time, but stays disabled: {} not set when the config was read",
-                    name,
-                    ", ".join(server.unset_vars),
-                )
         quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
         approved_at = o.approved_at if o is not None else None
         approved = approvals.get(name, {}) if approved_at is not None else {}

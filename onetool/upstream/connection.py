@@ -64,7 +64,7 @@ from onetool.upstream._session import (
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
 from onetool.upstream.elicit import Elicit, unattended, with_defaults
-from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key
+from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
@@ -113,6 +113,10 @@ class Connection:
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
+        self._unusable = config.enabled and bool(config.unset_vars)
+        """Its entry names variables that were not set: it fails alone, and no attempt would change that."""
+        if self._unusable:
+            self.status, self.failure = ServerState.FAILED, unset_failure(config.unset_vars)
         self.tools: list[types.Tool] = []
         self.protocol_version: str | None = None
         self.instructions: str | None = None
@@ -169,7 +173,7 @@ class Connection:
         """
         with self._scope:
             try:
-                while not self._stopping:
+                while not self._stopping and not self._unusable:
                     retrying = AsyncRetrying(
                         wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
@@ -200,7 +204,7 @@ class Connection:
         """
         if self._session is not None and not self._session.lost:
             return True
-        if self._stopping or not self.config.enabled:
+        if self._stopping or not self.config.enabled or self._unusable:
             return False
         if not self._attempting:
             if anyio.current_time() - self._failed_at < REVIVE_GAP:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 from onetool.errors import UpstreamUnavailable
 
-__all__ = ["Failure", "ServerState", "ServerStatus", "SettingName", "config_key"]
+__all__ = ["Failure", "ServerState", "ServerStatus", "SettingName", "config_key", "unset_failure"]
 
 
 class SettingName(Protocol):
@@ -53,6 +54,14 @@ class Failure:
 
     def for_operators(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else self.reason
+
+
+def unset_failure(names: Sequence[str]) -> Failure:
+    """Why a server whose entry names environment variables that were not set when the config was read cannot run
+    (names only: a value never appears)."""
+    one = len(names) == 1
+    listed = f"environment variable{'' if one else 's'} {', '.join(names)} {'is' if one else 'are'} not set"
+    return Failure(listed, fix=f"set {'it' if one else 'them'} where OneTool starts, and start it again")
 
 
 @dataclass(frozen=True)

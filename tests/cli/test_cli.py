@@ -140,10 +140,10 @@ def test_check_reports_each_server(config: Path) -> None:
 
 
 def test_check_config_error(tmp_path: Path) -> None:
-    path = write_config(tmp_path, {"servers": {"a": {"url": "http://127.0.0.1/${ONETOOL_TEST_UNSET_VAR}"}}})
+    path = write_config(tmp_path, {"http": {"token": "${ONETOOL_TEST_UNSET_VAR}"}})
     proc = onetool("check", "--config", str(path))
-    assert proc.returncode == 2
-    assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert "http.token: environment variable ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
 
 
 def test_check_without_a_config_says_where_it_looked(tmp_path: Path) -> None:

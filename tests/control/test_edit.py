@@ -134,11 +134,12 @@ async def test_a_server_whose_variable_was_unset_stays_disabled(tmp_path: Path) 
                 "server 'idle' cannot be enabled: its entry uses IDLE_TOKEN, not set when the config was read; set it "
                 "and restart the gateway"
             )
-        # Enabled in the store meanwhile (as `onetool servers enable` does with no gateway): still off at start.
+        # Enabled in the store meanwhile (as `onetool servers enable` does with no gateway): it fails alone at
+        # start, naming the variable, as a server enabled in the file does.
         await store.set_enabled("idle", True, "cli")
         async with control_plane(store, config) as control:
-            assert control.get("idle").status == "disabled"
-            assert "idle" not in [n for n, s in control.configs().items() if s.enabled]
+            view = control.get("idle")
+            assert (view.status, view.error) == ("failed", "environment variable IDLE_TOKEN is not set")
 
 
 async def test_a_quarantined_server_holds_every_tool_and_a_config_server_was_added_by_config(tmp_path: Path) -> None:
