@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status", help="list the gateways running for this user: URL, config file, where the admin token is"
     )
+    status.add_argument("--config", metavar="FILE", help="only the gateway serving this config file")
     status.add_argument("--tokens", action="store_true", help="show each gateway's admin token")
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(func=cmd_status)
@@ -103,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
     run.add_argument(
         "--json", action="store_true", help="print the exact MCP result as JSON (the text is shown escaped otherwise)"
+    )
+    run.add_argument(
+        "--standalone",
+        action="store_true",
+        help="run here, in a sandbox of this command's own with the config's servers, not on a running gateway",
     )
     run.set_defaults(func=cmd_run)
 
@@ -157,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reload.set_defaults(func=cmd_reload)
 
-    tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
+    tools = sub.add_parser(
+        "tools", parents=[common, remote], help="list packs and their tool signatures (of the running gateway, if any)"
+    )
     tools.add_argument("server", nargs="?", help="only this server or pack")
     tools.set_defaults(func=cmd_tools)
 

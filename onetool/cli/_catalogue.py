@@ -4,37 +4,50 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onetool.config import Config, ServerConfig
-    from onetool.control import ServerControl
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, count, setup, with_pool
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, setup, with_pool
 from onetool.text import escape_unsafe
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """The packs of the running gateway (as `run` and `servers` find it), else of the servers connected here."""
+    from onetool.errors import AttachError, NotRunning
+
+    try:
+        target = locate(args)
+        if target is not None:
+            return _print_packs(target.request("GET", "/admin/tools")["packs"], args.server)
+    except NotRunning:
+        pass  # a stale discovery file: no gateway runs
+    except AttachError as e:
+        return attach_failed("tools", e)
     config = setup(args, "ERROR")
+    packs = with_pool(config, lambda _control, _pool, registry: [p.listing() for p in registry.packs.values()])
+    return _print_packs(packs, args.server)
 
-    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
-        wanted = args.server
-        packs = [p for p in registry.packs.values() if wanted in (None, p.name, p.server)]
-        if wanted and not packs:
-            print(
-                f"onetool tools: unknown server or pack '{wanted}'; packs: {', '.join(registry.packs)}", file=sys.stderr
-            )
-            return EXIT_USAGE
-        for pack in packs:
-            source = f" (server {pack.server})" if pack.server else " (local)"
-            print(f"{pack.name}{source}")
-            for tool in pack.tools.values():
-                print(f"  {tool.signature}" + (f"\n      {tool.summary}" if tool.summary else ""))
-        return EXIT_OK
 
-    return int(with_pool(config, show))
+def _print_packs(packs: list[dict[str, Any]], wanted: str | None) -> int:
+    """Each pack (``Pack.listing``), or only the one ``wanted`` names (a pack, or the server behind it); every
+    name and text escaped, as an upstream chose them."""
+    shown = [p for p in packs if wanted in (None, p["name"], p["server"])]
+    if wanted and not shown:
+        names = ", ".join(p["name"] for p in packs)
+        print(f"onetool tools: unknown server or pack {escape_unsafe(repr(wanted))}; packs: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    for pack in shown:
+        source = f" (server {pack['server']})" if pack["server"] else " (local)"
+        print(escape_unsafe(f"{pack['name']}{source}"))
+        for tool in pack["tools"]:
+            print(f"  {escape_unsafe(tool['signature'])}")
+            if tool["summary"]:
+                print(f"      {escape_unsafe(tool['summary'])}")
+    return EXIT_OK
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:

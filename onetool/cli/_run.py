@@ -19,21 +19,62 @@ def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
-    from onetool.errors import NotRunning
+    if args.standalone and (args.gateway_url or args.token):
+        print("onetool run: --standalone runs here, on no gateway: give it without --url and --token", file=sys.stderr)
+        return EXIT_USAGE
+    from onetool.errors import NotRunning, SeveralGateways
 
     try:
-        target = locate(args)
+        target = None if args.standalone else locate(args)
         if target is not None:
             return print_result(_attached_run(target, code), as_json=args.json)
     except NotRunning:
         pass  # a stale discovery file: run here instead
+    except SeveralGateways as e:
+        if names_packs(code):
+            print(f"onetool run: {e}; or run it here, with this folder's servers, with --standalone", file=sys.stderr)
+            return EXIT_USAGE
+        # It uses no pack: any gateway would answer the same, and so does a sandbox here.
     except AttachError as e:
         return attach_failed("run", e)
     import anyio
 
-    # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
-    config = setup(args, "ERROR")
+    # The snippet's own failure is the command's output (on stderr); logs would only repeat it. A missing config
+    # matters only to a snippet that uses a pack.
+    config = setup(args, "ERROR", say_no_config=names_packs(code))
     return anyio.run(_run, config, code, args.json)
+
+
+def names_packs(code: str) -> bool:
+    """Whether a snippet may use a pack: it reads a name that nothing in it binds (an assignment, an import, a
+    function, class or parameter, an ``except ... as``, a ``match`` capture) and no builtin of a run is. One that
+    cannot be parsed uses none: its SyntaxError is the same wherever it runs."""
+    import ast
+    import builtins
+
+    from sandbox.protocol.api import RUN_FUNCTIONS
+    from sandbox.protocol.errors import SNIPPET_ERRORS
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    read: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bool(read - bound - set(dir(builtins)) - set(SNIPPET_ERRORS) - set(RUN_FUNCTIONS))
 
 
 def _read_code(args: argparse.Namespace) -> str | None:

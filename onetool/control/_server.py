@@ -404,7 +404,7 @@ class ServerControl:
             if s is not None:
                 rules.check_model_may_change(name, "remove", actor, s.added_by, s.enabled_by, self._config_path)
             if s is not None and s.added_by is None:
-                raise rules.in_config_file(name, self._config_path)
+                raise rules.in_config_file(name, self._config_path, watching=self._config.watch)
             # An added server whose stored spec no longer loads is not running, but can still be removed.
             if not await self._store.remove_server(name, actor):
                 if s is None:
@@ -441,7 +441,13 @@ class ServerControl:
             s = self._require(name)
             rules.check_model_may_change(name, "edit", actor, s.added_by, s.enabled_by, self._config_path)
             converted_to = s.bridged.url if s.bridged is not None else None
-            rules.check_editable(name, from_config=s.spec is None, converted_to=converted_to, path=self._config_path)
+            rules.check_editable(
+                name,
+                from_config=s.spec is None,
+                converted_to=converted_to,
+                path=self._config_path,
+                watching=self._config.watch,
+            )
             assert s.spec is not None  # an added server's
             config, spec = rules.edited_server(name, s.spec, patch)
             changed = rules.changed_keys(s.spec, spec)

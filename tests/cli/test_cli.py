@@ -201,6 +201,28 @@ def test_the_readme_lists_every_command() -> None:
                     assert re.search(rf"`onetool {name} [^`]*\b{action}\b", rows), f"{name} {action}"
 
 
+def test_the_readme_says_which_commands_take_config_log_file_and_log_level() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    def taking(option: str) -> set[str]:
+        return {
+            name
+            for name, command in commands.items()
+            if any(option in a.option_strings and a.help != argparse.SUPPRESS for a in command._actions)
+        }
+
+    def said(option: str) -> set[str]:
+        but = re.search(rf"Every command but ([^.()]+?) takes `{option}`", readme)
+        assert but, option
+        return set(commands) - set(re.findall(r"`(\w+)`", but[1]))
+
+    assert taking("--config") == said("--config")
+    assert taking("--log-file") == said("--log-file")
+    assert "and all of those but `logs` take `--log-level`" in readme
+    assert taking("--log-level") == said("--log-file") - {"logs"}
+
+
 def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
     quiet = subprocess.run([ONETOOL, "run", "-c", "1"], capture_output=True, text=True, cwd=tmp_path, env=env)
@@ -310,3 +332,28 @@ def test_serve_and_run_without_a_config_warn_naming_where_they_looked(tmp_path: 
     # A config found is no warning.
     write_config(tmp_path, {"servers": {}})
     assert "WARNING" not in onetool("serve", cwd=tmp_path, stdin="").stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "uses"),
+    [
+        ("1 + 1", False),
+        ("x = [1]\nx + [2]", False),
+        ("def f(a, *rest, **kw):\n    return a\nclass C: pass\nf(2)", False),
+        ("[i for i in range(3)]\nlambda y: y", False),
+        ("import json\nfrom re import sub as s\njson.dumps(s)", False),
+        ("try:\n    pass\nexcept ToolError as e:\n    e", False),
+        ("parallel(lambda: 1)\nprogress(1, 2)", False),
+        ("match {'a': 1}:\n    case {'a': n, **rest}: rest\n    case [*others]: others", False),
+        ("x = (1,", False),  # its SyntaxError is the same wherever it runs
+        ("time.get_current_time(timezone='UTC')", True),
+        ("proxy.list_servers()", True),
+        ("f = lambda: gh.search()\nf()", True),
+        ("x = wix", True),
+    ],
+)
+def test_which_snippets_use_a_pack(code: str, uses: bool) -> None:
+    """What decides whether `onetool run` needs a gateway when it cannot tell which one (no config, several)."""
+    from onetool.cli._run import names_packs
+
+    assert names_packs(code) is uses

@@ -306,7 +306,21 @@ async def test_printed_output_is_returned(gateway: ServedGateway) -> None:
 async def test_syntax_error_has_line_and_column(gateway: ServedGateway) -> None:
     result = await gateway.run("x = 1\ny = (2,\n")
     assert result.is_error
-    assert "SyntaxError" in text_of(result) and "line 2" in text_of(result)
+    assert "SyntaxError: '(' was never closed (line 2, column 5: y = (2,)" in text_of(result)
+    assert result.structured_content is not None
+    error = result.structured_content["error"]
+    assert (error["type"], error["line"], error["column"]) == ("SyntaxError", 2, 5)
+    # What only the compiler sees has its place too, without the compiler's own "(<snippet>, line 1)".
+    compiled = await gateway.run("x = 1\nreturn x")
+    assert compiled.structured_content is not None
+    assert compiled.structured_content["error"] == {
+        "type": "SyntaxError",
+        "message": "'return' outside function",
+        "origin": "code",
+        "line": 2,
+        "column": 1,
+        "source": "return x",
+    }
 
 
 # ---- Resources, prompts, instructions (beyond tools) ---------------------------------------------
