@@ -17,7 +17,7 @@ from typing import Any
 
 from onetool.errors import ConfigError
 
-__all__ = ["MCP_SERVERS", "Converted", "Loc", "convert", "onetool_serve_options"]
+__all__ = ["MCP_SERVERS", "Converted", "Loc", "convert", "is_onetool", "onetool_serve_options"]
 
 MCP_SERVERS = "mcpServers"
 
@@ -87,7 +87,7 @@ def convert(raw: Mapping[str, Any], path: Path, *, settings: Collection[str]) ->
     for name, server in servers.items():
         if not isinstance(server, Mapping):
             raise ConfigError(f"{path}: {MCP_SERVERS}.{name}: expected a mapping (command/args or url)")
-        if _is_onetool(str(name), server):
+        if is_onetool(str(name), server):
             # The entry the README has users add to their client: OneTool itself, not one of its upstreams.
             out.dropped.append(f"{MCP_SERVERS}.{name} (OneTool itself: the client's entry for it)")
             continue
@@ -105,7 +105,7 @@ def onetool_serve_options(command: str, args: Sequence[str]) -> list[str] | None
     return words[start + 2 :]
 
 
-def _is_onetool(name: str, server: Mapping[str, Any]) -> bool:
+def is_onetool(name: str, server: Mapping[str, Any]) -> bool:
     """Whether a client's entry is OneTool itself: it runs ``onetool serve``, or it is the URL the README has
     clients add under the name ``onetool`` (``claude mcp add --transport http onetool http://127.0.0.1:8765/mcp``)."""
     command, args = server.get("command"), server.get("args", [])

@@ -14,7 +14,7 @@ from onetool.cli._auth import cmd_auth
 from onetool.cli._bridge import cmd_bridge
 from onetool.cli._catalogue import cmd_check, cmd_stubs, cmd_tools
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from onetool.cli._completion import SHELLS, completion_script
+from onetool.cli._completion import SERVERS_FLAG, SHELLS, ServerName, completion_script, server_names
 from onetool.cli._importing import cmd_import
 from onetool.cli._logs import cmd_logs
 from onetool.cli._reload import cmd_reload
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = actions.add_parser(
         "show", parents=later, help="one server: its tools, held changes, last error, last stderr lines"
     )
-    show.add_argument("name")
+    show.add_argument("name", action=ServerName)
     for verb, (summary, what) in SERVER_ENTRY_ACTIONS.items():
         actions.add_parser(
             verb,
@@ -140,13 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the filter). --allow/--deny set the filter at run time, replacing the entry's own (servers.NAME.tools) until "
         "--reset; every face hears tools/list_changed at once. Patterns are tool names or globs (*, ?, [...]).",
     )
-    offered.add_argument("name")
+    offered.add_argument("name", action=ServerName)
     offered.add_argument("--allow", action="append", metavar="PATTERN", help="offer only the tools these match")
     offered.add_argument("--deny", action="append", metavar="PATTERN", help="never offer these tools")
     offered.add_argument("--reset", action="store_true", help="drop the run-time filter: the entry decides again")
     for action, summary in SERVER_ACTIONS.items():
         one = actions.add_parser(action, parents=later, help=summary)
-        one.add_argument("name")
+        one.add_argument("name", action=ServerName)
         if action == "approve":
             one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
         elif action == "reject":
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools = sub.add_parser(
         "tools", parents=[common, remote], help="list packs and their tool signatures (of the running gateway, if any)"
     )
-    tools.add_argument("server", nargs="?", help="only this server or pack")
+    tools.add_argument("server", nargs="?", action=ServerName, help="only this server or pack")
     tools.set_defaults(func=cmd_tools)
 
     stubs = sub.add_parser(
@@ -177,7 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     stubs.set_defaults(func=cmd_stubs)
 
     completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
-    completion.add_argument("shell", choices=SHELLS)
+    completion.add_argument("shell", nargs="?", choices=SHELLS)
+    # What the scripts ask at a TAB where a server is named: the servers of the command line's --config.
+    completion.add_argument(SERVERS_FLAG, action="store_true", help=argparse.SUPPRESS)
+    completion.add_argument("--config", help=argparse.SUPPRESS)
     completion.set_defaults(func=_cmd_completion)
 
     check = sub.add_parser(
@@ -214,7 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, remote],
         help="authorize OneTool for an OAuth server (in a browser); status, --logout",
     )
-    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of); status: as --status")
+    auth.add_argument(
+        "server", nargs="?", action=ServerName, help="the server to authorize (or to log out of); status: as --status"
+    )
     auth.add_argument(
         "--status",
         action="store_true",
@@ -342,6 +347,13 @@ def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway"
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
+    if args.servers:
+        for name in server_names(args.config):
+            print(name)
+        return EXIT_OK
+    if args.shell is None:
+        print(f"onetool completion: name the shell: {', '.join(SHELLS)}", file=sys.stderr)
+        return EXIT_USAGE
     print(completion_script(args.shell, build_parser()), end="")
     return EXIT_OK
 
