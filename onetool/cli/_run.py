@@ -46,35 +46,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def names_packs(code: str) -> bool:
-    """Whether a snippet may use a pack: it reads a name that nothing in it binds (an assignment, an import, a
-    function, class or parameter, an ``except ... as``, a ``match`` capture) and no builtin of a run is. One that
-    cannot be parsed uses none: its SyntaxError is the same wherever it runs."""
+    """Whether a snippet may use a pack: it reads a name that nothing in it binds (``bound_names``) and no builtin
+    of a run is. One that cannot be parsed uses none: its SyntaxError is the same wherever it runs."""
     import ast
     import builtins
 
     from sandbox.protocol.api import RUN_FUNCTIONS
     from sandbox.protocol.errors import SNIPPET_ERRORS
+    from sandbox.protocol.sites import bound_names
 
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    read: set[str] = set()
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
-    return bool(read - bound - set(dir(builtins)) - set(SNIPPET_ERRORS) - set(RUN_FUNCTIONS))
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return bool(read - bound_names(tree) - set(dir(builtins)) - set(SNIPPET_ERRORS) - set(RUN_FUNCTIONS))
 
 
 def _read_code(args: argparse.Namespace) -> str | None:

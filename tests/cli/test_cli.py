@@ -135,7 +135,10 @@ def test_check_reports_each_server(config: Path) -> None:
     proc = onetool("check", "--config", str(config))
     assert proc.returncode == 1  # broken-server fails
     assert "ok      time: 2 tools (stdio, protocol 2026-07-28)" in proc.stdout
-    assert "  FAILED  broken-server: command not found: mcp-server (searched PATH and " in proc.stdout
+    assert (
+        "  FAILED  broken-server: command not found: mcp-server (/nonexistent/mcp-server does not exist) - set "
+        "servers.broken-server.command to the server's executable (a full path, or a name on PATH)"
+    ) in proc.stdout.splitlines()
     assert "warning" not in proc.stdout  # its failed connect is its own line, not a warning as well
 
 

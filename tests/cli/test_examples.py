@@ -145,18 +145,22 @@ def test_the_client_snippets_run_onetool_and_it_serves(tmp_path: Path) -> None:
         assert Path(command).resolve() == Path(ONETOOL).resolve(), where  # this checkout's venv
         assert args[:2] == ["serve", "--config"] and Path(args[2]).is_file(), (where, args)
 
-    # As written, the file is valid; with this checkout's paths, the client's server is OneTool serving its one tool.
+    # As written, the file is valid; read as OneTool's own config, its entry for OneTool is left out (a gateway is
+    # not its own upstream).
     as_written = onetool("check", "--no-connect", "--config", str(desktop))
-    assert as_written.returncode == 0 and "  -       onetool: not tried (stdio)" in as_written.stdout
-    here = json.loads(real_paths(desktop.read_text()))
+    assert as_written.returncode == 0, as_written.stdout + as_written.stderr
+    assert "ignoring mcpServers.onetool (OneTool itself: the client's entry for it)" in as_written.stdout
+    # With this checkout's paths, the client's server is OneTool serving its one tool: tried as a server of a
+    # gateway's own config, as the client would start it.
+    client = json.loads(real_paths(desktop.read_text()))["mcpServers"]["onetool"]
     # The client starts OneTool with only HOME, PATH and the env it names: its state store too is this test's own.
-    here["mcpServers"]["onetool"]["env"].update(
-        {k: os.environ[k] for k in ("ONETOOL_STATE_DIR", "ONETOOL_RUNTIME_DIR")}
-    )
-    (tmp_path / "claude_desktop_config.json").write_text(json.dumps(here))
-    served = onetool("check", "--config", str(tmp_path / "claude_desktop_config.json"))
+    client["env"].update({k: os.environ[k] for k in ("ONETOOL_STATE_DIR", "ONETOOL_RUNTIME_DIR")})
+    (tmp_path / "gateway.yaml").write_text(json.dumps({"servers": {"desktop-entry": client}}))
+    served = onetool("check", "--config", str(tmp_path / "gateway.yaml"))
     assert served.returncode == 0, served.stdout + served.stderr
-    assert re.search(r"^  ok      onetool: 1 tool \(stdio, protocol [\d-]+\)$", served.stdout, re.M), served.stdout
+    assert re.search(r"^  ok      desktop-entry: 1 tool \(stdio, protocol [\d-]+\)$", served.stdout, re.M), (
+        served.stdout
+    )
 
 
 # ----- snippets, the pack, and the endpoints -----------------------------------------------------------------------

@@ -33,7 +33,9 @@ async def test_failed_server_reports_why(gateway: ServedGateway) -> None:
     server = result.structured_content["result"]
     # What failed and what to change, without host paths (the search PATH, the venv) or stderr.
     assert server["error"] == "command not found: mcp-server"
-    assert server["fix"] == "install mcp-server, or set servers.broken-server.command to its full path"
+    assert server["fix"] == (
+        "set servers.broken-server.command to the server's executable (a full path, or a name on PATH)"
+    )
     assert "/nonexistent" not in text_of(result) and ".venv" not in text_of(result)
 
 
@@ -227,7 +229,7 @@ async def test_local_pack_bug_becomes_a_tool_error(gateway: ServedGateway) -> No
 
 async def test_unavailable_servers_fail_at_once(gateway: ServedGateway) -> None:
     for code, name, advice in (
-        ("broken_server.anything()", "broken-server", "set servers.broken-server.command to its full path"),
+        ("broken_server.anything()", "broken-server", "set servers.broken-server.command to the server's executable"),
         ("off.anything()", "off", None),
     ):
         result = await gateway.run(code)
