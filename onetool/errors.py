@@ -11,6 +11,9 @@
     │   ├── StoreUnreachable  its server cannot be reached now: `onetool serve --http` waits for it, unready
     │   └── ServerExists    a server of that name was already added at run time
     ├── ServeError          the gateway cannot serve (port in use, unsafe bind)
+    │   └── PortInUse       the port to listen on is taken
+    ├── AttachError         the running gateway refused the CLI's request
+    │   └── SeveralGateways   no config names the gateway, and several run
     └── BridgeError         ``onetool bridge`` refused a request; ``status`` is its HTTP status (400 ... 500)
         └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
 
@@ -38,9 +41,11 @@ __all__ = [
     "ModelError",
     "NotRunning",
     "OneToolError",
+    "PortInUse",
     "RunError",
     "ServeError",
     "ServerExists",
+    "SeveralGateways",
     "StateError",
     "StoreUnreachable",
     "ToolFailed",
@@ -83,6 +88,15 @@ class ServeError(OneToolError):
     """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
 
 
+class PortInUse(ServeError):
+    """The port to listen on is taken: the command that chose it says how to choose another."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} is already in use on {host}")
+        self.host = host
+        self.port = port
+
+
 class ControlError(OneToolError):
     """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
 
@@ -108,6 +122,13 @@ class AttachError(OneToolError):
 
 class NotRunning(OneToolError):
     """No gateway answers at the URL (connection refused): the caller falls back to working without one."""
+
+
+class SeveralGateways(AttachError):
+    """No config file names the gateway to use, and several run: the CLI does not guess (status 400)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 400)
 
 
 class ModelError(OneToolError):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from onetool.gateway import Gateway
     from onetool.serve import Listener
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, setup, tls_context
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, serve_failure, setup, tls_context
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             anyio.run(_serve, config, listener, args.mode)
     except* ServeError as group:
         for e in group.exceptions:
-            print(f"onetool: {e}", file=sys.stderr)
+            print(f"onetool: {serve_failure(e)}", file=sys.stderr)
         status = EXIT_FAILED
     return status
 

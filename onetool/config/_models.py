@@ -326,8 +326,9 @@ class ServerConfig(_Strict):
 
     @property
     def unset_vars(self) -> tuple[str, ...]:
-        """The environment variables this (disabled) server's entry names that were not set when the config was
-        loaded: its entry is not usable, so it cannot be enabled until they are set and the config is read again."""
+        """The environment variables this server's entry names that were not set when the config was loaded: its
+        entry is not usable (an enabled one fails alone; a disabled one cannot be enabled) until they are set and
+        the config is read again."""
         return self._unset_vars
 
     def with_unset_vars(self, names: tuple[str, ...]) -> ServerConfig:

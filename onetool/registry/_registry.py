@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from onetool.config import to_identifier
 from onetool.errors import UnknownPack, UnknownTool
@@ -33,6 +33,11 @@ class Pack:
     """The configured server behind it, if any."""
     shadowed: Mapping[str, UpstreamTool] = field(default_factory=dict)
     """Upstream tools hidden by local tools of the same name."""
+
+    def listing(self) -> dict[str, Any]:
+        """What ``onetool tools`` shows of it, as JSON data (the admin API's ``GET /admin/tools`` answers it)."""
+        tools = [{"name": name, "signature": t.signature, "summary": t.summary} for name, t in self.tools.items()]
+        return {"name": self.name, "server": self.server, "tools": tools}
 
 
 class Registry:

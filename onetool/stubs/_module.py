@@ -21,9 +21,10 @@ from onetool.schema_walk import Literals, Object, Scalar, Shape, Union, read
 from onetool.stubs._expressions import ANY, TypeBuilder, TypedDictSpec, pascal, placeholders, plain_name, substitute
 from onetool.stubs._expressions import vocab as v
 from onetool.stubs._select import select
+from sandbox.protocol.api import RUN_FUNCTIONS
 from sandbox.protocol.errors import SNIPPET_ERRORS
 
-SNIPPET_BUILTINS = (*SNIPPET_ERRORS, "parallel", "progress")
+SNIPPET_BUILTINS = (*SNIPPET_ERRORS, *RUN_FUNCTIONS)
 """What the run tool adds to a snippet's builtins, declared in the module too (a pack of the same name shadows one,
 as it does in a snippet)."""
 _PARALLEL = (

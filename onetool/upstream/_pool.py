@@ -23,7 +23,7 @@ from onetool.upstream._session import collect_pages
 from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.elicit import Elicit
-from onetool.upstream.status import ServerState, ServerStatus
+from onetool.upstream.status import ServerState, ServerStatus, SettingName, config_key
 
 T = TypeVar("T")
 
@@ -42,6 +42,7 @@ class UpstreamPool:
     ``background``: entering returns as soon as every server's owner task is started, and the servers connect
     behind it (the gateway's front serves at once); by default it returns once every enabled server's first
     attempt has ended (a command that lists or calls them right away). Either way, ``proxy.init`` is logged then.
+    ``setting_name`` names a server's settings in the fixes its failures suggest (default: the config file's keys).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class UpstreamPool:
         on_notification: Notify | None = None,
         children: Children | None = None,
         background: bool = False,
+        setting_name: SettingName = config_key,
     ) -> None:
         self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
@@ -68,6 +70,7 @@ class UpstreamPool:
             token_store=token_store,
             on_notification=on_notification,
             children=children,
+            setting_name=setting_name,
         )
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended

@@ -8,7 +8,11 @@ from typing import Any, Literal
 
 from sandbox.protocol.sites import Site
 
-__all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
+__all__ = ["RUN_FUNCTIONS", "Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
+
+RUN_FUNCTIONS = ("parallel", "progress")
+"""The functions a run adds to a snippet's builtins (beside the exceptions of sandbox.protocol.errors): its calls
+at once, and its progress."""
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,16 @@ class RunError:
     origin: Origin = field(kw_only=True)
     """Every maker of a RunError says whose it is (see Origin): there is no default to forget."""
 
+    @property
+    def where(self) -> str:
+        """``line 3``, or ``line 2, column 5`` where the column is known (a syntax error, the pre-check's)."""
+        return f"line {self.line}" + (f", column {self.column}" if self.column is not None else "")
+
     def __str__(self) -> str:
         text = f"{self.type}: {self.message}" if self.message else self.type
         if self.line is None:
             return text
-        where = f"line {self.line}"
+        where = self.where
         if self.source and self.source.strip():
             where += f": `{self.source.strip()}`"
         return f"{text} ({where})"

@@ -363,8 +363,10 @@ def compile_restricted(code: str | ast.Module, guards: Mapping[str, Any], packs:
             # "'str' object is not callable": true until the constants are swapped.
             warnings.simplefilter("ignore", SyntaxWarning)
             compiled = compile(tree, FILENAME, "exec")
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        raise CompileFailure("SyntaxError", str(exc), getattr(exc, "lineno", None), None) from None
+    except SyntaxError as exc:  # what only the compiler sees: `break` outside a loop, `return` outside a function
+        raise CompileFailure(type(exc).__name__, str(exc.msg), exc.lineno, exc.offset) from None
+    except (ValueError, RecursionError) as exc:
+        raise CompileFailure("SyntaxError", f"the code cannot be compiled: {exc}", None, None) from None
     return _bind(compiled, {token: guards[name] for name, token in tokens.items()})
 
 
