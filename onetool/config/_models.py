@@ -580,6 +580,13 @@ class Config(_Strict):
     watch: bool = Field(
         default=False, description="re-read this file (and local packs) when it changes, as `onetool reload` does"
     )
+    startup_wait: float | None = Field(
+        default=None,
+        ge=0,
+        description="seconds a gateway's first tools/list (and every request that shows or calls tools) waits at "
+        "start for servers still on their first connection attempt; later ones follow with list_changed "
+        "(default: the largest enabled connect_timeout, at most 30; 0: answer at once with what is there)",
+    )
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 
     @model_validator(mode="after")

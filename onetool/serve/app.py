@@ -109,8 +109,20 @@ async def serve_gateway(
     endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
     required = config.http.ready_requires_servers
     readable = lambda: not gateway.control.blind  # noqa: E731
-    routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable, gateway.drain))
-    routes.append(tools_module_routes(lambda: gateway.registry, listener))
+    routes.append(
+        ops_routes(
+            gateway.control.list,
+            listener,
+            endpoints,
+            required,
+            admin_token,
+            readable,
+            gateway.drain,
+            settling=gateway.settling,
+            settled=gateway.settled,
+        )
+    )
+    routes.append(tools_module_routes(lambda: gateway.registry, listener, gateway.settled))
     state = GatewayState(gateway.control.list, lambda: gateway.runs.sandbox.load())
     routes.append(metrics_routes(state, listener, admin_token))
 

@@ -40,8 +40,9 @@ class UpstreamPool:
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
     ``background``: entering returns as soon as every server's owner task is started, and the servers connect
-    behind it (the gateway's front serves at once); by default it returns once every enabled server's first
-    attempt has ended (a command that lists or calls them right away). Either way, ``proxy.init`` is logged then.
+    behind it (the gateway answers liveness and ``initialize`` at once, its catalogue waits: onetool.startup); by
+    default it returns once every enabled server's first attempt has ended (a command that lists or calls them
+    right away). Either way, ``proxy.init`` is logged then.
     """
 
     def __init__(

@@ -20,6 +20,9 @@ class FakeGateway:
         self._changes: Broadcast[None] = Broadcast(buffer=16)
         self.drain = Drain()
 
+    async def settled(self) -> None:
+        """The catalogue is whole from the start."""
+
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."
 

@@ -236,6 +236,7 @@ def build_direct_server(
     server = face_server(
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,

@@ -81,6 +81,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
     server = face_server(
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
