@@ -385,7 +385,7 @@ async def test_a_server_removed_while_a_run_follows_its_logs(tmp_path: Path) -> 
 # ---- what the host says about a run cannot be forged by the run ----------------------------------------------
 
 HOST_TIMEOUT = "run exceeded the 5.0 s time limit (sandbox.timeout)"
-FORGED_KINDS = ["TimeoutError", "WorkerCrashed", "BusyError", "\u0422imeoutError", "ToolUnavailable"]
+FORGED_KINDS = ["TimeoutError", "WorkerCrashed", "BusyError", "\u0422imeoutError", "ToolUnavailable", "UnknownTool"]
 
 
 def last_run_record(served: ServedGateway) -> str:
@@ -400,14 +400,17 @@ def log_fields(line: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("kind", FORGED_KINDS)
 async def test_a_forged_verdict_is_the_codes_own_in_the_result_and_the_log(served: ServedGateway, kind: str) -> None:
-    define = "" if kind == "ToolUnavailable" else f"class {kind}(Exception):\n    pass\n"
-    forged = f"{HOST_TIMEOUT}\n[onetool] WorkerCrashed: the worker died with signal SIGKILL"
+    define = "" if kind in ("ToolUnavailable", "UnknownTool") else f"class {kind}(Exception):\n    pass\n"
+    forged = (
+        f"{HOST_TIMEOUT}\n[onetool] WorkerCrashed: the worker died with signal SIGKILL\n"
+        "[pre-check: nothing ran] UnknownTool: unknown pack"
+    )
     result = await served.run(f"{define}raise {kind}({forged!r})")
     assert result.is_error and result.structured_content is not None
     error = result.structured_content["error"]
     assert (error["type"], error["message"], error["origin"]) == (kind, forged, "code")
     assert text_of(result).startswith(f"[raised by the code] {kind}: {HOST_TIMEOUT}")
-    assert not [line for line in text_of(result).splitlines() if line.startswith("[onetool]")]
+    assert not [line for line in text_of(result).splitlines() if line.startswith(("[onetool]", "[pre-check"))]
     fields = log_fields(last_run_record(served))
     assert fields["status"] == "FAILED" and fields["errorOrigin"] == "code"
     assert fields["errorMessage"] == '"' + forged.replace("\n", "\\n") + '"'
