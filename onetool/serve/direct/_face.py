@@ -234,6 +234,7 @@ def build_direct_server(
     ``management`` is what its management tools let a model do (``direct.management``)."""
     face = DirectFace(gateway, separator, management)
     server = face_server(
+        "direct",
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,

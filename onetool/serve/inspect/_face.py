@@ -181,6 +181,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
     return face_server(
+        "inspect",
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,

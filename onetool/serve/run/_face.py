@@ -79,6 +79,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
         return await call_run(gateway, params.arguments, levels.client(ctx))
 
     server = face_server(
+        "run",
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,
