@@ -51,7 +51,10 @@ INSPECT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "server_name": {"type": "string", "description": "A server listed above"},
-        "tool_name": {"type": ["string", "null"], "description": "One of its tools; omit for all of them"},
+        "tool_name": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "One of its tools; omit for all of them",
+        },
     },
     "required": ["server_name"],
 }
@@ -61,7 +64,9 @@ EXEC_INPUT_SCHEMA: dict[str, Any] = {
         "server_name": {"type": "string", "description": "A server listed by inspect"},
         "tool_name": {"type": "string", "description": "One of its tools"},
         "arguments": {
-            "type": ["object", "string", "null"],
+            # anyOf, not a list of types: strict clients (Gemini's function declarations, the Inspector's --strict)
+            # take one type per schema.
+            "anyOf": [{"type": "object"}, {"type": "string"}, {"type": "null"}],
             "description": "The tool's arguments, of the types inspect shows (an object, or the same as JSON text)",
         },
     },
