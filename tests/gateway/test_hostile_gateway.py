@@ -271,7 +271,15 @@ LANGUAGE_PAYLOADS = {
     ),
     "format_via_super": (
         "class S(str):\n    pass\nsuper(S, S('{0.__class__.__mro__}')).format(1)",
-        "'__class__' is not allowed",
+        "'__mro__' is not allowed",
+    ),
+    # __class__ reads as type() does: only a type the snippet could name, and no dunder after it.
+    "class_of_a_function": ("getattr(lambda: 0, '__class__')", "type() of a 'function' object is not available"),
+    "class_then_base": ("getattr(getattr(1, '__class__'), '__base__')", "'__base__' is not allowed"),
+    "error_class_to_object": (
+        "try:\n    fx.fail(message='x')\nexcept ToolError as e:\n    c = e.__class__\n"
+        "getattr(c.mro()[-1], '__subclasses__')()",
+        "'__subclasses__' is not allowed",
     ),
     "exception_carries_object": (
         "try:\n    getattr(len, 'nope')\nexcept AttributeError as e:\n    f = e.obj\nf([1, 2, 3])",

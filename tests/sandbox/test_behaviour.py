@@ -121,7 +121,7 @@ async def test_syntax_error_has_line_column_and_text(sandbox: Sandbox) -> None:
 
 
 async def test_policy_errors_say_what_to_do(sandbox: Sandbox) -> None:
-    private = await run(sandbox, "x = 1\nx.__class__")
+    private = await run(sandbox, "x = 1\nx.__dict__")
     assert private.error is not None and private.error.type == "PolicyError" and private.error.line == 2
     assert "names starting with '_' are private" in private.error.message
     imported = await run(sandbox, "import os")
