@@ -15,12 +15,14 @@
         └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
 
 Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
-subclass), so snippet code can catch a timeout or an unavailable server by type.
+subclass), so snippet code can catch a timeout or an unavailable server by type, with its `origin`: "tool" when
+the tool itself failed (its error result, its server's error answer, a local pack's exception), "host" when
+OneTool decided (names, arguments, availability, timeouts).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sandbox.protocol import errors as snippet
 from sandbox.protocol.api import RunError
@@ -115,6 +117,8 @@ class ModelError(OneToolError):
 
     snippet_type: ClassVar[type[snippet.ToolError]] = snippet.ToolError
     """The sandbox exception the snippet sees."""
+    origin: Literal["host", "tool"] = "host"
+    """Who failed the call: OneTool ("host") or the tool ("tool"); the snippet's ToolError carries it."""
 
 
 class UnknownPack(ModelError):
@@ -134,14 +138,20 @@ class ArgumentError(ModelError):
 class ToolFailed(ModelError):
     """The tool ran and reported an error (an `isError` result, or a local pack's exception)."""
 
+    origin = "tool"
+
 
 class UpstreamError(ModelError):
-    """An upstream call failed: the upstream answered with a JSON-RPC error, or the transport broke."""
+    """An upstream call failed: the upstream answered with a JSON-RPC error or an invalid result (``origin``
+    "tool"), or the gateway could not make it ("host")."""
 
-    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, server: str, tool: str | None = None, origin: Literal["host", "tool"] = "tool"
+    ) -> None:
         super().__init__(message)
         self.server = server
         self.tool = tool
+        self.origin = origin
 
 
 class UpstreamUnavailable(UpstreamError):
@@ -162,7 +172,7 @@ class UpstreamUnavailable(UpstreamError):
             advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
         else:
             advice = ""
-        super().__init__(f"server '{server}' is unavailable: {reason}{advice}", server=server, tool=tool)
+        super().__init__(f"server '{server}' is unavailable: {reason}{advice}", server=server, tool=tool, origin="host")
         self.reason = reason
 
 
@@ -177,6 +187,7 @@ class UpstreamTimeout(UpstreamError):
             f"{call} timed out after {seconds} s and was cancelled; if it needs longer, raise servers.{server}.timeout",
             server=server,
             tool=call,
+            origin="host",
         )
         self.seconds = seconds
 

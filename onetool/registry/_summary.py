@@ -75,4 +75,3 @@ def _at_clause(text: str, limit: int) -> str:
 def _is_bare_marker(text: str) -> bool:
     """``DEPRECATED``, ``[Deprecated]``, ``Warning:``: a marker with nothing else to say."""
     return bool(_MARKER.search(text)) and not re.sub(r"[\W_]", "", _MARKER.sub("", text))
-

@@ -239,7 +239,7 @@ class UpstreamPool:
     def _connection(self, server: str, display: str) -> Connection:
         conn = self._connections.get(server)
         if conn is None:
-            raise UpstreamError(f"unknown server '{server}'", server=server, tool=display)
+            raise UpstreamError(f"unknown server '{server}'", server=server, tool=display, origin="host")
         if not conn.config.enabled:
             raise conn.snapshot().unavailable(display)
         return conn
