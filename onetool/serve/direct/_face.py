@@ -1,14 +1,15 @@
 """The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, next to management tools.
 
-Upstream tools are listed exactly as their server sent them (title, description, schemas, annotations, icons,
+Upstream tools are listed as their server sent them (title, description, input schema, annotations, icons,
 ``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
 cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
 upstream's result returned untouched, unless its text is longer than ``sandbox.max_output``: then it is cut as
-``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). What is visible is
-``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
-listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
-The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
-``search_servers``) carry no prefix; no upstream name can take theirs.
+``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). So that a cut result stays a success,
+an ``outputSchema`` no cut would match is left out of the listing, and the tool's description says so. What is
+visible is ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are
+neither listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names
+to tools. The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``,
+``list_registries``, ``search_servers``) carry no prefix; no upstream name can take theirs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from onetool.config import Management, to_identifier
 from onetool.errors import ModelError, UnknownTool
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
-from onetool.serve.direct._cache import ResultCache, cut_result
+from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools
 from onetool.serve.direct._registries import Registries
 from onetool.serve.fanout import face_server
@@ -96,7 +97,9 @@ class DirectCatalogue:
                 by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
         names = direct_names(by_name, separator)
         self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
-        self.listed = [by_name[pair].model_copy(update={"name": name}) for name, pair in names.items()]
+        self.listed = [
+            without_output_schema(by_name[pair]).model_copy(update={"name": name}) for name, pair in names.items()
+        ]
         # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
         self._visible = visible
         self.key = _key(visible)
