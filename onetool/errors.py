@@ -3,6 +3,7 @@
     OneToolError
     ├── ModelError          the message is meant for the model: it reaches the snippet and the run's result
     │   ├── UnknownPack, UnknownTool, ArgumentError, ToolFailed
+    │   ├── ServerHeld      an operator holds the server for review (quarantined or proposed)
     │   └── UpstreamError
     │       ├── UpstreamUnavailable
     │       └── UpstreamTimeout
@@ -43,6 +44,7 @@ __all__ = [
     "RunError",
     "ServeError",
     "ServerExists",
+    "ServerHeld",
     "StateError",
     "StoreUnreachable",
     "ToolFailed",
@@ -119,6 +121,8 @@ class ModelError(OneToolError):
     """The sandbox exception the snippet sees."""
     origin: Literal["host", "tool"] = "host"
     """Who failed the call: OneTool ("host") or the tool ("tool"); the snippet's ToolError carries it."""
+    server: str | None = None
+    """The configured server the error is about, when it names one."""
 
 
 class UnknownPack(ModelError):
@@ -135,6 +139,20 @@ class ArgumentError(ModelError):
     snippet_type = snippet.ArgumentError
 
 
+class ServerHeld(ModelError):
+    """A call to a server an operator holds for review: quarantined, or proposed and not approved yet. Its tools
+    are shown nowhere, and no reconnect changes that; the snippet catches it as ToolUnavailable."""
+
+    snippet_type = snippet.ToolUnavailable
+
+    def __init__(self, server: str, state: str) -> None:
+        super().__init__(
+            f"server '{server}' is unavailable: held for review by an operator ({state}); its tools are served once "
+            "an operator approves it"
+        )
+        self.server = server
+
+
 class ToolFailed(ModelError):
     """The tool ran and reported an error (an `isError` result, or a local pack's exception)."""
 
@@ -144,6 +162,8 @@ class ToolFailed(ModelError):
 class UpstreamError(ModelError):
     """An upstream call failed: the upstream answered with a JSON-RPC error or an invalid result (``origin``
     "tool"), or the gateway could not make it ("host")."""
+
+    server: str
 
     def __init__(
         self, message: str, *, server: str, tool: str | None = None, origin: Literal["host", "tool"] = "tool"

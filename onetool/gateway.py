@@ -234,7 +234,7 @@ class Gateway:
             await watch_files(lambda: watched(self.config), self.try_reload)
 
     def _rebuild(self) -> None:
-        self._registry = Registry.build(self._local, self._pool, self.control.shown)
+        self._registry = Registry.build(self._local, self._pool, self.control.shown, self.control.reviewing())
         self._description = describe_run(self._registry, self.limits)
 
     def _publish(self) -> None:

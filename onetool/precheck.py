@@ -5,8 +5,8 @@ limits (sandbox/sites.py). The worker lists every ``pack.tool(...)`` call its so
 checked against the registry: an unknown pack or tool, or an unknown or missing argument, ends the run with
 what exists instead, before any call is answered. Such an error is the caller's mistake, not a fault of the host:
 its origin is ``precheck`` (in the result, the run's log record and ``onetool_runs_total``), which also tells the
-caller that nothing ran. Calls to a server that is not connected are left to the
-run, where they raise a catchable ToolUnavailable. All of it is bounded by the sites frame's caps.
+caller that nothing ran. Calls to a server that is not connected, or that an operator holds for review, are left
+to the run, where they raise a catchable ToolUnavailable. All of it is bounded by the sites frame's caps.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def check_sites(sites: list[Site], registry: Registry, code: str) -> RunError | 
         found = registry.packs.get(pack)
         if found is not None and (status := registry.pack_status(found)) is not None and not status.connected:
             continue
+        if found is None and registry.held_error(pack) is not None:
+            continue  # as for a server that is down: the call raises ToolUnavailable, which the snippet may catch
         try:
             target = registry.resolve(pack, tool)
             if names is not None:  # *args / **kwargs: only the run itself can tell

@@ -128,6 +128,6 @@ class Runs:
                 progress = relay.upstream_progress(f"{pack}.{tool}")
             value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit)
         except ModelError as e:
-            raise e.snippet_type(str(e), server=server, tool=tool, origin=e.origin) from None
+            raise e.snippet_type(str(e), server=e.server or server, tool=tool, origin=e.origin) from None
         media.update(returned_media(value))
         return value

@@ -24,7 +24,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Management, to_identifier
-from onetool.errors import ModelError, UnknownTool
+from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
@@ -201,6 +201,9 @@ class DirectFace:
         if status is not None and status.status is ServerState.DISCONNECTED:
             # It lost its connection, so it lists no tools: the call path tries to reconnect it.
             raise status.unavailable(name[len(status.name) + len(self._separator) :])
+        held = max((h for h in registry.held if name.startswith(h + self._separator)), key=len, default=None)
+        if held is not None:  # listed nowhere, but named: an operator holds it for review
+            raise ServerHeld(held, registry.held[held])
         raise UnknownTool(self.catalogue().unknown(name))
 
     def _server_of(self, name: str) -> str | None:

@@ -104,10 +104,16 @@ class _View:
             self._snapshot = _Snapshot(registry, servers, describe_inspect(servers))
         return self._snapshot
 
+    def server(self, name: str, registry: Registry) -> InspectServer[CatalogueTool]:
+        """The server ``name`` in ``registry``: UnknownPack with the closest names, or ServerHeld for one an
+        operator holds for review."""
+        if (held := registry.held_error(name)) is not None:
+            raise held
+        return find_server(self.of(registry).servers, name)
+
     def find(self, server: str, tool: str, registry: Registry) -> PackTool:
         """exec's names in ``registry``: the tool, or UnknownPack / UnknownTool with the closest names."""
-        current = self.of(registry)
-        found = find_server(current.servers, server)
+        found = self.server(server, registry)
         try:
             return find_tool(found, tool).tool
         except UnknownTool:
@@ -136,7 +142,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
 
     async def inspect(_: RequestClient, server_name: str, tool_name: str | None = None) -> CallToolResult:
         current = view.current()
-        find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
+        view.server(server_name, current.registry)  # a wrong name is answered at once, on the loop
         schemas = partial(
             inspect_schemas, current.servers, server_name, tool_name, max_description_len=options.max_description_len
         )
