@@ -411,7 +411,8 @@ class HttpConfig(_Strict):
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
-        "non-quarantined one (default: none, ready as soon as the front serves)",
+        "non-quarantined one (default: none: ready once the servers' first connection attempts ended, or "
+        "startup_wait passed)",
     )
 
 
