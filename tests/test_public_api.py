@@ -33,6 +33,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunError",
         "ServeError",
         "ServerExists",
+        "ServerHeld",
         "StateError",
         "StoreUnreachable",
         "ToolFailed",
