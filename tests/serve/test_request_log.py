@@ -15,6 +15,7 @@ from mcp import Client, MCPDeprecationWarning, StdioServerParameters
 
 from tests.gateway.test_hostile_gateway import log_fields
 from tests.gateways import ONETOOL, ServedGateway, start_http_gateway, stop, write_config
+from tests.serve.fake_gateway import INITIALIZE
 
 pytestmark = pytest.mark.anyio
 
@@ -75,17 +76,7 @@ async def test_a_request_that_fails_is_one_record_that_says_so(served: ServedGat
     method = f'nope/{marker}" status=SUCCESS\n00:00:00.000 INFO    forged' + "x" * 60_000
     async with httpx2.AsyncClient(timeout=30) as http:
         headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(served.url, json=init, headers=headers)
+        opened = await http.post(served.url, json=INITIALIZE, headers=headers)
         session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], **headers}
         await http.post(served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
         await http.post(served.url, json={"jsonrpc": "2.0", "id": 2, "method": method}, headers=session)
