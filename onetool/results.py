@@ -174,6 +174,7 @@ ORIGIN_PREFIXES: dict[Origin, str] = {
     "host": "[onetool] ",
     "tool": "[uncaught pack-call error] ",
     "code": "[raised by the code] ",
+    "precheck": "[pre-check: nothing ran] ",
 }
 """How an error's text starts, by origin. Only the host's verdicts start with ``[onetool]``, and the rest of
 the text cannot start a line of its own (see :func:`error_message`), so no snippet or upstream text reads

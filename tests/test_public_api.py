@@ -34,6 +34,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunError",
         "ServeError",
         "ServerExists",
+        "ServerHeld",
         "SeveralGateways",
         "StateError",
         "StoreUnreachable",

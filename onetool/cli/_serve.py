@@ -71,7 +71,8 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     async with contextlib.AsyncExitStack() as stack:
         while True:
             try:
-                # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
+                # Liveness and initialize answer at once; the servers connect behind them, and the catalogue's
+                # requests wait for their first attempts, up to startup_wait (onetool.startup).
                 gateway = await stack.enter_async_context(Gateway(config, background=True))
                 break
             except StoreUnreachable as e:

@@ -288,6 +288,17 @@ class ServerControl:
         offered = s.offered
         return [tool for tool in s.trust.visible(pool.tools(server)) if offered.permits(tool.name)]
 
+    def reviewing(self) -> dict[str, str]:
+        """The servers an operator holds for review, each with why ("quarantined" or "proposed"): none while the
+        store cannot be read (what is held then is not known)."""
+        if self._blind:
+            return {}
+        return {
+            name: "proposed" if s.proposed else "quarantined"
+            for name, s in self._servers.items()
+            if s.proposed or s.trust.quarantined
+        }
+
     def tools(self, server: str) -> list[types.Tool]:
         """Every tool the server offers now, held or not: for an admin's review."""
         self._require(server)

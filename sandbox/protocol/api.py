@@ -46,12 +46,14 @@ OnSites = Callable[[list[Site]], "RunError | None"]
 it go on. Called on the run's reading loop with at most MAX_SITES sites: bounded work, no awaiting."""
 
 
-Origin = Literal["host", "tool", "code"]
+Origin = Literal["host", "tool", "code", "precheck"]
 """Who an error comes from, decided by the host and never read from anything the worker sends:
 
 - "host": the host's own verdict, made where the host creates it: a time, CPU or host-side limit, a crashed or
-  lost worker, a broken protocol, a busy sandbox, the gateway's pre-check. Its kinds are declared once, as
-  `Verdict` (sandbox/protocol/verdicts.py).
+  lost worker, a broken protocol, a busy sandbox, the code's length. Its kinds are declared once, as `Verdict`
+  (sandbox/protocol/verdicts.py).
+- "precheck": the caller's mistake, found in the snippet's pack calls (`OnSites`) before any of them was
+  answered: an unknown pack or tool, a missing or unknown argument. Nothing ran, so nothing took effect.
 - "tool": a pack call failed and the snippet did not catch it: the worker reported exactly an error (kind and
   message) the host itself sent this run in a reply.
 - "code": anything else the worker reports, the snippet's own exception. That includes the worker-side limit
