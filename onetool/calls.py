@@ -173,7 +173,7 @@ class Calls:
             raise
         except Exception as e:  # a failure of no kind the pool knows: its traceback is on the call's log record
             message = f"{label} failed inside the gateway ({type(e).__name__}); its log has the details"
-            raise UpstreamError(message, server=target.server, tool=target.remote_name) from None
+            raise UpstreamError(message, server=target.server, tool=target.remote_name, origin="host") from None
 
     async def settled(self, server: str) -> bool:
         """Whether ``server`` was still making its first connection attempt; if so, return once the registry no

@@ -59,8 +59,8 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 
 RUNS = Counter(
     "onetool_runs",
-    "Runs ended, by the face that ran them and their outcome (ok; a failed run's error origin: code, tool, host; "
-    "or cancelled)",
+    "Runs ended, by the face that ran them and their outcome (ok; a failed run's error origin: code, tool, precheck, "
+    "host; or cancelled)",
     ["face", "outcome"],
     registry=REGISTRY,
 )

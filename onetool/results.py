@@ -163,6 +163,8 @@ def _error_fields(error: RunError, message: str) -> dict[str, Any]:
     fields: dict[str, Any] = {"type": error.type[:100], "message": message, "origin": error.origin}
     if error.line is not None:
         fields["line"] = error.line
+    if error.column is not None:
+        fields["column"] = error.column
     if error.source:
         fields["source"] = error.source[:_MAX_SOURCE_CHARS]
     return fields
@@ -177,6 +179,7 @@ ORIGIN_PREFIXES: dict[Origin, str] = {
     "host": "[onetool] ",
     "tool": "[uncaught pack-call error] ",
     "code": "[raised by the code] ",
+    "precheck": "[pre-check: nothing ran] ",
 }
 """How an error's text starts, by origin. Only the host's verdicts start with ``[onetool]``, and the rest of
 the text cannot start a line of its own (see :func:`error_message`), so no snippet or upstream text reads
@@ -185,12 +188,13 @@ _LINE_BREAK = re.compile(r"(\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])")
 
 
 def error_message(error: RunError) -> str:
-    """``[raised by the code] ZeroDivisionError: division by zero (line 3: x = 1/0)``; every line after the
-    first is indented, so only the prefix, written here, starts a line."""
+    """``[raised by the code] ZeroDivisionError: division by zero (line 3: x = 1/0)``, with the column where it is
+    known (``SyntaxError: '(' was never closed (line 2, column 5: y = (2,)``); every line after the first is
+    indented, so only the prefix, written here, starts a line."""
     text = f"{error.type}: {error.message}"
     if error.line:
         source = f": {error.source.strip()[:_MAX_SOURCE_CHARS]}" if error.source else ""
-        text += f" (line {error.line}{source})"
+        text += f" ({error.where}{source})"
     return ORIGIN_PREFIXES[error.origin] + _LINE_BREAK.sub(r"\1  ", text)
 
 

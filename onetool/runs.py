@@ -117,21 +117,20 @@ class Runs:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> Any:
-        """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
+        """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet, naming
+        the call's server (None for a local tool) and tool and whose failure it was."""
         calls = self.calls
+        found = calls.registry.packs.get(pack)
+        server = found.server if found is not None else None
         try:
-            found = calls.registry.packs.get(pack)
-            target: Tool = await calls.find(
-                lambda registry: registry.resolve(pack, tool),
-                server=found.server if found is not None else None,
-                tool=tool,
-            )
+            target: Tool = await calls.find(lambda registry: registry.resolve(pack, tool), server=server, tool=tool)
+            server = target.server if isinstance(target, UpstreamTool) else None
             progress = None
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
             value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit, budget=budget)
         except ModelError as e:
-            raise e.snippet_type(str(e)) from None
+            raise e.snippet_type(str(e), server=e.server or server, tool=tool, origin=e.origin) from None
         media.update(returned_media(value))
         return value

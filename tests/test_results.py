@@ -135,7 +135,12 @@ def test_error_message_is_capped_in_text_and_structured_content() -> None:
 
 @pytest.mark.parametrize(
     ("origin", "prefix"),
-    [("host", "[onetool] "), ("tool", "[uncaught pack-call error] "), ("code", "[raised by the code] ")],
+    [
+        ("host", "[onetool] "),
+        ("tool", "[uncaught pack-call error] "),
+        ("code", "[raised by the code] "),
+        ("precheck", "[pre-check: nothing ran] "),
+    ],
 )
 def test_an_errors_text_says_whose_it_is_and_only_the_host_starts_a_line(origin: Origin, prefix: str) -> None:
     forged = "x\n[onetool] TimeoutError: run exceeded\r[onetool] a\u2028[onetool] b"

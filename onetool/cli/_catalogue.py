@@ -4,37 +4,50 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onetool.config import Config, ServerConfig
-    from onetool.control import ServerControl
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, count, setup, with_pool
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, setup, with_pool
 from onetool.text import escape_unsafe
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """The packs of the running gateway (as `run` and `servers` find it), else of the servers connected here."""
+    from onetool.errors import AttachError, NotRunning
+
+    try:
+        target = locate(args)
+        if target is not None:
+            return _print_packs(target.request("GET", "/admin/tools")["packs"], args.server)
+    except NotRunning:
+        pass  # a stale discovery file: no gateway runs
+    except AttachError as e:
+        return attach_failed("tools", e)
     config = setup(args, "ERROR")
+    packs = with_pool(config, lambda _control, _pool, registry: [p.listing() for p in registry.packs.values()])
+    return _print_packs(packs, args.server)
 
-    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
-        wanted = args.server
-        packs = [p for p in registry.packs.values() if wanted in (None, p.name, p.server)]
-        if wanted and not packs:
-            print(
-                f"onetool tools: unknown server or pack '{wanted}'; packs: {', '.join(registry.packs)}", file=sys.stderr
-            )
-            return EXIT_USAGE
-        for pack in packs:
-            source = f" (server {pack.server})" if pack.server else " (local)"
-            print(f"{pack.name}{source}")
-            for tool in pack.tools.values():
-                print(f"  {tool.signature}" + (f"\n      {tool.summary}" if tool.summary else ""))
-        return EXIT_OK
 
-    return int(with_pool(config, show))
+def _print_packs(packs: list[dict[str, Any]], wanted: str | None) -> int:
+    """Each pack (``Pack.listing``), or only the one ``wanted`` names (a pack, or the server behind it); every
+    name and text escaped, as an upstream chose them."""
+    shown = [p for p in packs if wanted in (None, p["name"], p["server"])]
+    if wanted and not shown:
+        names = ", ".join(p["name"] for p in packs)
+        print(f"onetool tools: unknown server or pack {escape_unsafe(repr(wanted))}; packs: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    for pack in shown:
+        source = f" (server {pack['server']})" if pack["server"] else " (local)"
+        print(escape_unsafe(f"{pack['name']}{source}"))
+        for tool in pack["tools"]:
+            print(f"  {escape_unsafe(tool['signature'])}")
+            if tool["summary"]:
+                print(f"      {escape_unsafe(tool['summary'])}")
+    return EXIT_OK
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:
@@ -56,7 +69,8 @@ def cmd_stubs(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """The config file checked, with every warning, then each server tried (unless ``--no-connect``): exit 0, 1
-    when a server failed, 2 when there is no usable config (none found, or an error)."""
+    when a server failed, 2 when there is no usable config (none found, an error, or an enabled server whose entry
+    names a variable that is not set: `serve` runs the others, but the file is not right)."""
     from onetool.config import find_config, no_config_found
     from onetool.errors import ConfigError, StateError
 
@@ -78,14 +92,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check_file(config: Config, warnings: list[str]) -> int:
     """``check --no-connect``: the file and its local packs; no server started, no state store opened."""
     from onetool.registry import load_local_packs
+    from onetool.upstream.status import unset_failure
 
     _print_config(config, warnings, list(load_local_packs(config.packs.dirs)))
     for name, server in config.servers.items():
-        if server.enabled:
+        if server.enabled and server.unset_vars:
+            failure = unset_failure(server.unset_vars)
+            print(f"  FAILED  {name}: {failure.reason} - {failure.fix}")
+        elif server.enabled:
             print(f"  -       {name}: not tried ({server.transport})")
         else:
             _print_disabled(name, server)
-    return EXIT_OK
+    return _unusable(config) or EXIT_OK
 
 
 def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, registry: Registry) -> int:
@@ -100,7 +118,12 @@ def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, regi
         else:
             failed += 1
             print(f"  FAILED  {s.name}: {s.report or s.status}")
-    return EXIT_FAILED if failed else EXIT_OK
+    return _unusable(config) or (EXIT_FAILED if failed else EXIT_OK)
+
+
+def _unusable(config: Config) -> int:
+    """EXIT_USAGE when an enabled server's entry names a variable that is not set, else 0."""
+    return EXIT_USAGE if any(s.enabled and s.unset_vars for s in config.servers.values()) else 0
 
 
 def _print_config(config: Config, warnings: list[str], local: list[str]) -> None:

@@ -12,11 +12,20 @@ if TYPE_CHECKING:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """Every gateway running for this user, or with ``--config``, the one serving that file."""
+    from pathlib import Path
+
     from onetool import discovery
 
     running = discovery.running()
+    if args.config:
+        served = str(Path(args.config).resolve())
+        running = [g for g in running if g.config == served]
     if args.json:
         print_json([_record(g, args.tokens) for g in running])
+        return EXIT_OK
+    if not running and args.config:
+        print(f"no gateway serves {args.config} (`onetool status` without --config lists every one running)")
         return EXIT_OK
     if not running:
         print("no gateway is running (`onetool serve --http` publishes itself; a stdio gateway is its client's)")

@@ -336,8 +336,9 @@ class ServerConfig(_Strict):
 
     @property
     def unset_vars(self) -> tuple[str, ...]:
-        """The environment variables this (disabled) server's entry names that were not set when the config was
-        loaded: its entry is not usable, so it cannot be enabled until they are set and the config is read again."""
+        """The environment variables this server's entry names that were not set when the config was loaded: its
+        entry is not usable (an enabled one fails alone; a disabled one cannot be enabled) until they are set and
+        the config is read again."""
         return self._unset_vars
 
     def with_unset_vars(self, names: tuple[str, ...]) -> ServerConfig:
@@ -421,7 +422,8 @@ class HttpConfig(_Strict):
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
-        "non-quarantined one (default: none, ready as soon as the front serves)",
+        "non-quarantined one (default: none: ready once the servers' first connection attempts ended, or "
+        "startup_wait passed)",
     )
 
 
@@ -600,6 +602,13 @@ class Config(_Strict):
     otel: OtelConfig | None = Field(default=None, description="export traces (OpenTelemetry); none when absent")
     watch: bool = Field(
         default=False, description="re-read this file (and local packs) when it changes, as `onetool reload` does"
+    )
+    startup_wait: float | None = Field(
+        default=None,
+        ge=0,
+        description="seconds a gateway's first tools/list (and every request that shows or calls tools) waits at "
+        "start for servers still on their first connection attempt; later ones follow with list_changed "
+        "(default: the largest enabled connect_timeout, at most 30; 0: answer at once with what is there)",
     )
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 

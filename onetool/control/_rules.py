@@ -130,11 +130,14 @@ def tool_filter(name: str, tools: Any) -> ToolFilter | None:
         ) from None
 
 
-def check_editable(name: str, *, from_config: bool, converted_to: str | None, path: Path | None) -> None:
-    """Only a server added at run time is edited at run time, and not while the bridge runs what it was."""
+def check_editable(
+    name: str, *, from_config: bool, converted_to: str | None, path: Path | None, watching: bool | None
+) -> None:
+    """Only a server added at run time is edited at run time, and not while the bridge runs what it was.
+    ``watching``: whether the running gateway follows its file (``watch: true``); None when no gateway runs."""
     if from_config:
         where = f"the config file {path}" if path else "the config file"
-        raise ControlError(f"server '{name}' comes from {where}: edit it there, then restart the gateway", 409)
+        raise ControlError(f"server '{name}' comes from {where}: {_in_the_file('edit it in the file', watching)}", 409)
     if converted_to is not None:
         raise ControlError(
             f"server '{name}' is converted (the bridge serves it at {converted_to}): revert it first "
@@ -196,9 +199,20 @@ def unknown(name: str, names: Iterable[str]) -> ControlError:
     return ControlError(f"unknown server '{name}'; servers: {listed}", 404)
 
 
-def in_config_file(name: str, path: Path | None) -> ControlError:
+def in_config_file(name: str, path: Path | None, *, watching: bool | None) -> ControlError:
+    """A config file's server cannot be removed at run time: the file says how (``watching``: see check_editable)."""
     where = f"the config file {path}" if path else "the config file"
     return ControlError(
-        f"server '{name}' comes from {where}: remove it there (and restart), or disable it with "
+        f"server '{name}' comes from {where}: {_in_the_file('remove it from the file', watching)}; or disable it with "
         f"`onetool servers disable {name}`"
     )
+
+
+def _in_the_file(change: str, watching: bool | None) -> str:
+    """``change`` (made in the config file), and how it then reaches the gateway."""
+    if watching is None:
+        return f"{change}; the gateway reads it when it starts"
+    if watching:
+        return f"{change}; the gateway applies it when the file is saved (watch: true)"
+    reload = "then `onetool reload` (or SIGHUP to the gateway)"
+    return f"{change}, {reload}; with `watch: true` in the file, a save applies at once"

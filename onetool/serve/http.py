@@ -29,7 +29,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onetool.drain import Drain
-from onetool.errors import ServeError
+from onetool.errors import PortInUse, ServeError
 from onetool.hosts import HostRule, is_loopback
 from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
@@ -71,7 +71,7 @@ def _bind(host: str, port: int, resolved: _AddrInfo) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ServeError(f"port {port} is already in use on {host}") from None
+            raise PortInUse(host, port) from None
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 

@@ -65,7 +65,7 @@ from onetool.upstream._session import (
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
 from onetool.upstream.elicit import Elicit, attributed, unattended, with_defaults
-from onetool.upstream.status import Failure, ServerState, ServerStatus
+from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
@@ -98,6 +98,7 @@ class ConnectionOptions:
     token_store: TokenStore | None = None
     on_notification: Notify | None = None
     children: Children | None = None
+    setting_name: SettingName = config_key
 
 
 class Connection:
@@ -113,6 +114,10 @@ class Connection:
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
+        self._unusable = config.enabled and bool(config.unset_vars)
+        """Its entry names variables that were not set: it fails alone, and no attempt would change that."""
+        if self._unusable:
+            self.status, self.failure = ServerState.FAILED, unset_failure(config.unset_vars)
         self._tools: list[types.Tool] = []
         self._listed: dict[str, str] = {}  # the names of its last non-empty catalogue: see known_tool
         self.protocol_version: str | None = None
@@ -186,7 +191,7 @@ class Connection:
         """
         with self._scope:
             try:
-                while not self._stopping:
+                while not self._stopping and not self._unusable:
                     retrying = AsyncRetrying(
                         wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
@@ -217,7 +222,7 @@ class Connection:
         """
         if self._session is not None and not self._session.lost:
             return True
-        if self._stopping or not self.config.enabled:
+        if self._stopping or not self.config.enabled or self._unusable:
             return False
         if not self._attempting:
             if anyio.current_time() - self._failed_at < REVIVE_GAP:
@@ -283,12 +288,12 @@ class Connection:
                             elif (crash := await closed_with(stack)) is not None:
                                 # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
                                 # and cancelled us; closing the stack surfaces why.
-                                failure = describe_failure(crash, session, self.name, self.config)
+                                failure = self._describe(crash, session)
                                 span.attach(crash, expected=not failure.unexpected)
                             else:
                                 raise
                         except Exception as e:
-                            failure = describe_failure(e, session, self.name, self.config)
+                            failure = self._describe(e, session)
                             span.attach(e, expected=not failure.unexpected)
                         else:
                             failure = None
@@ -310,7 +315,7 @@ class Connection:
             # A transport task died under a live session (the SDK raises it when the client exits):
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
-                failure = session.lost or describe_failure(e, session, self.name, self.config)
+                failure = session.lost or self._describe(e, session)
                 self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return session.uptime()
@@ -320,6 +325,9 @@ class Connection:
             # The process is reaped now, so its exit status and last stderr line are known.
             self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
         return session.uptime()
+
+    def _describe(self, error: BaseException, session: Session) -> Failure:
+        return describe_failure(error, session, self.name, self.config, self._options.setting_name)
 
     def _link(self) -> Link:
         """A connect attempt's opening of the transport, the OAuth provider made to read the store again (another
@@ -473,7 +481,7 @@ class Connection:
                 logger.bind(server=self.name).warning(
                     "server '{}': refreshing the tool list failed: {}",
                     self.name,
-                    describe_failure(e, session, self.name, self.config).for_operators(),
+                    self._describe(e, session).for_operators(),
                 )
                 continue
             logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
@@ -500,7 +508,7 @@ class Connection:
                 self._lose(session, Failure(f"health check failed: {reason}"))
                 return
             except Exception as e:
-                failure = describe_failure(e, session, self.name, self.config)
+                failure = self._describe(e, session)
                 self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
                 return
 

@@ -58,7 +58,8 @@ async def test_quarantined_until_approved_then_a_changed_or_new_tool_is_held(tmp
         assert text_of(await served.run("[s['name'] for s in proxy.list_servers()]")) == '["time"]'
         for code in ("rug.lookup(term='x')", "proxy.call('rug', 'lookup', {'term': 'x'})", "proxy.list_tools('rug')"):
             result = await served.run(code)
-            assert result.is_error and "unknown" in text_of(result), text_of(result)
+            held = "server 'rug' is unavailable: held for review by an operator (quarantined)"
+            assert result.is_error and held in text_of(result), text_of(result)
 
         status, view = admin(served.url, "GET", "/admin/servers/rug")
         assert status == 200 and view["status"] == "quarantined" and view["quarantined"]

@@ -134,7 +134,7 @@ async def test_code_past_the_node_budget_is_refused_before_it_is_checked_or_comp
 
 
 async def test_policy_errors_say_what_to_do(sandbox: Sandbox) -> None:
-    private = await run(sandbox, "x = 1\nx.__class__")
+    private = await run(sandbox, "x = 1\nx.__dict__")
     assert private.error is not None and private.error.type == "PolicyError" and private.error.line == 2
     assert "names starting with '_' are private" in private.error.message
     imported = await run(sandbox, "import os")
@@ -295,3 +295,31 @@ async def test_async_code_is_told_that_calls_are_synchronous(sandbox: Sandbox, c
     assert result.error is not None and result.error.type == "PolicyError", result
     assert result.error.message.startswith(f"{construct} is not needed: pack calls are synchronous")
     assert result.error.line == 1
+
+
+async def test_a_tool_error_carries_the_server_tool_and_origin_the_host_gave_it(sandbox: Sandbox) -> None:
+    """What on_call raises reaches the snippet with its server, the call's tool and its origin; what the host
+    cannot vouch for (an origin of no known kind, a server name that is no text) is not passed on as it came."""
+
+    async def on_call(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if tool == "upstream":
+            raise ToolError("it failed", server="the-server", origin="tool")
+        if tool == "forged":
+            raise ToolError("odd", server=123, origin="root")  # type: ignore[arg-type]
+        if tool == "long":
+            raise ToolError("long", server="s" * 1000, origin="host")
+        raise RuntimeError("the host broke")
+
+    code = (
+        "out = []\nfor f in (demo.upstream, demo.forged, demo.long, demo.boom):\n    try:\n        f()\n"
+        "    except ToolError as e:\n"
+        "        out.append([e.server and e.server[:3], len(e.server or ''), e.tool, e.origin, str(e)])\nout"
+    )
+    packs = {"demo": ["upstream", "forged", "long", "boom"]}
+    result = await sandbox.run(code, packs=packs, on_call=on_call)
+    assert result.value == [
+        ["the", 10, "upstream", "tool", "it failed"],
+        [None, 0, "forged", "host", "odd"],
+        ["sss", 128, "long", "host", "long"],
+        [None, 0, "boom", "host", "the host broke"],
+    ], result.error

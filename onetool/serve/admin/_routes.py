@@ -15,6 +15,8 @@
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
     GET    /admin/held                     every held tool, for review
+    GET    /admin/tools                    every pack snippets see, with its tools' signatures and summaries (what
+                                           `onetool tools` prints)
     POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
                                            happened to each server, and the keys that wait for a restart; 400
                                            and nothing changed for a file that does not load
@@ -175,6 +177,9 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
     async def held(_request: Request) -> Any:
         return {"held": [h.to_dict() for h in control.held()]}
 
+    async def tools(_request: Request) -> Any:
+        return {"packs": [pack.listing() for pack in gateway.registry.packs.values()]}
+
     async def run(request: Request) -> Any:
         body = await _body(request)
         code = body.get("code")
@@ -198,6 +203,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
+            Route("/tools", json_endpoint(tools), methods=["GET"]),
             Route("/reload", json_endpoint(reload), methods=["POST"]),
             Route("/run", json_endpoint(run), methods=["POST"]),
         ]

@@ -1,14 +1,15 @@
 """The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, next to management tools.
 
-Upstream tools are listed exactly as their server sent them (title, description, schemas, annotations, icons,
+Upstream tools are listed as their server sent them (title, description, input schema, annotations, icons,
 ``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
 cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
 upstream's result returned untouched, unless its text is longer than ``sandbox.max_output``: then it is cut as
-``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). What is visible is
-``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
-listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
-The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
-``search_servers``) carry no prefix; no upstream name can take theirs.
+``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). So that a cut result stays a success,
+an ``outputSchema`` no cut would match is left out of the listing, and the tool's description says so. What is
+visible is ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are
+neither listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names
+to tools. The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``,
+``list_registries``, ``search_servers``) carry no prefix; no upstream name can take theirs.
 
 Both parts of a listed name are within MCP's tool-name charset (SEP-986: letters, digits, ``_``, ``.``, ``-``): a
 server or tool name with any other character (a space, a quote, a newline, a terminal escape) is listed renamed,
@@ -28,11 +29,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Management, to_identifier
-from onetool.errors import ModelError, UnknownTool
+from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
-from onetool.serve.direct._cache import ResultCache, cut_result
+from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools
 from onetool.serve.direct._registries import Registries
 from onetool.serve.fanout import face_server
@@ -103,7 +104,9 @@ class DirectCatalogue:
         names = direct_names(by_name, separator)
         _warn_renamed(names)
         self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
-        self.listed = [by_name[pair].model_copy(update={"name": name}) for name, pair in names.items()]
+        self.listed = [
+            without_output_schema(by_name[pair]).model_copy(update={"name": name}) for name, pair in names.items()
+        ]
         # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
         self._visible = visible
         self.key = _key(visible)
@@ -222,6 +225,9 @@ class DirectFace:
         if status is not None and status.status is ServerState.DISCONNECTED:
             # It lost its connection, so it lists no tools: the call path tries to reconnect it.
             raise status.unavailable(name[len(mcp_name(status.name)) + len(self._separator) :])
+        held = max((h for h in registry.held if name.startswith(mcp_name(h) + self._separator)), key=len, default=None)
+        if held is not None:  # listed nowhere, but named: an operator holds it for review
+            raise ServerHeld(held, registry.held[held])
         raise UnknownTool(self.catalogue().unknown(name))
 
     def _server_of(self, name: str) -> str | None:
@@ -260,8 +266,10 @@ def build_direct_server(
     ``management`` is what its management tools let a model do (``direct.management``)."""
     face = DirectFace(gateway, separator, management)
     server = face_server(
+        "direct",
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,

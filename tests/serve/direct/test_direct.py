@@ -32,6 +32,7 @@ from mcp.types import SERVER_INFO_META_KEY
 from onetool.control import EXECUTION_ENV
 from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
+from onetool.serve.direct._cache import OUTPUT_SCHEMA_NOTE, keeps_output_schema
 from onetool.text import unseen
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients
@@ -255,17 +256,22 @@ async def test_lists_management_tools_then_every_visible_upstream_tool(direct: D
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_definitions_are_the_upstreams_own(direct: Direct, mode: str) -> None:
-    """Title, description, schemas, icons, _meta and every annotation, as the upstream lists them."""
+    """Title, description, schemas, icons, _meta and every annotation, as the upstream lists them; but an
+    outputSchema no cut result would match, which is left out and said so (a cut result stays a success)."""
     async with direct.client(mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         # `execution` exists only in the 2025-11-25 era: a 2026-era client cannot be sent it.
         differ_by_era = {"name"} | ({"execution"} if client.protocol_version == "2026-07-28" else set())
-    compared = 0
+    compared = dropped = 0
     for server, spec in (("everything", EVERYTHING), ("time", TIME)):
         async with upstream(spec, mode) as up:
             originals = (await up.list_tools()).tools
         for original in originals:
             mine = listed[f"{server}:{original.name}"]
+            if original.output_schema is not None and not keeps_output_schema(original.output_schema):
+                assert mine.output_schema is None and (mine.description or "").endswith(OUTPUT_SCHEMA_NOTE)
+                dropped += 1
+                original = original.model_copy(update={"output_schema": None, "description": mine.description})
             assert mine.model_dump(exclude=differ_by_era) == original.model_dump(exclude=differ_by_era), original.name
             for hint in ("title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
                 theirs = getattr(original.annotations, hint, None)
@@ -275,7 +281,7 @@ async def test_definitions_are_the_upstreams_own(direct: Direct, mode: str) -> N
     # The fixtures do use the fields compared above.
     annotated = [t for n, t in listed.items() if n.startswith("everything:") and t.annotations]
     assert any(t.annotations and t.annotations.read_only_hint for t in annotated)
-    assert any(t.output_schema for n, t in listed.items() if n.startswith(("everything:", "time:")))
+    assert dropped >= 2  # time:get_current_time and everything:get-structured-content declare one
 
 
 CALLS = [
@@ -489,6 +495,9 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
         "http": {"enable_direct_endpoint": True, "direct_separator": "__"},
         "servers": {LONG: {**FAULT, "env": {"ONETOOL_TEST_MARKER": marker}}},
     }
+    # Every tool the fixture lists, as it lists them: each keeps a name of its own once shortened.
+    async with Client(StdioServerParameters(command=FAULT["command"], args=FAULT["args"])) as fixture:
+        expected = len((await fixture.list_tools()).tools)
     served = start_http_gateway(tmp_path, config, marker)
     try:
         async with Client(direct_url(served), read_timeout_seconds=60) as client:
@@ -496,7 +505,7 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
             strict = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
             assert all(strict.match(t.name) for t in tools), [t.name for t in tools]
             upstream_tools = [t for t in tools if t.name.startswith(LONG[:40])]
-            assert len(upstream_tools) == 16 and len({t.name for t in upstream_tools}) == 16
+            assert len(upstream_tools) == expected and len({t.name for t in upstream_tools}) == expected
             # echo is the read-only tool with a `message` argument; its shortened name leads back to it exactly.
             (echo,) = [
                 t
@@ -629,9 +638,11 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
 
         # Connected for review, yet neither listed nor callable on any face.
         assert not any(n.startswith("newfx:") for n in await names(clients.modern))
+        held = "server 'newfx' is unavailable: held for review by an operator (quarantined)"
         refused = await clients.modern.call_tool("newfx:weather", {"city": "x"})
-        assert refused.is_error and "unknown tool 'newfx:weather'" in text_of(refused)
-        assert (await clients.modern.call_tool("run", {"code": "newfx.weather(city='x')"})).is_error
+        assert refused.is_error and text_of(refused).startswith(held)
+        ran = await clients.modern.call_tool("run", {"code": "newfx.weather(city='x')"})
+        assert ran.is_error and held in text_of(ran)
         await anyio.to_thread.run_sync(direct.admin, "/admin/servers/newfx", "DELETE")
         after = await call_json(clients.modern, "upstream_servers", {"operation": "list"})
         assert "newfx" not in [s["name"] for s in after["servers"]]

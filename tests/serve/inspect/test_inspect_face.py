@@ -365,8 +365,8 @@ async def admin_action(served: ServedGateway, server: str, action: str) -> dict[
 
 
 async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_path: Path) -> None:
-    """Quarantine through the admin API: the server leaves inspect's description, inspect and exec answer as for
-    an unknown server (no upstream call is made), and every client hears it; approval brings it back."""
+    """Quarantine through the admin API: the server leaves inspect's description, inspect and exec answer that an
+    operator holds it for review (no upstream call is made), and every client hears it; approval brings it back."""
     config = {**SMALL_CONFIG, "http": {"enable_inspect_endpoint": True}}
     served = start_http_gateway(tmp_path, config, f"quar-{uuid.uuid4().hex}")
     current_time = {"server_name": "time", "tool_name": "get_current_time", "arguments": {"timezone": "UTC"}}
@@ -382,10 +382,10 @@ async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_pat
                 description = await described(client)
                 assert "Server: time" not in description and "get_current_time" not in description
                 assert "  Server: fx - fault fixture server, mode ok\n" in description
-            unknown = "unknown server 'time'. Available servers: fx, proxy"
+            held = "server 'time' is unavailable: held for review by an operator (quarantined)"
             for tool, arguments in (("inspect", {"server_name": "time"}), ("exec", current_time)):
                 refused = await clients.legacy.call_tool(tool, arguments)
-                assert refused.is_error and text_of(refused).startswith(unknown), text_of(refused)
+                assert refused.is_error and text_of(refused).startswith(held), text_of(refused)
             assert tool_calls(served, "time", "get_current_time") == calls
 
             clients.drain()
