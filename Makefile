@@ -2,6 +2,11 @@
 # The newest CPython the machine can start (3.13, then 3.12, then 3.11): the sandbox forks a fresh worker per run,
 # which costs less on a newer interpreter. `make PYTHON=python3.11 ...` picks one by hand.
 PYTHON ?= $(shell scripts/newest-python)
+# `make test` also runs the sandbox, its hostile corpus and one face end to end on the oldest supported CPython (3.11)
+# when the machine has it, in a virtualenv of its own: confinement must hold on every interpreter OneTool runs on.
+OLDEST ?= $(shell scripts/oldest-python)
+OLD_VENV := .venv-oldest
+OLDEST_SUBSET := tests/sandbox tests/gateway/test_hostile_gateway.py tests/serve/test_run_face.py
 VENV   := .venv
 BIN    := $(VENV)/bin
 NODE_SERVERS := tests/node_modules/.package-lock.json
@@ -10,7 +15,7 @@ DIST   ?= dist
 PORT   ?= 8765
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test bench lint clean wheel
+.PHONY: install run test test-oldest bench lint clean wheel
 
 install: $(VENV)/.installed $(NODE_SERVERS)
 
@@ -42,6 +47,19 @@ test: install $(WHEELHOUSE)
 	$(BIN)/mypy onetool sandbox
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(MAKE) --no-print-directory test-oldest
+
+test-oldest: $(NODE_SERVERS)
+	@if [ -z "$(OLDEST)" ]; then echo "make: no CPython 3.11 on this machine: the oldest-interpreter subset did not run"; \
+	elif [ "$$($(OLDEST) -c 'import sys; print(sys.prefix)')" = "$$($(BIN)/python -c 'import sys; print(sys.base_prefix)')" ]; then \
+	    echo "make: the suite ran on the oldest supported CPython already"; \
+	else \
+	    echo "make: the sandbox subset on $$($(OLDEST) -c 'import sys; print(sys.executable, sys.version.split()[0])')"; \
+	    [ -f $(OLD_VENV)/.installed ] && [ $(OLD_VENV)/.installed -nt pyproject.toml ] || { \
+	        $(OLDEST) -m venv $(OLD_VENV) && $(OLD_VENV)/bin/pip install --quiet --upgrade pip \
+	        && $(OLD_VENV)/bin/pip install --quiet -e '.[dev]' && touch $(OLD_VENV)/.installed; } \
+	    && PATH="$(CURDIR)/$(OLD_VENV)/bin:$$PATH" $(OLD_VENV)/bin/pytest -q -n 2 --dist loadfile $(OLDEST_SUBSET); \
+	fi
 
 bench: install
 	$(BIN)/python -m bench
@@ -53,4 +71,4 @@ lint: install
 	$(BIN)/lint-imports --no-cache
 
 clean:
-	rm -rf $(VENV) tests/node_modules .wheels dist
+	rm -rf $(VENV) $(OLD_VENV) tests/node_modules .wheels dist

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import anyio
@@ -13,6 +15,10 @@ import anyio.to_thread
 from mcp import Client
 
 from tests.processes import start_and_read_line, stop
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "onetool-bench"
+"""Where benches keep the venvs of what they compare OneTool with (made by the first bench that needs one: installing
+takes a minute)."""
 
 
 class Row(NamedTuple):

@@ -47,7 +47,7 @@ async def run() -> list[Row]:
         env = {**os.environ, "ONETOOL_STATE_DIR": str(folder / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "run")}
         alone = {**env, "ONETOOL_RUNTIME_DIR": str(folder / "no-gateway")}
         standalone = _wall(["run", "--config", str(ROOT / "onetool.yaml"), "-c", "1+1"], alone, 3)
-        command = [ONETOOL, "serve", "--http", "--config", str(config), "--log-level", "WARNING"]
+        command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"]
         with serving(command, env) as url:
             token = json.loads((folder / "run" / "gateway.json").read_text())["admin_token"]
             attached = _wall(["run", "-c", "1+1"], env, 20)

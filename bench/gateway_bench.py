@@ -69,7 +69,7 @@ def _gateway_pid() -> int:
     return int(out.stdout.split()[0])
 
 
-_DEPENDENCIES = "mcp, sqlalchemy.ext.asyncio, aiosqlite, jsonschema"
+_DEPENDENCIES = "mcp, sqlalchemy.ext.asyncio, aiosqlite, jsonschema_rs"
 """The libraries DESIGN builds the gateway on (the MCP SDK, the state store's stack, argument validation)."""
 
 

@@ -4,7 +4,9 @@ Each payload runs through `onetool serve --http` (sandbox.max_concurrent_runs 4,
 payloads reach the host), once alone and as 4 copies
 at once, while a second client times `1+1` and `tools/list` back to back. Figures: the worst `1+1` and
 `tools/list` the second client saw, the gateway's own CPU in the 1.5 s after the payload ended (its workers
-are other processes), and the gateway's peak RSS over idle. Targets from the host-trust issue.
+are other processes), the gateway's peak RSS over idle, and the worst call another client made to the payload's
+upstream (`fx.list_sites()`) in the 5 s after: one run must not make a shared upstream unusable to others.
+Targets from the host-trust issues.
 """
 
 from __future__ import annotations
@@ -24,16 +26,21 @@ from bench.gateway_bench import ONETOOL
 from onetool.state.paths import ENV_RUNTIME_DIR, ENV_STATE_DIR
 from tests.conftest import FIXTURES
 
-FAULT = {"command": sys.executable, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
+FAULT = {"command": sys.executable, "args": [str(FIXTURES / "fault_server.py"), "ok"], "timeout": 3}
+"""The fault fixture with a hosted upstream's 3 s timeout: a call it cannot answer in time fails."""
 PAYLOADS = {
     "f-string of 33,000 fields": "f'" + "{1}" * 33_000 + "'",
     "arguments of 2,000 values x16": "for i in range(16):\n    fx.count(items=[str(i)] * 1999 + [1])",
     "400,000 keyword names": "fx.echo(**{f'k{i}': 1 for i in range(400_000)})",
     "2 million empty dicts": "[{} for _ in range(2_000_000)]",
     "300,000 tiny floats": "[1.2345678901234567e-300] * 300_000",
+    "a million items breaking their schema": "fx.create_orders(orders=[{}] * 1_000_000)",
+    "90,000 items breaking their schema": "fx.create_orders(orders=[{}] * 90_000)",
 }
 AFTER = 1.5
 """Seconds after a payload ends in which the gateway's CPU is counted."""
+UPSTREAM_AFTER = 5.0
+"""Seconds after a payload ends in which another client calls the payload's upstream."""
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -69,6 +76,20 @@ def _gateway_pid(port: str) -> int:
             except OSError:
                 continue
     raise RuntimeError(f"no process listens on port {port}")
+
+
+async def _upstream_after(url: str) -> tuple[float, int]:
+    """The worst `fx.list_sites()` another client saw in UPSTREAM_AFTER seconds (s), and how many failed."""
+    worst, failed = 0.0, 0
+    async with Client(url, mode="legacy", read_timeout_seconds=120) as other:
+        ends = time.perf_counter() + UPSTREAM_AFTER
+        while time.perf_counter() < ends:
+            start = time.perf_counter()
+            result = await other.call_tool("run", {"code": "fx.list_sites()"})
+            worst = max(worst, time.perf_counter() - start)
+            failed += result.is_error
+            await anyio.sleep(0.1)
+    return worst, failed
 
 
 async def _attack(url: str, pid: int, code: str, copies: int) -> tuple[float, float, float, float, bool]:
@@ -129,6 +150,7 @@ async def run() -> list[Row]:
             for name, code in PAYLOADS.items():
                 for copies in (1, 4):
                     run_s, list_s, cpu, rss, errored = await _attack(url, pid, code, copies)
+                    upstream_s, failed = await _upstream_after(url)
                     area = f"hostile: {name} x{copies}" + (" (refused)" if errored else "")
                     rows += [
                         Row(area, "worst 1+1 / tools/list", f"{run_s:.2f} / {list_s:.2f} s", "<= 2.5 / 0.5 s"),
@@ -137,6 +159,12 @@ async def run() -> list[Row]:
                             f"gateway CPU in {AFTER} s after / RSS over idle",
                             f"{cpu:.2f} s / {rss:+.0f} MB",
                             "<= 0.4 s / +300 MB",
+                        ),
+                        Row(
+                            area,
+                            f"worst fx.list_sites() in {UPSTREAM_AFTER:.0f} s after (failed)",
+                            f"{upstream_s:.2f} s ({failed})",
+                            "<= 0.5 s (0)",
                         ),
                     ]
     return rows

@@ -7,12 +7,18 @@ Three MCP servers over stdio, each with its own copy of the fault fixture server
 - OneTool 2.2.2 (PyPI's `onetool-mcp`; PyPI's `onetool` is an unrelated package), installed by this bench in a
   venv of its own, never as a dependency, with the same upstream: `run('1+1')` and one proxied call. It runs
   snippets in its own process, with no isolation.
+- FastMCP 4.2.3's CodeMode (`fastmcp[code-mode]`: a proxy of the same upstream, one upstream session kept, with
+  its CodeMode transform), the other Python code-mode gateway a user would consider, in a venv of its own
+  (bench/codemode.py): the same `1+1` and one proxied call, as its `execute` tool's async snippets. It runs them
+  in pydantic-monty, a Python subset interpreted in its own process.
 
-Wall time: every figure is the best median of ROUNDS rounds, the three servers taking turns within each round
+Wall time: every figure is the best median of ROUNDS rounds, the servers taking turns within each round
 (in the opposite order in the next), back to back and spaced like an agent's runs. Counts, which a noisy
 machine does not blur: CPU and minor page faults per run of each process, back to back (the gateway itself;
 the sandbox, that is its fork-servers with every worker they reaped; the upstream). Memory: the gateway's RSS
-after all those runs beside the floor of importing the libraries it is built on.
+after all those runs beside the floor of importing the libraries it is built on, and every process each code-mode
+gateway started but its upstream, beside FastMCP's (RSS, which counts a page once in each process that maps it,
+and PSS, which shares it out among them: the sum of PSS is what the tree costs the machine).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import anyio
 import yaml
 from mcp import Client, StdioServerParameters
 
-from bench import Row, ms
+from bench import CACHE, Row, codemode, ms
 from bench.gateway_bench import _DEPENDENCIES, ONETOOL, ROOT, _imports_rss_kb, _rss_kb
 
 FAULT_SERVER = ROOT / "tests/fixtures/fault_server.py"
@@ -48,8 +54,7 @@ ONE_CALL = "fx.echo(message='x')"
 TEN_CALLS = "[fx.echo(message=str(i)) for i in range(10)]"
 
 OLD_RELEASE = "onetool-mcp==2.2.2"
-OLD_VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "onetool-bench" / "onetool-mcp-2.2.2"
-"""Made by the first bench that needs it and kept: installing takes a minute."""
+OLD_VENV = CACHE / "onetool-mcp-2.2.2"
 _TICK = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -212,6 +217,7 @@ def _text(result: Any) -> str:
 async def run() -> list[Row]:
     rows: list[Row] = []
     old_onetool, missing = _install_old_release()
+    codemode_python, codemode_missing = codemode.install()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         config = folder / "onetool.yaml"
@@ -247,9 +253,12 @@ async def run() -> list[Row]:
                 ),
             ]
             await _until_connected(servers[1].calls["call"], lambda result: result.is_error)
-            async with _OldClient(old_onetool, old_params) as old:
-                if old is not None:
-                    servers.append(old)
+            upstream = [PYTHON, str(FAULT_SERVER), "ok"]
+            async with (
+                _OldClient(old_onetool, old_params) as old,
+                _CodeModeClient(codemode_python, upstream) as fastmcp,
+            ):
+                servers += [server for server in (old, fastmcp) if server is not None]
                 for server in servers:
                     for call in server.calls.values():
                         await _samples(call, 20, 0)
@@ -259,8 +268,10 @@ async def run() -> list[Row]:
                             split = _gateway_parts if server.name == "OneTool" else _whole
                             for label in server.calls:
                                 await server.measure(label, mode, split)
-            rss = _rss_kb(servers[1].pid)
-    rows += _rows(servers, missing)
+                rss = _rss_kb(servers[1].pid)
+                memory = {server.name: _footprint(server.pid) for server in servers[1:]}
+    rows += _rows(servers, missing, codemode_missing)
+    rows += _memory_rows(memory)
     floor_rss = _imports_rss_kb(_DEPENDENCIES)
     rows.append(
         Row(
@@ -292,36 +303,75 @@ class _OldClient:
 
         calls = {"1+1": calling("1+1"), "call": calling(ONE_CALL)}
         await _until_connected(calls["call"], lambda result: "echo: x" not in _text(result))
-        return _Server("2.2.2", _child_of(os.getpid(), b"onetool-mcp-2.2.2"), calls)
+        return _Server(OLD, _child_of(os.getpid(), b"onetool-mcp-2.2.2"), calls)
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
             await self._client.__aexit__(*exc)
 
 
-def _rows(servers: list[_Server], missing: str) -> list[Row]:
+class _CodeModeClient:
+    """A client of FastMCP 4.2.3's CodeMode in front of ``upstream``, as a _Server; None if it is not installed."""
+
+    def __init__(self, python: Path | None, upstream: list[str]) -> None:
+        self._client = Client(codemode.stdio_server(python, upstream), mode="legacy") if python is not None else None
+
+    async def __aenter__(self) -> _Server | None:
+        if self._client is None:
+            return None
+        client = await self._client.__aenter__()
+
+        def calling(code: str) -> Callable[[], Awaitable[Any]]:
+            return lambda: client.call_tool("execute", {"code": code})
+
+        calls = {"1+1": calling(codemode.ONE_PLUS_ONE), "call": calling(codemode.ONE_CALL)}
+        await _until_connected(calls["call"], lambda result: "echo: x" not in _text(result))
+        return _Server(CODEMODE, _child_of(os.getpid(), str(codemode.SERVER).encode()), calls)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.__aexit__(*exc)
+
+
+OLD, CODEMODE = "2.2.2", "FastMCP CodeMode"
+_RIVALS = {
+    OLD: ("0.5x", f"OneTool 2.2.2 ({OLD_RELEASE})"),
+    CODEMODE: ("< 1x", f"FastMCP CodeMode ({codemode.RELEASE})"),
+}
+"""Each gateway OneTool is set beside: the target of OneTool's ratio to it, and what it is."""
+
+
+def _rows(servers: list[_Server], missing: str, codemode_missing: str) -> list[Row]:
     floor, gateway = servers[0], servers[1]
-    old = servers[2] if len(servers) > 2 else None
+    rivals = {server.name: server for server in servers[2:]}
     rows: list[Row] = []
-    if old is None:
-        rows.append(Row("hot path", f"OneTool 2.2.2 ({OLD_RELEASE}): NOT MEASURED, could not install it", missing))
+    for name, why in ((OLD, missing), (CODEMODE, codemode_missing)):
+        if name not in rivals:
+            rows.append(Row("hot path", f"{_RIVALS[name][1]}: NOT MEASURED, could not install it", why))
     for mode in ("back to back", "spaced"):
         bare = floor.best["call", mode]
         base, one = gateway.best["1+1", mode], gateway.best["call", mode]
         ten = gateway.best["ten calls", mode]
         rows.append(Row("hot path", f"floor: a bare Python MCP tool call over stdio, {mode}", ms(bare)))
-        rows.append(
-            Row("hot path", f"run('1+1') end to end, {mode}: OneTool / 2.2.2", _beside(base, old, "1+1", mode), "0.5x")
-        )
-        rows.append(Row("hot path", f"run('1+1') over the floor, {mode}", _over(base - bare, 1.5), "<= +1.5 ms"))
-        rows.append(
-            Row(
-                "hot path",
-                f"a proxied call's overhead over the direct call, {mode}: OneTool / 2.2.2",
-                _beside(one - bare, old, "call", mode, bare),
-                "0.5x",
+        for name, rival in rivals.items():
+            target = _RIVALS[name][0]
+            rows.append(
+                Row(
+                    "hot path",
+                    f"run('1+1') end to end, {mode}: OneTool / {name}",
+                    _beside(base, rival, "1+1", mode),
+                    target,
+                )
             )
-        )
+            rows.append(
+                Row(
+                    "hot path",
+                    f"a proxied call's overhead over the direct call, {mode}: OneTool / {name}",
+                    _beside(one - bare, rival, "call", mode, bare),
+                    target,
+                )
+            )
+        rows.append(Row("hot path", f"run('1+1') over the floor, {mode}", _over(base - bare, 1.5), "<= +1.5 ms"))
         rows.append(
             Row(
                 "hot path",
@@ -343,13 +393,13 @@ def _rows(servers: list[_Server], missing: str) -> list[Row]:
         parts = gateway.usage[label]
         split = ", ".join(f"{part} {ms(usage.cpu / runs)} / {usage.faults / runs:.0f}" for part, usage in parts.items())
         rows.append(Row("hot path", f"{what}, back to back: CPU / page faults per run", split))
-        if old is not None:
-            usage = old.usage[label]["process tree"]
+        for name, rival in rivals.items():
+            usage = rival.usage[label]["process tree"]
             rows.append(
                 Row(
                     "hot path",
-                    "the same on 2.2.2 (its process tree)",
-                    f"{ms(usage.cpu / old.runs[label])} / {usage.faults / old.runs[label]:.0f}",
+                    f"the same on {name} (its process tree, its upstream included)",
+                    f"{ms(usage.cpu / rival.runs[label])} / {usage.faults / rival.runs[label]:.0f}",
                 )
             )
     usage = floor.usage["call"]["process tree"]
@@ -363,10 +413,49 @@ def _rows(servers: list[_Server], missing: str) -> list[Row]:
     return rows
 
 
-def _beside(ours: float, old: _Server | None, label: str, mode: str, minus: float = 0.0) -> str:
-    if old is None:
-        return f"{ms(ours)} / not measured"
-    theirs = old.best[label, mode] - minus
+def _footprint(pid: int) -> tuple[int, int, int]:
+    """Resident KiB of ``pid`` and every process it started but its upstream: RSS summed, PSS summed, processes."""
+    children = _children()
+    rss = pss = count = 0
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            if Path(f"/proc/{current}/cmdline").read_bytes().split(b"\0")[1:2] == [str(FAULT_SERVER).encode()]:
+                continue  # the upstream itself (FastMCP's own command line names it too, as an argument)
+            fields = {
+                key: int(value.split()[0])
+                for key, _, value in (
+                    line.partition(":") for line in Path(f"/proc/{current}/smaps_rollup").read_text().splitlines()
+                )
+                if key in ("Rss", "Pss")
+            }
+        except OSError:
+            continue
+        rss, pss, count = rss + fields["Rss"], pss + fields["Pss"], count + 1
+        stack.extend(children.get(current, []))
+    return rss, pss, count
+
+
+def _memory_rows(memory: dict[str, tuple[int, int, int]]) -> list[Row]:
+    """Every code-mode gateway's processes (its upstream aside), after the same runs."""
+    rows = []
+    theirs = memory.get(CODEMODE)
+    for name, (rss, pss, count) in memory.items():
+        versus = f" ({pss / theirs[1]:.2f}x FastMCP's PSS)" if theirs is not None and name != CODEMODE else ""
+        rows.append(
+            Row(
+                "hot path",
+                f"memory of {name}'s {count} processes, its upstream aside: RSS / PSS summed",
+                f"{rss / 1024:.1f} / {pss / 1024:.1f} MiB{versus}",
+                "PSS <= FastMCP's" if name == "OneTool" else "",
+            )
+        )
+    return rows
+
+
+def _beside(ours: float, rival: _Server, label: str, mode: str, minus: float = 0.0) -> str:
+    theirs = rival.best[label, mode] - minus
     return f"{ms(ours)} / {ms(theirs)} ({ours / theirs:.2f}x)"
 
 

@@ -49,7 +49,17 @@ def _pair(folder: Path, state_url: str) -> Iterator[tuple[str, str]]:
             home.mkdir()
             (home / "onetool.yaml").write_text(yaml.safe_dump(config))
             env = {**os.environ, "ONETOOL_STATE_DIR": str(home / "state"), "ONETOOL_RUNTIME_DIR": str(home / "run")}
-            command = [ONETOOL, "serve", "--http", "--config", str(home / "onetool.yaml"), "--log-level", "WARNING"]
+            command = [
+                ONETOOL,
+                "serve",
+                "--http",
+                "--port",
+                "0",
+                "--config",
+                str(home / "onetool.yaml"),
+                "--log-level",
+                "WARNING",
+            ]
             urls.append(stack.enter_context(serving(command, env)))
         yield urls[0], urls[1]
 

@@ -32,7 +32,7 @@ def _config(folder: Path) -> Path:
 def _health_after(config: Path) -> tuple[float, float]:
     """Seconds from the start until the URL was printed, and until /health answered 200."""
     start = time.perf_counter()
-    with serving([ONETOOL, "serve", "--http", "--config", str(config), "--log-level", "WARNING"]) as url:
+    with serving([ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"]) as url:
         printed = time.perf_counter() - start
         with urllib.request.urlopen(url.replace("/mcp", "/health"), timeout=30) as answer:
             assert answer.status == 200

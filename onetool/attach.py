@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from onetool import discovery
-from onetool.errors import AttachError, NotRunning
+from onetool.errors import AttachError, NotRunning, SeveralGateways
 
 __all__ = ["ACTOR_HEADER", "ENV_ADMIN_TOKEN", "ENV_URL", "TIMEOUT", "Target", "find", "server_path"]
 
@@ -134,10 +134,9 @@ def _only_gateway() -> discovery.Discovery | None:
     running = discovery.running()
     if len(running) > 1:
         listed = "; ".join(f"{g.url} ({g.config or 'no config'})" for g in running)
-        raise AttachError(
+        raise SeveralGateways(
             f"no config file here (--config, $ONETOOL_CONFIG or ./onetool.yaml) and {len(running)} gateways are "
-            f"running: {listed}; name one with --config FILE or --url URL",
-            400,
+            f"running: {listed}; name one with --config FILE or --url URL"
         )
     return running[0] if running else None
 

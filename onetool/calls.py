@@ -35,7 +35,7 @@ from onetool import metrics
 from onetool.errors import ModelError, ToolFailed, UnknownPack, UnknownTool, UpstreamError, UpstreamUnavailable
 from onetool.logs import LogSpan, logger
 from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
-from onetool.registry.schema import count_nodes
+from onetool.registry.schema import ArgumentCap, CheckBudget, count_nodes
 from onetool.search import ToolIndex
 from onetool.upstream import ServerState
 
@@ -97,7 +97,7 @@ class Calls:
         except UpstreamUnavailable as e:
             with LogSpan("proxy.tool.call", server=e.server, tool=tool, resultLength=0) as span:
                 span.add(status="FAILED", errorType=type(e).__name__, errorMessage=str(e))
-            metrics.observe_call(span.fields)
+            metrics.observe_call(span.fields, *self.pool.metric_labels(e.server, tool))
             raise
 
     async def _find(self, lookup: Lookup[T], server: str | None) -> T:
@@ -125,16 +125,21 @@ class Calls:
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
         on_elicit: Elicit | None = None,
+        budget: CheckBudget | None = None,
     ) -> Any:
         """Call ``target`` with a snippet's arguments: its plain JSON-able value, or a ModelError (an upstream's
         ``isError`` result is a ToolFailed). ``label`` names the call in argument errors (default: the tool's
-        signature)."""
+        signature); ``budget`` is what the gateway may still check of the run's arguments (see :meth:`result`)."""
         if isinstance(target, UpstreamTool):
-            result = await self.result(target, args, kwargs, label=label, on_progress=on_progress, on_elicit=on_elicit)
+            result = await self.result(
+                target, args, kwargs, label=label, on_progress=on_progress, on_elicit=on_elicit, budget=budget
+            )
             return target.value(result)
         if not isinstance(target, LocalTool):
             raise TypeError(f"not a tool the gateway can call: {target!r}")
-        context = self.context if on_elicit is None else replace(self.context, elicit=on_elicit)
+        context = self.context
+        if on_elicit is not None or budget is not None:
+            context = replace(context, elicit=on_elicit, budget=budget)
         try:
             return await target.call(args, kwargs, context)
         except ModelError:
@@ -152,10 +157,17 @@ class Calls:
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
         on_elicit: Elicit | None = None,
+        budget: CheckBudget | None = None,
     ) -> types.CallToolResult:
-        """Call the upstream tool ``target``: its result as the upstream sent it (``isError`` included)."""
+        """Call the upstream tool ``target``: its result as the upstream sent it (``isError`` included).
+
+        Its arguments are checked against the tool's schema before anything is sent, within bounds (the server's
+        ``max_argument_mb``, a cap of values per call, and the run's ``budget`` when the call is part of a run):
+        what cannot be checked within them is refused with an ArgumentError saying which bound."""
         label = label or target.signature
-        bound = await target.schema.bind(label, args, kwargs)
+        max_bytes = self.pool.max_argument_bytes(target.server)
+        cap = None if max_bytes is None else ArgumentCap(max_bytes, f"servers.{target.server}.max_argument_mb")
+        bound = await target.schema.bind(label, args, kwargs, cap=cap, budget=budget)
         try:
             return await self.pool.call(
                 target.server, target.remote_name, bound, on_progress=on_progress, on_elicit=on_elicit
@@ -164,7 +176,7 @@ class Calls:
             raise
         except Exception as e:  # a failure of no kind the pool knows: its traceback is on the call's log record
             message = f"{label} failed inside the gateway ({type(e).__name__}); its log has the details"
-            raise UpstreamError(message, server=target.server, tool=target.remote_name) from None
+            raise UpstreamError(message, server=target.server, tool=target.remote_name, origin="host") from None
 
     async def settled(self, server: str) -> bool:
         """Whether ``server`` was still making its first connection attempt; if so, return once the registry no
@@ -219,6 +231,9 @@ class PackContext:
     elicit: Elicit | None = None
     """Who answers an upstream's question (elicitation) during this call: the client of the run it is part of, to
     pass on to the calls the pack makes for it (``proxy.call`` does); None: nobody is there to ask."""
+    budget: CheckBudget | None = None
+    """What the gateway may still check of the arguments of the run this call is part of, to pass on to the
+    calls the pack makes for it (``proxy.call`` does); None: the call is no run's."""
 
 
 async def shaped(shape: Callable[[T], types.CallToolResult], value: T, size: int) -> types.CallToolResult:

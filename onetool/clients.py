@@ -10,14 +10,14 @@ for the strict validation to judge. Error messages then name the key as the file
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onetool.errors import ConfigError
 
-__all__ = ["MCP_SERVERS", "Converted", "Loc", "convert"]
+__all__ = ["MCP_SERVERS", "Converted", "Loc", "convert", "is_onetool", "onetool_serve_options"]
 
 MCP_SERVERS = "mcpServers"
 
@@ -87,8 +87,33 @@ def convert(raw: Mapping[str, Any], path: Path, *, settings: Collection[str]) ->
     for name, server in servers.items():
         if not isinstance(server, Mapping):
             raise ConfigError(f"{path}: {MCP_SERVERS}.{name}: expected a mapping (command/args or url)")
+        if is_onetool(str(name), server):
+            # The entry the README has users add to their client: OneTool itself, not one of its upstreams.
+            out.dropped.append(f"{MCP_SERVERS}.{name} (OneTool itself: the client's entry for it)")
+            continue
         out.raw["servers"][name] = _server(str(name), server, path, out)
     return out
+
+
+def onetool_serve_options(command: str, args: Sequence[str]) -> list[str] | None:
+    """The options after ``serve`` when ``command args`` runs ``onetool serve`` (also as ``python -m onetool``,
+    ``uvx onetool``, a virtualenv's ``.venv/bin/onetool``), else None."""
+    words = [Path(command).name, *args]
+    start = next((i for i, word in enumerate(words) if Path(word).name == "onetool"), None)
+    if start is None or words[start + 1 : start + 2] != ["serve"]:
+        return None
+    return words[start + 2 :]
+
+
+def is_onetool(name: str, server: Mapping[str, Any]) -> bool:
+    """Whether a client's entry is OneTool itself: it runs ``onetool serve``, or it is the URL the README has
+    clients add under the name ``onetool`` (``claude mcp add --transport http onetool http://127.0.0.1:8765/mcp``)."""
+    command, args = server.get("command"), server.get("args", [])
+    if command is None:
+        return name.lower() == "onetool" and any(key in server for key in ("url", "serverUrl", "httpUrl"))
+    if not isinstance(command, str) or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return False  # validation says what is wrong with it
+    return onetool_serve_options(command, args) is not None
 
 
 def _server(name: str, server: Mapping[str, Any], path: Path, out: Converted) -> dict[str, Any]:

@@ -63,8 +63,8 @@ def running() -> list[Discovery]:
 
 
 def generate_token() -> str:
-    """A fresh admin token (256 bits, URL-safe)."""
-    return secrets.token_urlsafe(32)
+    """A fresh admin token (256 bits, hex): never starting with ``-``, so ``--token VALUE`` parses in every shell."""
+    return secrets.token_hex(32)
 
 
 def write(url: str, admin_token: str, config: Path | None) -> Path | None:

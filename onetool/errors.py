@@ -3,6 +3,7 @@
     OneToolError
     ├── ModelError          the message is meant for the model: it reaches the snippet and the run's result
     │   ├── UnknownPack, UnknownTool, ArgumentError, ToolFailed
+    │   ├── ServerHeld      an operator holds the server for review (quarantined or proposed)
     │   └── UpstreamError
     │       ├── UpstreamUnavailable
     │       └── UpstreamTimeout
@@ -11,16 +12,21 @@
     │   ├── StoreUnreachable  its server cannot be reached now: `onetool serve --http` waits for it, unready
     │   └── ServerExists    a server of that name was already added at run time
     ├── ServeError          the gateway cannot serve (port in use, unsafe bind)
+    │   └── PortInUse       the port to listen on is taken
+    ├── AttachError         the running gateway refused the CLI's request
+    │   └── SeveralGateways   no config names the gateway, and several run
     └── BridgeError         ``onetool bridge`` refused a request; ``status`` is its HTTP status (400 ... 500)
         └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
 
 Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
-subclass), so snippet code can catch a timeout or an unavailable server by type.
+subclass), so snippet code can catch a timeout or an unavailable server by type, with its `origin`: "tool" when
+the tool itself failed (its error result, its server's error answer, a local pack's exception), "host" when
+OneTool decided (names, arguments, availability, timeouts).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sandbox.protocol import errors as snippet
 from sandbox.protocol.api import RunError
@@ -38,9 +44,12 @@ __all__ = [
     "ModelError",
     "NotRunning",
     "OneToolError",
+    "PortInUse",
     "RunError",
     "ServeError",
     "ServerExists",
+    "ServerHeld",
+    "SeveralGateways",
     "StateError",
     "StoreUnreachable",
     "ToolFailed",
@@ -83,6 +92,15 @@ class ServeError(OneToolError):
     """A startup problem worth a one-line message: port in use, unsafe bind, ..."""
 
 
+class PortInUse(ServeError):
+    """The port to listen on is taken: the command that chose it says how to choose another."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} is already in use on {host}")
+        self.host = host
+        self.port = port
+
+
 class ControlError(OneToolError):
     """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
 
@@ -110,11 +128,22 @@ class NotRunning(OneToolError):
     """No gateway answers at the URL (connection refused): the caller falls back to working without one."""
 
 
+class SeveralGateways(AttachError):
+    """No config file names the gateway to use, and several run: the CLI does not guess (status 400)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 400)
+
+
 class ModelError(OneToolError):
     """A pack call that cannot be made or failed; the message is meant for the model."""
 
     snippet_type: ClassVar[type[snippet.ToolError]] = snippet.ToolError
     """The sandbox exception the snippet sees."""
+    origin: Literal["host", "tool"] = "host"
+    """Who failed the call: OneTool ("host") or the tool ("tool"); the snippet's ToolError carries it."""
+    server: str | None = None
+    """The configured server the error is about, when it names one."""
 
 
 class UnknownPack(ModelError):
@@ -131,17 +160,39 @@ class ArgumentError(ModelError):
     snippet_type = snippet.ArgumentError
 
 
+class ServerHeld(ModelError):
+    """A call to a server an operator holds for review: quarantined, or proposed and not approved yet. Its tools
+    are shown nowhere, and no reconnect changes that; the snippet catches it as ToolUnavailable."""
+
+    snippet_type = snippet.ToolUnavailable
+
+    def __init__(self, server: str, state: str) -> None:
+        super().__init__(
+            f"server '{server}' is unavailable: held for review by an operator ({state}); its tools are served once "
+            "an operator approves it"
+        )
+        self.server = server
+
+
 class ToolFailed(ModelError):
     """The tool ran and reported an error (an `isError` result, or a local pack's exception)."""
 
+    origin = "tool"
+
 
 class UpstreamError(ModelError):
-    """An upstream call failed: the upstream answered with a JSON-RPC error, or the transport broke."""
+    """An upstream call failed: the upstream answered with a JSON-RPC error or an invalid result (``origin``
+    "tool"), or the gateway could not make it ("host")."""
 
-    def __init__(self, message: str, *, server: str, tool: str | None = None) -> None:
+    server: str
+
+    def __init__(
+        self, message: str, *, server: str, tool: str | None = None, origin: Literal["host", "tool"] = "tool"
+    ) -> None:
         super().__init__(message)
         self.server = server
         self.tool = tool
+        self.origin = origin
 
 
 class UpstreamUnavailable(UpstreamError):
@@ -162,7 +213,7 @@ class UpstreamUnavailable(UpstreamError):
             advice = "; OneTool keeps reconnecting in the background: retry later, or see proxy.list_servers()"
         else:
             advice = ""
-        super().__init__(f"server '{server}' is unavailable: {reason}{advice}", server=server, tool=tool)
+        super().__init__(f"server '{server}' is unavailable: {reason}{advice}", server=server, tool=tool, origin="host")
         self.reason = reason
 
 
@@ -177,6 +228,7 @@ class UpstreamTimeout(UpstreamError):
             f"{call} timed out after {seconds} s and was cancelled; if it needs longer, raise servers.{server}.timeout",
             server=server,
             tool=call,
+            origin="host",
         )
         self.seconds = seconds
 

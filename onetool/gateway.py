@@ -2,13 +2,16 @@
 
 ``async with Gateway(config) as gw`` opens the state store, merges the servers added at run time and the
 overrides kept there with the config's (``gw.control``), connects every enabled server (in parallel; with
-``background=True`` behind the gateway, so the faces serve at once), pre-starts sandbox workers and builds the
-registry from the tools faces may see. Then every face calls tools through ``gw.calls`` (:mod:`onetool.calls`)
-and runs snippets through ``gw.run`` (:mod:`onetool.runs`). A watcher task re-checks an upstream's tools against
-their approval and rebuilds the registry when its catalogue or status changes (a server coming up is one such
-change); control actions do the same, and so does the control plane's follower when another replica (or process)
-changed the state store (a PostgreSQL notification, or the store's change counter, read every second). Each
-change is told to subscribers (the MCP faces, which send ``notifications/tools/list_changed``).
+``background=True`` behind the gateway, so liveness and ``initialize`` are answered at once), pre-starts sandbox
+workers and builds the registry from the tools faces may see. Until every server's first connection attempt has
+ended, bounded by ``startup_wait`` (:mod:`onetool.startup`), what shows or resolves the catalogue awaits
+:meth:`Gateway.settled`, and the changes of that first wave reach subscribers as one. Then every face calls
+tools through ``gw.calls`` (:mod:`onetool.calls`) and runs snippets through ``gw.run`` (:mod:`onetool.runs`). A
+watcher task re-checks an upstream's tools against their approval and rebuilds the registry when its catalogue or
+status changes (a server coming up is one such change); control actions do the same, and so does the control
+plane's follower when another replica (or process) changed the state store (a PostgreSQL notification, or the
+store's change counter, read every second). Each change is told to subscribers (the MCP faces, which send
+``notifications/tools/list_changed``).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from onetool.relay import RunClient
 from onetool.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.runs import Runs
 from onetool.search import ToolIndex
+from onetool.startup import FirstWave, default_startup_wait
 from onetool.state import StateStore
 from onetool.state.paths import legacy_notice
-from onetool.upstream import UpstreamPool
+from onetool.upstream import ServerState, UpstreamPool
 from onetool.upstream.children import watched_children
 from sandbox import Limits, Sandbox
 
@@ -50,8 +54,9 @@ __all__ = ["Gateway", "limits_of"]
 
 
 class Gateway:
-    """``background``: entering returns before the servers' first connection attempts end (``onetool serve``: the
-    front answers at once, whatever the upstreams do); by default it returns after them. ``span_exporter``: where
+    """``background``: entering returns before the servers' first connection attempts end (``onetool serve``:
+    liveness and ``initialize`` are answered at once, whatever the upstreams do, and the catalogue's requests
+    await :meth:`settled`); by default it returns after them. ``span_exporter``: where
     spans go instead of ``otel.endpoint`` when the config has ``otel:`` (the tests' in-memory exporter)."""
 
     def __init__(
@@ -76,6 +81,7 @@ class Gateway:
         self._stack = AsyncExitStack()
         self._reloading = anyio.Lock()
         self._watching: anyio.CancelScope | None = None
+        self._wave = FirstWave()
         self.drain = Drain()
         """Which tool calls are in flight on the faces, and the stop that lets them finish (``onetool serve``)."""
 
@@ -115,6 +121,7 @@ class Gateway:
             # refreshed by the watcher, not missed.
             changes = await stack.enter_async_context(self._pool.subscribe())
             await self.control.attach(self._pool, self._publish)
+            self._wave = FirstWave(v.name for v in self.control.list() if v.status == ServerState.CONNECTING)
             self._rebuild()
             self._registry.log_shadowing()
             self.calls = Calls(
@@ -123,6 +130,7 @@ class Gateway:
             # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
             tasks = await stack.enter_async_context(anyio.create_task_group())
             tasks.start_soon(self._watch, changes)
+            tasks.start_soon(self._end_wave, self.startup_wait())
             # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
             tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
@@ -150,6 +158,21 @@ class Gateway:
     def describe_run(self) -> str:
         return self._description
 
+    def startup_wait(self) -> float:
+        """Seconds the catalogue waits at start for servers still on their first attempt (``startup_wait``)."""
+        if self.config.startup_wait is not None:
+            return self.config.startup_wait
+        return default_startup_wait(c.connect_timeout for c in self.control.configs().values() if c.enabled)
+
+    async def settled(self) -> None:
+        """Return once every enabled server's first connection attempt has ended (connected or failed), or
+        ``startup_wait`` passed: what shows or resolves the catalogue awaits this first."""
+        await self._wave.wait()
+
+    def settling(self) -> list[str]:
+        """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""
+        return self._wave.pending()
+
     def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
         """Receive one item whenever what a face shows may have changed: a server's status or visible tools,
         an add, remove, enable, disable, quarantine or approval (bursts coalesce)."""
@@ -166,8 +189,9 @@ class Gateway:
         return self.control.shown(server) or []
 
     async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> types.CallToolResult:
-        """Run one snippet (:meth:`onetool.runs.Runs.run`) for ``face``; never raises for anything the snippet or an
-        upstream does."""
+        """Run one snippet (:meth:`onetool.runs.Runs.run`) for ``face``, once the catalogue it is checked against
+        has settled; never raises for anything the snippet or an upstream does."""
+        await self.settled()
         return await self.runs.run(code, client, face=face)
 
     async def reload(self) -> Reloaded:
@@ -218,17 +242,35 @@ class Gateway:
             await watch_files(lambda: watched(self.config), self.try_reload)
 
     def _rebuild(self) -> None:
-        self._registry = Registry.build(self._local, self._pool, self.control.shown)
+        self._registry = Registry.build(self._local, self._pool, self.control.shown, self.control.reviewing())
         self.index.update(self._registry)  # only the packs that changed
         self._description = describe_run(self._registry, self.limits)
 
     def _publish(self) -> None:
         self._rebuild()
-        self._changes.publish(None)
+        if not self._wave.hold():
+            self._changes.publish(None)
 
     async def _watch(self, changes: ObjectReceiveStream[str]) -> None:
         async for server in changes:
+            if server not in self._pool or self._pool.server_status(server).status is not ServerState.CONNECTING:
+                self._wave.settled(server)
             await self.control.refresh(server)
+
+    async def _end_wave(self, seconds: float) -> None:
+        """End the first wave at ``startup_wait`` if it is still on: the catalogue answers with what is there."""
+        with anyio.move_on_after(seconds):
+            await self._wave.wait()
+        late = self._wave.pending()
+        if self._wave.end():
+            self._changes.publish(None)
+        if late:
+            logger.bind(servers=late).warning(
+                "startup_wait ({:g} s) passed with {} still on the first connection attempt: the catalogue is "
+                "served without them, and clients hear tools/list_changed when they come",
+                seconds,
+                ", ".join(late),
+            )
 
     def _connect_timeout(self, server: str) -> float | None:
         try:

@@ -19,12 +19,14 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, MutableMapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TextIO
 
 from loguru import logger
 
 from onetool.errors import ConfigError, OneToolError
+from onetool.private import private_dir
 from onetool.text import escape_unsafe, public_urls
 
 __all__ = [
@@ -130,7 +132,7 @@ def setup_logging(
     """Send logs to ``file`` or stderr at ``level`` (default ``$LOG_LEVEL`` or INFO), named as :func:`log_level`
     takes it; silent or off sends them nowhere. A ``file`` is rotated once it reaches ``rotation`` bytes (renamed
     with its creation time, e.g. ``gateway.2026-11-25_14-02-03_123456.log``), keeping the newest ``retention``
-    rotated files."""
+    rotated files. The file, and a folder made for it, are the owner's alone (0600, 0700)."""
     global _all_tracebacks
     name = log_level(level or os.environ.get("LOG_LEVEL") or "INFO")
     _all_tracebacks = name in ("TRACE", "DEBUG")
@@ -141,9 +143,21 @@ def setup_logging(
         return
     options: dict[str, Any] = {"level": name, "format": _format, "colorize": False}
     if file:
-        logger.add(os.fspath(file), rotation=rotation, retention=retention, **options)
+        private_dir(Path(file).absolute().parent)
+        logger.add(os.fspath(file), rotation=rotation, retention=retention, opener=_private, **options)
     else:
         logger.add(sink or sys.stderr, **options)
+
+
+def _private(path: str, flags: int) -> int:
+    """Open the log file (and each new one after a rotation) readable by its owner only, whatever the umask: it
+    holds upstream stderr, server and tool names, and what snippets did. A file that exists loses what others (not
+    its group) may do with it."""
+    fd = os.open(path, flags, 0o600)
+    mode = os.fstat(fd).st_mode
+    if mode & 0o007:
+        os.fchmod(fd, mode & 0o770)
+    return fd
 
 
 def _format(record: Any) -> str:

@@ -7,11 +7,18 @@ queue and workers) is read from the gateway at each scrape (``onetool.serve.ui``
 
 :data:`RECENT_CALLS` keeps the last hour of upstream calls per server, for what a histogram cannot say: calls
 and errors in the last hour, p50/p95 over them, and the last error's text.
+
+Label values are bounded, as a snippet, a model or an upstream chooses many of the names behind them: a ``server``
+label is a configured (or added) server's name and a ``tool`` label a name from that server's catalogue, else
+:data:`UNKNOWN` (the caller decides: :meth:`onetool.upstream.UpstreamPool.metric_labels`); every value is an MCP
+name of at most 128 characters (:func:`onetool.text.mcp_name`); and each metric keeps at most :data:`MAX_SERIES`
+label combinations, past which new ones are counted under :data:`OVERFLOW` (with one WARNING per metric).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -20,17 +27,30 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from onetool.text import one_line, visible
+from onetool.logs import logger
+from onetool.text import mcp_name, one_line, visible
 
 __all__ = [
+    "MAX_SERIES",
+    "OVERFLOW",
     "RECENT_CALLS",
     "REGISTRY",
+    "UNKNOWN",
     "CallSummary",
     "CallWindow",
+    "SeriesCap",
     "list_changed",
     "observe_call",
     "observe_run",
 ]
+
+MAX_SERIES = 2_000
+"""Label combinations kept per metric. The upstream-call histogram has 18 lines per combination, each at most a few
+hundred bytes with 128-character values: a scrape stays within about 12 MB however many names are tried."""
+UNKNOWN = "_unknown"
+"""The ``server`` or ``tool`` label of a call to a name no configured server has (in) its catalogue."""
+OVERFLOW = "_overflow"
+"""Every label of a combination past a metric's MAX_SERIES."""
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """This process's gateway metrics (not prometheus_client's global registry: a library user's own stay apart)."""
@@ -39,8 +59,8 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 
 RUNS = Counter(
     "onetool_runs",
-    "Runs ended, by the face that ran them and their outcome (ok; a failed run's error origin: code, tool, host; "
-    "or cancelled)",
+    "Runs ended, by the face that ran them and their outcome (ok; a failed run's error origin: code, tool, precheck, "
+    "host; or cancelled)",
     ["face", "outcome"],
     registry=REGISTRY,
 )
@@ -73,6 +93,42 @@ LIST_CHANGED = Counter(
     registry=REGISTRY,
 )
 
+
+class SeriesCap:
+    """The label combinations one metric has had: at most ``limit``; a new one past it becomes all OVERFLOW, and
+    the first time that happens a WARNING says so. Safe from several threads (a scrape reads in a worker thread)."""
+
+    def __init__(self, metric: str, labels: int, limit: int = MAX_SERIES) -> None:
+        self._metric = metric
+        self._overflow = (OVERFLOW,) * labels
+        self._limit = limit
+        self._seen: set[tuple[str, ...]] = set()
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def __call__(self, *values: str) -> tuple[str, ...]:
+        """``values`` as the metric may take them, each an MCP name (:func:`onetool.text.mcp_name`)."""
+        key = tuple(mcp_name(v) for v in values)
+        with self._lock:
+            if key in self._seen:
+                return key
+            if len(self._seen) < self._limit:
+                self._seen.add(key)
+                return key
+            warn, self._warned = not self._warned, True
+        if warn:
+            logger.warning(
+                "metric {} has {} label combinations, its cap: new ones are counted as {}",
+                self._metric,
+                self._limit,
+                OVERFLOW,
+            )
+        return self._overflow
+
+
+_CALL_DURATION_SERIES = SeriesCap("onetool_upstream_call_duration_seconds", 2)
+_CALL_ERRORS_SERIES = SeriesCap("onetool_upstream_call_errors", 3)
+
 _KILLS = frozenset({"TimeoutError", "LimitError", "WorkerCrashed"})
 """The host's verdicts that end a started run by killing its worker (a BusyError run never had one)."""
 
@@ -88,16 +144,17 @@ def observe_run(face: str, fields: Mapping[str, Any], *, started: bool) -> None:
         SANDBOX_KILLS.labels(fields["errorType"]).inc()
 
 
-def observe_call(fields: Mapping[str, Any]) -> None:
-    """Count one upstream tool call from its finished ``proxy.tool.call`` span's fields."""
-    server, tool = str(fields.get("server")), str(fields.get("tool"))
+def observe_call(fields: Mapping[str, Any], server: str, tool: str) -> None:
+    """Count one upstream tool call from its finished ``proxy.tool.call`` span's fields, under the labels ``server``
+    and ``tool``: a configured server's name and a tool of its catalogue, or UNKNOWN (never a name as it was asked
+    for: a snippet may ask for any)."""
     duration = float(fields.get("duration", 0.0))
-    CALL_DURATION.labels(server, tool).observe(duration)
+    CALL_DURATION.labels(*_CALL_DURATION_SERIES(server, tool)).observe(duration)
     error = None
     if fields.get("status") == "FAILED":
         error_type = str(fields.get("errorType", "Error"))
-        CALL_ERRORS.labels(server, tool, error_type).inc()
-        error = f"{tool}: {error_type}: {fields.get('errorMessage', '')}"
+        CALL_ERRORS.labels(*_CALL_ERRORS_SERIES(server, tool, error_type)).inc()
+        error = f"{fields.get('tool')}: {error_type}: {fields.get('errorMessage', '')}"
     RECENT_CALLS.add(server, duration, error)
 
 

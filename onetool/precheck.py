@@ -3,8 +3,10 @@
 The host never parses snippet code: that is snippet-sized work, which the worker does under the run's own
 limits (sandbox/sites.py). The worker lists every ``pack.tool(...)`` call its source shows; here each is
 checked against the registry: an unknown pack or tool, or an unknown or missing argument, ends the run with
-what exists instead, before any call is answered. Calls to a server that is not connected are left to the
-run, where they raise a catchable ToolUnavailable. All of it is bounded by the sites frame's caps.
+what exists instead, before any call is answered. Such an error is the caller's mistake, not a fault of the host:
+its origin is ``precheck`` (in the result, the run's log record and ``onetool_runs_total``), which also tells the
+caller that nothing ran. Calls to a server that is not connected, or that an operator holds for review, are left
+to the run, where they raise a catchable ToolUnavailable. All of it is bounded by the sites frame's caps.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def check_sites(sites: list[Site], registry: Registry, code: str) -> RunError | 
         found = registry.packs.get(pack)
         if found is not None and (status := registry.pack_status(found)) is not None and not status.connected:
             continue
+        if found is None and registry.held_error(pack) is not None:
+            continue  # as for a server that is down: the call raises ToolUnavailable, which the snippet may catch
         try:
             target = registry.resolve(pack, tool)
             if names is not None:  # *args / **kwargs: only the run itself can tell
@@ -39,5 +43,5 @@ def check_sites(sites: list[Site], registry: Registry, code: str) -> RunError | 
         except ModelError as e:
             lines = code.splitlines() if lines is None else lines
             source = lines[line - 1] if 0 < line <= len(lines) else None
-            return RunError(type(e).__name__, str(e), line, column, source, origin="host")
+            return RunError(type(e).__name__, str(e), line, column, source, origin="precheck")
     return None

@@ -25,6 +25,7 @@ from pydantic_core import to_json
 
 from onetool.text import cut
 from sandbox import Origin, RunError
+from sandbox.protocol.shaping import MEDIA_DEPTH, MEDIA_TYPES, MEDIA_WALK, MIN_SHOWN
 
 __all__ = [
     "MEDIA_TYPES",
@@ -40,13 +41,10 @@ __all__ = [
     "to_value",
 ]
 
-MEDIA_TYPES = ("image", "audio", "resource", "resource_link")
 _MAX_MEDIA = 100
 """Media blocks one result carries; more stay data."""
 _MAX_MEDIA_SCAN = 1_000
 """Media-like dicts fingerprinted per result (or per tool return value): bounds the work a snippet can cause."""
-_MAX_MEDIA_WALK = 10_000
-"""Values the search for media in a result visits; the rest of a larger result stays as it is."""
 _MIN_ERROR_CHARS = 4_096
 _MAX_SOURCE_CHARS = 1_000
 _HINT = "return less, e.g. slice or select fields"
@@ -117,12 +115,14 @@ def run_result(
     error: RunError | None = None,
     max_chars: int = 256 * 1024,
     media_keys: Set[str] = frozenset(),
+    head: tuple[str, int] | None = None,
 ) -> types.CallToolResult:
     """Shape one run's outcome as ``run``'s MCP result.
 
     Printed output comes first, then the value (or the error's model-facing message). Media dicts in the
     value whose :func:`media_key` is in ``media_keys`` (those an upstream or local pack returned during the
     run) become MCP content and are replaced in the text by a short marker; a snippet cannot forge one.
+    ``head``: the value came cut already (``RunResult.head``): the head of its text and the whole text's length.
     """
     media: list[types.ContentBlock] = []
     if media_keys:
@@ -141,14 +141,19 @@ def run_result(
         content.append(types.TextContent(type="text", text=cut(error_message(error), limit + 200, "error", _HINT)))
         structured["error"] = _error_fields(error, message)
         return types.CallToolResult(content=content, structured_content=structured, is_error=True)
-    # pydantic-core renders compact JSON as json.dumps does, five times faster on numbers: a large result
-    # costs the event loop tens of milliseconds at most (sandbox.max_message bounds it).
-    text = value if isinstance(value, str) else to_json(value).decode()
-    shown = cut(text, max(budget, 1024), "result", _HINT)
-    if value is not None or not output:
+    if head is not None:  # a large value was cut in its worker: only its head came over
+        text, length = head
+    else:
+        # pydantic-core renders compact JSON as json.dumps does, five times faster on numbers; a value whose
+        # text is longer than can be shown came cut (above), so this one is short.
+        text = value if isinstance(value, str) else to_json(value).decode()
+        length = len(text)
+    shown = cut(text, max(budget, MIN_SHOWN), "result", _HINT, length=length)
+    if value is not None or head is not None or not output:
         content.append(types.TextContent(type="text", text=shown))
-    structured["result"] = value if shown is text else shown
-    if shown is not text:
+    whole = head is None and shown is text
+    structured["result"] = value if whole else shown
+    if not whole:
         structured["truncated"] = True
     content.extend(media)
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
@@ -158,6 +163,8 @@ def _error_fields(error: RunError, message: str) -> dict[str, Any]:
     fields: dict[str, Any] = {"type": error.type[:100], "message": message, "origin": error.origin}
     if error.line is not None:
         fields["line"] = error.line
+    if error.column is not None:
+        fields["column"] = error.column
     if error.source:
         fields["source"] = error.source[:_MAX_SOURCE_CHARS]
     return fields
@@ -172,6 +179,7 @@ ORIGIN_PREFIXES: dict[Origin, str] = {
     "host": "[onetool] ",
     "tool": "[uncaught pack-call error] ",
     "code": "[raised by the code] ",
+    "precheck": "[pre-check: nothing ran] ",
 }
 """How an error's text starts, by origin. Only the host's verdicts start with ``[onetool]``, and the rest of
 the text cannot start a line of its own (see :func:`error_message`), so no snippet or upstream text reads
@@ -180,12 +188,13 @@ _LINE_BREAK = re.compile(r"(\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])")
 
 
 def error_message(error: RunError) -> str:
-    """``[raised by the code] ZeroDivisionError: division by zero (line 3: x = 1/0)``; every line after the
-    first is indented, so only the prefix, written here, starts a line."""
+    """``[raised by the code] ZeroDivisionError: division by zero (line 3: x = 1/0)``, with the column where it is
+    known (``SyntaxError: '(' was never closed (line 2, column 5: y = (2,)``); every line after the first is
+    indented, so only the prefix, written here, starts a line."""
     text = f"{error.type}: {error.message}"
     if error.line:
         source = f": {error.source.strip()[:_MAX_SOURCE_CHARS]}" if error.source else ""
-        text += f" (line {error.line}{source})"
+        text += f" ({error.where}{source})"
     return ORIGIN_PREFIXES[error.origin] + _LINE_BREAK.sub(r"\1  ", text)
 
 
@@ -209,19 +218,19 @@ def returned_media(value: Any) -> set[str]:
 class _Extractor:
     """Moves known media dicts of a value into ``media``, leaving a marker naming the content index.
 
-    Bounded: a depth of 4, _MAX_MEDIA_WALK values visited, at most _MAX_MEDIA blocks, and at most
-    _MAX_MEDIA_SCAN candidates fingerprinted.
+    Bounded (sandbox/protocol/shaping.py): a depth of MEDIA_DEPTH, MEDIA_WALK values visited, at most _MAX_MEDIA
+    blocks, and at most _MAX_MEDIA_SCAN candidates fingerprinted.
     """
 
     def __init__(self, keys: Set[str], media: list[types.ContentBlock]) -> None:
         self._keys = keys
         self._media = media
         self._scanned = 0
-        self._visits = _MAX_MEDIA_WALK
+        self._visits = MEDIA_WALK
 
     def walk(self, value: Any, depth: int) -> Any:
         self._visits -= 1
-        if depth > 4 or self._visits < 0:
+        if depth > MEDIA_DEPTH or self._visits < 0:
             return value
         if isinstance(value, list):
             return [self.walk(v, depth + 1) for v in value]

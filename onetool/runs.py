@@ -21,6 +21,7 @@ from onetool.errors import ModelError, Verdict
 from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
 from onetool.registry import Registry, Tool, UpstreamTool
+from onetool.registry.schema import CheckBudget
 from onetool.relay import Relay, RunClient
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.runlog import RunLog, RunRecord
@@ -85,6 +86,7 @@ class Runs:
             error=outcome.error,
             max_chars=self.limits.max_output,
             media_keys=media,
+            head=outcome.head,
         )
 
     async def _sandboxed(
@@ -96,7 +98,7 @@ class Runs:
                 packs=registry.tool_names,
                 limits=self.limits,
                 # What an upstream asks during a call goes to the run's client, never to the snippet.
-                on_call=partial(self._on_call, media, relay, None if client is None else client.elicit),
+                on_call=partial(self._on_call, media, relay, None if client is None else client.elicit, CheckBudget()),
                 on_progress=None if relay is None else relay.snippet_progress,
                 on_sites=partial(check_sites, registry=registry, code=code),
             )
@@ -109,26 +111,26 @@ class Runs:
         media: set[str],
         relay: Relay | None,
         elicit: Elicit | None,
+        budget: CheckBudget,
         pack: str,
         tool: str,
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> Any:
-        """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet."""
+        """A pack call from the sandbox; what it raises becomes a ToolError (of its kind) inside the snippet, naming
+        the call's server (None for a local tool) and tool and whose failure it was."""
         calls = self.calls
+        found = calls.registry.packs.get(pack)
+        server = found.server if found is not None else None
         try:
-            found = calls.registry.packs.get(pack)
-            target: Tool = await calls.find(
-                lambda registry: registry.resolve(pack, tool),
-                server=found.server if found is not None else None,
-                tool=tool,
-            )
+            target: Tool = await calls.find(lambda registry: registry.resolve(pack, tool), server=server, tool=tool)
+            server = target.server if isinstance(target, UpstreamTool) else None
             progress = None
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
-            value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit)
+            value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit, budget=budget)
         except ModelError as e:
-            raise e.snippet_type(str(e)) from None
+            raise e.snippet_type(str(e), server=e.server or server, tool=tool, origin=e.origin) from None
         media.update(returned_media(value))
         return value

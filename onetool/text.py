@@ -2,11 +2,13 @@
 note (results: :func:`cut`); a name the model got wrong, with the names it may have meant (:func:`closest`);
 with what a terminal or a log reader would act on escaped (logs, the CLI: :func:`escape_unsafe`); with what a
 URL's userinfo, query or fragment may carry left out (:func:`public_url`, :func:`public_urls`); or with what a
-reviewer cannot see named (quarantine reviews: :func:`visible`)."""
+reviewer cannot see named (quarantine reviews: :func:`visible`); or as a name within MCP's tool-name charset
+(:func:`mcp_name`: /mcp/direct's names, metric labels)."""
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -18,6 +20,7 @@ __all__ = [
     "cut",
     "escape_unsafe",
     "label",
+    "mcp_name",
     "one_line",
     "public_url",
     "public_urls",
@@ -52,6 +55,26 @@ def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
+MCP_NAME_MAX = 128
+_MCP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+"""A tool name as the MCP specification asks for it (SEP-986): 1 to 128 ASCII letters, digits, ``_``, ``.``, ``-``."""
+_NOT_MCP_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_NAME_HASH = 8
+"""Hex digits of the hash that keeps a renamed name apart from every other: 32 bits."""
+
+
+def mcp_name(name: str, limit: int = MCP_NAME_MAX) -> str:
+    """``name`` itself when it is an MCP tool name (SEP-986) of at most ``limit`` characters; else a stable name
+    that is one: each run of other characters as ``_``, cut to fit, then ``_`` and 8 hex digits of a hash of the
+    whole name, so the renaming of one name is the same every time and two names that differ get different ones
+    (``get weather\x1b`` -> ``get_weather__4e134bae``). Cost linear in ``name``, whatever its length."""
+    if len(name) <= limit and _MCP_NAME.fullmatch(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_NAME_HASH]
+    head = _NOT_MCP_NAME.sub("_", name[:limit])[: limit - _NAME_HASH - 1]
+    return f"{head}_{digest}"
+
+
 def closest(name: str, names: Iterable[str]) -> list[str]:
     """Up to three of ``names`` that ``name`` may be a typo of, best first: the one "did you mean" of every face.
     None for a name longer than SUGGEST_MAX_NAME, whose cost would be the caller's to bear."""
@@ -67,13 +90,15 @@ def shown_name(name: str) -> str:
     return visible(name if len(name) <= SUGGEST_MAX_NAME else name[:SUGGEST_MAX_NAME] + "...", keep="")
 
 
-def cut(text: str, limit: int, what: str = "result", hint: str = "") -> str:
+def cut(text: str, limit: int, what: str = "result", hint: str = "", *, length: int | None = None) -> str:
     """``text`` itself when it fits in ``limit`` characters, else its head and a note saying how much was cut
-    and, with ``hint``, how to ask for less: the one cut of every face's results."""
-    if len(text) <= limit:
+    and, with ``hint``, how to ask for less: the one cut of every face's results. ``length``: the length of the
+    whole text when ``text`` is only its head (cut already, where it was made)."""
+    length = len(text) if length is None else length
+    if length <= limit:
         return text
     advice = f"; {hint}" if hint else ""
-    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {len(text):,} characters{advice}]"
+    return text[:limit] + f"\n... [{what} cut: showing {limit:,} of {length:,} characters{advice}]"
 
 
 def one_line(text: str, limit: int) -> str:

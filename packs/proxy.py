@@ -70,6 +70,8 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     registry = ctx.registry()
     pack = registry.packs.get(_pack_of(server, registry))
     if pack is None:
+        if (held := registry.held_error(server)) is not None:
+            raise held
         names = [s.name for s in ctx.registry().servers()]
         local = [p for p in registry.packs if p not in {s.pack for s in ctx.registry().servers()}]
         raise ModelError(
@@ -139,12 +141,14 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
     """Call a tool by its upstream name, for names that are not Python identifiers."""
     target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
     label = f"proxy.call('{shown_name(server)}', '{shown_name(tool)}', ...)"
-    return await ctx.calls.value(target, [], arguments or {}, label=label, on_elicit=ctx.elicit)
+    return await ctx.calls.value(target, [], arguments or {}, label=label, on_elicit=ctx.elicit, budget=ctx.budget)
 
 
 def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:
     """The tool ``server`` lists as ``tool``, a local tool of the same name shadowing it or not."""
     pack = registry.packs.get(_pack_of(server, registry))
+    if pack is None and (held := registry.held_error(server)) is not None:
+        raise held
     if pack is None or pack.server is None:
         servers = ", ".join(s.name for s in registry.servers())
         raise UnknownPack(f"unknown server '{shown_name(server)}'; servers: {servers}")
@@ -195,6 +199,8 @@ def _server(server: str, ctx: PackContext) -> str:
     """The configured name of ``server``, given as configured (``github-api``) or as its pack (``github_api``)."""
     name = _configured(server, ctx)
     if name is None:
+        if (held := ctx.registry().held_error(server)) is not None:
+            raise held
         servers = ", ".join(s.name for s in ctx.registry().servers())
         raise ModelError(f"unknown server '{shown_name(server)}'; servers: {servers or 'none'}")
     return name

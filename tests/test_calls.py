@@ -53,7 +53,8 @@ async def test_every_mcp_request_is_one_record_with_method_tool_duration_and_out
     assert (text_of(ok), failed.is_error) == ("2.0", True)
     requests = [r for r in log_records if r["extra"].get("span") == "mcp.request"]
     seen = [(r["level"], r["extra"]["method"], r["extra"].get("tool"), r["extra"]["outcome"]) for r in requests]
-    assert ("DEBUG", "tools/list", None, "ok") in seen
+    assert ("INFO", "initialize", None, "ok") in seen and ("INFO", "tools/list", None, "ok") in seen
+    assert {r["extra"]["face"] for r in requests} == {"run"}
     calls = [s for s in seen if s[1] == "tools/call"]
     assert calls == [("INFO", "tools/call", "run", "ok"), ("INFO", "tools/call", "run", "error")]
     assert all(r["extra"]["status"] == "SUCCESS" and r["extra"]["duration"] >= 0 for r in requests)

@@ -87,10 +87,11 @@ def test_write_creates_a_private_file_in_a_private_folder(folder: Path) -> None:
     assert token not in repr(found)
 
 
-def test_generated_tokens_are_long_and_fresh() -> None:
-    tokens = {discovery.generate_token() for _ in range(10)}
-    assert len(tokens) == 10
-    assert all(len(t) >= 43 for t in tokens)
+def test_generated_tokens_are_long_fresh_and_pass_as_an_option_value() -> None:
+    tokens = {discovery.generate_token() for _ in range(200)}
+    assert len(tokens) == 200
+    # A token starting with "-" reads as an option to `--token VALUE` (one in 32 URL-safe tokens did).
+    assert all(len(t) == 64 and t[0] != "-" and int(t, 16) >= 0 for t in tokens)
 
 
 def test_a_stale_file_is_ignored_and_replaced(path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import io
 import logging
+import os
 import re
+import stat
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,6 +111,29 @@ def test_the_log_file_rotates_at_its_size_and_keeps_the_newest_files(tmp_path: P
     assert kept[-1].split()[2:4] == ["record", "99"] and len(kept) < 100
     numbers = [int(line.split()[3]) for line in kept]
     assert numbers == list(range(numbers[0], 100))  # the newest records, none lost between the kept files
+
+
+def test_the_log_file_its_rotations_and_its_new_folder_are_the_owners_alone(tmp_path: Path) -> None:
+    """Under umask 022 a file is made 0644: the log (upstream stderr, names, what snippets did) is 0600 instead,
+    each rotated file too, and the folders made for it 0700. An existing file loses what others may do with it."""
+    log = tmp_path / "new" / "logs" / "gateway.log"
+    older = tmp_path / "older.log"
+    older.write_text("")
+    older.chmod(0o644)
+    previous = os.umask(0o022)
+    try:
+        with logging_as_configured(file=log, rotation=2_000, retention=3):
+            for i in range(100):  # about 8 KB: four rotations, three kept
+                logger.info("record {}", i, padding="p" * 40)
+        with logging_as_configured(file=older):
+            logger.info("again")
+    finally:
+        os.umask(previous)
+    files = [log, *rotated_files(log)]
+    assert len(files) == 4
+    assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o600}
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (log.parent, log.parent.parent)} == {0o700}
+    assert stat.S_IMODE(older.stat().st_mode) == 0o640
 
 
 def test_the_config_log_section_names_the_file_and_its_rotation(tmp_path: Path) -> None:

@@ -30,9 +30,12 @@ PUBLIC: dict[str, list[str]] = {
         "ModelError",
         "NotRunning",
         "OneToolError",
+        "PortInUse",
         "RunError",
         "ServeError",
         "ServerExists",
+        "ServerHeld",
+        "SeveralGateways",
         "StateError",
         "StoreUnreachable",
         "ToolFailed",
@@ -48,7 +51,7 @@ PUBLIC: dict[str, list[str]] = {
     "onetool.registry": ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"],
     "onetool.serve.app": ["FACES", "Face", "MAIN_PATH", "main_face", "mounted", "serve_gateway", "serve_unready"],
     "onetool.upstream": ["ServerState", "ServerStatus", "UpstreamPool"],
-    "onetool.control": ["HeldTool", "ServerControl", "ServerView"],
+    "onetool.control": ["EXECUTION_ENV", "HeldTool", "ServerControl", "ServerView", "changes_what_runs"],
     # What snippets call as proxy.*: DESIGN's stable interface.
     "packs.proxy": [
         "call",

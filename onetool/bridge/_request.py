@@ -21,6 +21,12 @@ _OPTIONAL: Final = ("env", "timeout")
 _SOURCE: Final = "POST /convert"
 
 
+def request_field(_server: str, *keys: str) -> str:
+    """How a bridged server's failure names its settings: the fields of the request that gave them, not the config
+    keys a gateway's servers have (:class:`onetool.upstream.status.SettingName`)."""
+    return f"the request's {'/'.join(keys)}"
+
+
 def _bad(field: str, message: str) -> BridgeError:
     return BridgeError(400, message, field=field)
 

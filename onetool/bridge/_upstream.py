@@ -17,6 +17,7 @@ import anyio.abc
 import mcp.types as types
 from mcp import Client
 
+from onetool.bridge._request import request_field
 from onetool.broadcast import Broadcast
 from onetool.config import ServerConfig
 from onetool.errors import UpstreamUnavailable
@@ -89,7 +90,10 @@ class BridgedUpstream:
 
     async def _open_once(self, task_status: anyio.abc.TaskStatus[ServerStatus] | None) -> None:
         async with UpstreamPool(
-            {self.name: self.config}, backoff_base=self._backoff_base, on_notification=self._on_notification
+            {self.name: self.config},
+            backoff_base=self._backoff_base,
+            on_notification=self._on_notification,
+            setting_name=request_field,
         ) as pool:
             self._pool = pool
             self._last_used = anyio.current_time()

@@ -9,8 +9,9 @@
 Errors are ``{"error": message}`` (a 400 also names the ``field``): 400 bad request, 401 no or wrong token,
 409 already converted (with the running server's url), 429 --max-servers reached, 500 the process
 cannot start (with the reason; never its env or stderr). With a token, every route but /health and
-every served MCP URL needs ``Authorization: Bearer <token>``; without one (loopback only), requests
-must name a loopback host and come from no foreign Origin, so a web page cannot drive the bridge.
+every served MCP URL needs ``Authorization: Bearer <token>``; without one (loopback only), every route obeys the HTTP
+front's Host and Origin rule (``onetool.hosts.HostRule``: no DNS-rebinding Host, no foreign Origin), so a web page
+cannot drive the bridge.
 """
 
 from __future__ import annotations
@@ -21,19 +22,17 @@ import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from onetool.bridge._request import parse_convert
 from onetool.bridge.servers import BridgedServers, BridgeLimits
 from onetool.errors import BridgeError, ServeError
 from onetool.hosts import is_loopback
-from onetool.logs import LogSpan, logger
+from onetool.logs import LogSpan
 from onetool.serve import Listener, Routes, listen, serve_http
 from onetool.serve.http import BearerGuard
 
@@ -124,8 +123,12 @@ def _public_host(request: Request, listener: Listener) -> str:
     return request.url.hostname or str(listener.sock.getsockname()[0])
 
 
-def _api(handler: Callable[[Request], Awaitable[Response]], token: str | None) -> ASGIApp:
-    """A route's app: errors as JSON, behind the bearer token (or the loopback-only guard without one)."""
+def _api(
+    handler: Callable[[Request], Awaitable[Response]], token: str | None
+) -> ASGIApp | Callable[[Request], Awaitable[Response]]:
+    """A route's endpoint: errors as JSON, behind the bearer token when there is one (without one the bridge serves
+    loopback only, behind the Host and Origin rule every route of the HTTP front obeys). Route takes a plain function
+    for a request handler, anything else for an ASGI app: a guarded one is the handler made an ASGI app first."""
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -134,8 +137,7 @@ def _api(handler: Callable[[Request], Awaitable[Response]], token: str | None) -
             body = {"error": e.message} | ({"field": e.field} if e.field else {})
             return JSONResponse(body, status_code=e.status)
 
-    app = request_response(endpoint)
-    return BearerGuard(app, token) if token else _LoopbackOnly(app)
+    return BearerGuard(request_response(endpoint), token) if token else endpoint
 
 
 async def _json_body(request: Request) -> Any:
@@ -150,22 +152,3 @@ async def _json_body(request: Request) -> Any:
         return json.loads(data)
     except ValueError as e:
         raise BridgeError(400, f"the body is not valid JSON: {e}", field="body") from None
-
-
-class _LoopbackOnly:
-    """Token-free serving: a loopback Host and no foreign Origin (blocks DNS rebinding and cross-site posts)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = Headers(scope=scope)
-        host = urlsplit(f"//{headers.get('host', '')}").hostname
-        origin = headers.get("origin")
-        if host is not None and is_loopback(host) and (origin is None or is_loopback(urlsplit(origin).hostname or "")):
-            await self._app(scope, receive, send)
-            return
-        logger.warning("bridge: refused a request for host {!r} from origin {!r}", host, origin)
-        await JSONResponse({"error": "only loopback clients may use a bridge without a token"}, status_code=403)(
-            scope, receive, send
-        )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from onetool.cli._auth import cmd_auth
 from onetool.cli._bridge import cmd_bridge
 from onetool.cli._catalogue import cmd_check, cmd_stubs, cmd_tools
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from onetool.cli._completion import SHELLS, completion_script
+from onetool.cli._completion import SERVERS_FLAG, SHELLS, ServerName, completion_script, server_names
 from onetool.cli._importing import cmd_import
 from onetool.cli._logs import cmd_logs
 from onetool.cli._reload import cmd_reload
@@ -22,7 +23,10 @@ from onetool.cli._run import cmd_run
 from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
 from onetool.cli._status import cmd_status
+from onetool.cli._terminal import escaped_output
 
+DEFAULT_PORT = 8765
+"""`serve --http` without --port: what the README's client lines name."""
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
 SERVER_ENTRY_ACTIONS = {
@@ -76,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the face at /mcp or on stdio: run(code) (default), or the two tools inspect and exec",
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0, help="HTTP port (default, and 0: a free one)")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT}; 0 picks a free one)"
+    )
     serve.add_argument(
         "--tls-cert",
         metavar="FILE",
@@ -88,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status", help="list the gateways running for this user: URL, config file, where the admin token is"
     )
+    status.add_argument("--config", metavar="FILE", help="only the gateway serving this config file")
     status.add_argument("--tokens", action="store_true", help="show each gateway's admin token")
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(func=cmd_status)
@@ -99,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", nargs="?", metavar="FILE", help="a file with the code, or - for standard input")
     run.add_argument(
         "--json", action="store_true", help="print the exact MCP result as JSON (the text is shown escaped otherwise)"
+    )
+    run.add_argument(
+        "--standalone",
+        action="store_true",
+        help="run here, in a sandbox of this command's own with the config's servers, not on a running gateway",
     )
     run.set_defaults(func=cmd_run)
 
@@ -112,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = actions.add_parser(
         "show", parents=later, help="one server: its tools, held changes, last error, last stderr lines"
     )
-    show.add_argument("name")
+    show.add_argument("name", action=ServerName)
     for verb, (summary, what) in SERVER_ENTRY_ACTIONS.items():
         actions.add_parser(
             verb,
@@ -130,13 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the filter). --allow/--deny set the filter at run time, replacing the entry's own (servers.NAME.tools) until "
         "--reset; every face hears tools/list_changed at once. Patterns are tool names or globs (*, ?, [...]).",
     )
-    offered.add_argument("name")
+    offered.add_argument("name", action=ServerName)
     offered.add_argument("--allow", action="append", metavar="PATTERN", help="offer only the tools these match")
     offered.add_argument("--deny", action="append", metavar="PATTERN", help="never offer these tools")
     offered.add_argument("--reset", action="store_true", help="drop the run-time filter: the entry decides again")
     for action, summary in SERVER_ACTIONS.items():
         one = actions.add_parser(action, parents=later, help=summary)
-        one.add_argument("name")
+        one.add_argument("name", action=ServerName)
         if action == "approve":
             one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
         elif action == "reject":
@@ -153,8 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reload.set_defaults(func=cmd_reload)
 
-    tools = sub.add_parser("tools", parents=[common], help="list packs and their tool signatures")
-    tools.add_argument("server", nargs="?", help="only this server or pack")
+    tools = sub.add_parser(
+        "tools", parents=[common, remote], help="list packs and their tool signatures (of the running gateway, if any)"
+    )
+    tools.add_argument("server", nargs="?", action=ServerName, help="only this server or pack")
     tools.add_argument(
         "--search", metavar="TASK", help='the best tools for a task in a few words, best first ("create an issue")'
     )
@@ -169,7 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     stubs.set_defaults(func=cmd_stubs)
 
     completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
-    completion.add_argument("shell", choices=SHELLS)
+    completion.add_argument("shell", nargs="?", choices=SHELLS)
+    # What the scripts ask at a TAB where a server is named: the servers of the command line's --config.
+    completion.add_argument(SERVERS_FLAG, action="store_true", help=argparse.SUPPRESS)
+    completion.add_argument("--config", help=argparse.SUPPRESS)
     completion.set_defaults(func=_cmd_completion)
 
     check = sub.add_parser(
@@ -206,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, remote],
         help="authorize OneTool for an OAuth server (in a browser); status, --logout",
     )
-    auth.add_argument("server", nargs="?", help="the server to authorize (or to log out of); status: as --status")
+    auth.add_argument(
+        "server", nargs="?", action=ServerName, help="the server to authorize (or to log out of); status: as --status"
+    )
     auth.add_argument(
         "--status",
         action="store_true",
@@ -334,22 +353,54 @@ def _remote_options(default: Any, flags: tuple[str, ...] = ("--url", "--gateway"
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
+    if args.servers:
+        for name in server_names(args.config):
+            print(name)
+        return EXIT_OK
+    if args.shell is None:
+        print(f"onetool completion: name the shell: {', '.join(SHELLS)}", file=sys.stderr)
+        return EXIT_USAGE
     print(completion_script(args.shell, build_parser()), end="")
     return EXIT_OK
+
+
+_SERVING = frozenset({"serve", "bridge"})
+"""Commands that serve: their stdout may be the MCP channel, and they write only their URL and log records (escaped
+already); every other command's output goes through onetool.cli._terminal."""
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(build_parser(), sys.argv[1:] if argv is None else argv)
     from onetool.errors import ConfigError, StateError
 
-    try:
-        _check_log_level(args)
-        return int(args.func(args))
-    except (ConfigError, StateError) as e:
-        print(f"onetool: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    with nullcontext() if args.command in _SERVING else escaped_output():
+        try:
+            _check_log_level(args)
+            status = int(args.func(args))
+            sys.stdout.flush()  # a reader gone shows here, not in the interpreter's last flush
+            return status
+        except (ConfigError, StateError) as e:
+            print(f"onetool: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return _reader_gone()
+        except BaseExceptionGroup as group:  # printed inside a task group (a command that connects the servers)
+            if group.split(BrokenPipeError)[1] is not None:
+                raise
+            return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Standard output's reader left before the end (`onetool servers | head -3`): it had what it wanted, so the
+    command ends quietly with status 0, as a reader cutting the output short is no failure (a script under
+    `set -o pipefail` must not fail on `| head`). Python's own recipe: stdout goes to /dev/null, so that the
+    interpreter's last flush does not fail again."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from onetool.bridge.service import BridgeOptions
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, tls_context
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, serve_failure, tls_context
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
@@ -44,7 +44,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         anyio.run(_bridge, options)
     except* ServeError as group:
         for e in group.exceptions:
-            print(f"onetool bridge: {e}", file=sys.stderr)
+            print(f"onetool bridge: {serve_failure(e)}", file=sys.stderr)
         status = EXIT_FAILED
     return status
 

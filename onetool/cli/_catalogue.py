@@ -4,64 +4,86 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from onetool.config import Config, ServerConfig
-    from onetool.control import ServerControl
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, count, setup, with_pool
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, setup, with_pool
 from onetool.text import escape_unsafe
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """The packs of the running gateway (as `run` and `servers` find it), else of the servers connected here; with
+    ``--search``, the tools best for a task, best first."""
+    from urllib.parse import urlencode
+
+    from onetool.errors import AttachError, NotRunning
+
+    try:
+        target = locate(args)
+        if target is not None:
+            if args.search is None:
+                return _print_packs(target.request("GET", "/admin/tools")["packs"], args.server)
+            query = {"query": args.search, "limit": args.limit} | ({"server": args.server} if args.server else {})
+            return _print_hits(args.search, target.request("GET", f"/admin/tools?{urlencode(query)}")["tools"])
+    except NotRunning:
+        pass  # a stale discovery file: no gateway runs
+    except AttachError as e:
+        return attach_failed("tools", e)
     config = setup(args, "ERROR")
-
-    def show(control: ServerControl, pool: UpstreamPool, registry: Registry) -> int:
-        if args.search is not None:
-            return _search(registry, args.search, args.limit, args.server)
-        wanted = args.server
-        packs = [p for p in registry.packs.values() if wanted in (None, p.name, p.server)]
-        if wanted and not packs:
-            print(
-                f"onetool tools: unknown server or pack '{wanted}'; packs: {', '.join(registry.packs)}", file=sys.stderr
-            )
-            return EXIT_USAGE
-        for pack in packs:
-            source = f" (server {pack.server})" if pack.server else " (local)"
-            print(f"{pack.name}{source}")
-            for tool in pack.tools.values():
-                print(f"  {tool.signature}" + (f"\n      {tool.summary}" if tool.summary else ""))
-        return EXIT_OK
-
-    return int(with_pool(config, show))
+    if args.search is not None:
+        return int(with_pool(config, lambda _control, _pool, registry: _search(registry, args)))
+    packs = with_pool(config, lambda _control, _pool, registry: [p.listing() for p in registry.packs.values()])
+    return _print_packs(packs, args.server)
 
 
-def _search(registry: Registry, query: str, limit: int, server: str | None) -> int:
-    """``onetool tools --search``: the tools found, best first, as ``tools`` lists them (text escaped)."""
+def _print_packs(packs: list[dict[str, Any]], wanted: str | None) -> int:
+    """Each pack (``Pack.listing``), or only the one ``wanted`` names (a pack, or the server behind it); every
+    name and text escaped, as an upstream chose them."""
+    shown = [p for p in packs if wanted in (None, p["name"], p["server"])]
+    if wanted and not shown:
+        names = ", ".join(p["name"] for p in packs)
+        print(f"onetool tools: unknown server or pack {escape_unsafe(repr(wanted))}; packs: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    for pack in shown:
+        source = f" (server {pack['server']})" if pack["server"] else " (local)"
+        print(escape_unsafe(f"{pack['name']}{source}"))
+        for tool in pack["tools"]:
+            print(f"  {escape_unsafe(tool['signature'])}")
+            if tool["summary"]:
+                print(f"      {escape_unsafe(tool['summary'])}")
+    return EXIT_OK
+
+
+def _search(registry: Registry, args: argparse.Namespace) -> int:
+    """``onetool tools --search`` without a running gateway: the registry connected here, indexed once."""
     from onetool.errors import ArgumentError
-    from onetool.registry import Tool, UpstreamTool
     from onetool.search import ToolIndex
-
-    def wanted(tool: Tool) -> bool:
-        return server in (tool.pack, tool.server if isinstance(tool, UpstreamTool) else None)
 
     index = ToolIndex()
     try:
         index.update(registry)
-        hits = index.search(query, limit, wanted if server else None)
+        hits = index.find(args.search, str(args.limit), args.server)
     except ArgumentError as e:
         print(f"onetool tools: {escape_unsafe(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     finally:
         index.close()
+    return _print_hits(args.search, [hit.to_dict() for hit in hits])
+
+
+def _print_hits(query: str, hits: list[dict[str, Any]]) -> int:
+    """The tools found (``Hit.to_dict``), best first, as ``tools`` lists them (text escaped)."""
     if not hits:
-        print(f"onetool tools: no tool matches {escape_unsafe(query)!r}", file=sys.stderr)
+        print(f"onetool tools: no tool matches {escape_unsafe(repr(query))}", file=sys.stderr)
         return EXIT_FAILED
     for hit in hits:
-        print(escape_unsafe(hit.signature) + (f"\n      {escape_unsafe(hit.description)}" if hit.description else ""))
+        print(escape_unsafe(hit["signature"]))
+        if hit["description"]:
+            print(f"      {escape_unsafe(hit['description'])}")
     return EXIT_OK
 
 
@@ -84,7 +106,8 @@ def cmd_stubs(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """The config file checked, with every warning, then each server tried (unless ``--no-connect``): exit 0, 1
-    when a server failed, 2 when there is no usable config (none found, or an error)."""
+    when a server failed, 2 when there is no usable config (none found, an error, or an enabled server whose entry
+    names a variable that is not set: `serve` runs the others, but the file is not right)."""
     from onetool.config import find_config, no_config_found
     from onetool.errors import ConfigError, StateError
 
@@ -106,14 +129,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check_file(config: Config, warnings: list[str]) -> int:
     """``check --no-connect``: the file and its local packs; no server started, no state store opened."""
     from onetool.registry import load_local_packs
+    from onetool.upstream.status import unset_failure
 
     _print_config(config, warnings, list(load_local_packs(config.packs.dirs)))
     for name, server in config.servers.items():
-        if server.enabled:
+        if server.enabled and server.unset_vars:
+            failure = unset_failure(server.unset_vars)
+            print(f"  FAILED  {name}: {failure.reason} - {failure.fix}")
+        elif server.enabled:
             print(f"  -       {name}: not tried ({server.transport})")
         else:
             _print_disabled(name, server)
-    return EXIT_OK
+    return _unusable(config) or EXIT_OK
 
 
 def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, registry: Registry) -> int:
@@ -128,7 +155,12 @@ def _check_servers(config: Config, warnings: list[str], pool: UpstreamPool, regi
         else:
             failed += 1
             print(f"  FAILED  {s.name}: {s.report or s.status}")
-    return EXIT_FAILED if failed else EXIT_OK
+    return _unusable(config) or (EXIT_FAILED if failed else EXIT_OK)
+
+
+def _unusable(config: Config) -> int:
+    """EXIT_USAGE when an enabled server's entry names a variable that is not set, else 0."""
+    return EXIT_USAGE if any(s.enabled and s.unset_vars for s in config.servers.values()) else 0
 
 
 def _print_config(config: Config, warnings: list[str], local: list[str]) -> None:

@@ -35,14 +35,35 @@ def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
     return server_tls(Path(cert), Path(key))
 
 
-def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | None = None) -> Config:
+def serve_failure(error: Exception) -> str:
+    """Why a command that serves HTTP could not start; for a taken port, which gateway holds it (if one of this
+    user's does) and how to choose another."""
+    from urllib.parse import urlsplit
+
+    from onetool import discovery
+    from onetool.errors import PortInUse
+
+    if not isinstance(error, PortInUse):
+        return str(error)
+    holder = next((g for g in discovery.running() if urlsplit(g.url).port == error.port), None)
+    held = f" (by the gateway of {holder.config or 'no config file'}; `onetool status` lists them)" if holder else ""
+    return f"{error}{held}: choose another with --port N, or --port 0 for a free one"
+
+
+def setup(
+    args: argparse.Namespace, default_level: str, warnings: list[str] | None = None, *, say_no_config: bool = True
+) -> Config:
     """The config, with logging set up as it and the options say (``--log-file`` over ``log.file``). Given
     ``warnings``, every WARNING logged from now on is also added to it (`onetool check` shows them all), but
-    LogSpan records: a failed connect is its server's own line in what `check` prints."""
-    from onetool.config import find_config, load_config
+    LogSpan records: a failed connect is its server's own line in what `check` prints.
+
+    With no config file found, a WARNING says where it looked (``say_no_config``): starting with no servers is
+    easy to do by mistake (a desktop client starts its servers in ``/``)."""
+    from onetool.config import find_config, load_config, no_config_found
     from onetool.logs import logger, setup_logging
 
-    level = args.log_level or os.environ.get("LOG_LEVEL") or default_level
+    chosen = args.log_level or os.environ.get("LOG_LEVEL")
+    level = chosen or default_level
 
     def log_to(file: str | os.PathLike[str] | None, **rotate: Any) -> None:
         setup_logging(level, file, **rotate)
@@ -52,7 +73,14 @@ def setup(args: argparse.Namespace, default_level: str, warnings: list[str] | No
     # Loading may warn (client settings a converted mcpServers file drops): those go where the options say; the
     # config's own log settings apply from then on.
     log_to(args.log_file)
-    config = load_config(find_config(args.config))
+    path = find_config(args.config)
+    if path is None and say_no_config:
+        notice = f"{no_config_found()}: starting with no servers; give --config FILE or set $ONETOOL_CONFIG"
+        if chosen or default_level != "ERROR":
+            logger.warning(notice)
+        else:  # a command that logs only errors unless told otherwise: it is still said
+            print(f"onetool: warning: {notice}", file=sys.stderr)
+    config = load_config(path)
     log_to(args.log_file or config.log.file, rotation=config.log.rotation, retention=config.log.retention)
     return config
 
@@ -74,8 +102,7 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
 
     failed = bool(result.get("isError"))
     if as_json:
-        # ASCII JSON escapes every control but DEL, which JSON lets through raw.
-        print(json.dumps(result, ensure_ascii=True).replace("\x7f", "\\u007f"))
+        print_json(result)
         return EXIT_FAILED if failed else EXIT_OK
     content = result.get("content") or []
     texts = [str(c.get("text", "")) for c in content if c.get("type") == "text"]
@@ -86,6 +113,12 @@ def print_result(result: dict[str, Any], *, as_json: bool = False) -> int:
     if others:
         print(escape_unsafe(f"[{count(len(others), 'more content part')}: {', '.join(others)}]"), file=out)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def print_json(value: Any, indent: int | None = None) -> None:
+    """``value`` as JSON on stdout, in ASCII with every control escaped (DEL too, which JSON lets through raw): what
+    a terminal shows of it is what a program reads."""
+    print(json.dumps(value, ensure_ascii=True, indent=indent).replace("\x7f", "\\u007f"))
 
 
 def locate(args: argparse.Namespace) -> Target | None:
@@ -173,6 +206,11 @@ async def cancel_on_signal(scope: anyio.CancelScope, drain: Drain | None = None,
 
 
 def print_table(rows: Sequence[tuple[str, ...]]) -> None:
+    """``rows`` in aligned columns, one line each: a cell's own line breaks and controls are escaped, so a name an
+    upstream or a model chose cannot start a row of its own."""
+    from onetool.text import escape_unsafe
+
+    rows = [tuple(escape_unsafe(cell) for cell in row) for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 from onetool.cli._common import EXIT_OK, EXIT_USAGE, count
 
@@ -41,6 +38,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     for name in servers:
         if to_identifier(name) != name:
             print(f"  pack     server '{name}' is the pack '{to_identifier(name)}' in snippets")
+    for warning in _unset_warnings(converted.raw):
+        print(f"  warning  {warning}")
     if output.resolve().parent != source.resolve().parent and any("command" in s for s in servers.values()):
         print(f"  note     stdio servers start in {output.resolve().parent} unless a server sets cwd")
     return EXIT_OK
+
+
+def _unset_warnings(raw: dict[str, Any]) -> list[str]:
+    """The ``${VAR}`` references whose variable is not set here, and what that does to the written config."""
+    from onetool.config import unset_references
+
+    warnings = []
+    for name, entry in raw["servers"].items():
+        enabled = not isinstance(entry, dict) or entry.get("enabled", True) is not False
+        does = "fails (the other servers serve) until it is set" if enabled else "is disabled; enabling it needs it set"
+        for key, var in unset_references(entry):
+            warnings.append(f"servers.{name}.{key}: ${{{var}}} is not set here: server '{name}' {does}")
+    settings = {key: value for key, value in raw.items() if key != "servers"}
+    for key, var in unset_references(settings):
+        warnings.append(f"{key}: ${{{var}}} is not set here: the config does not load until it is set")
+    return warnings

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -34,13 +33,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     fields = {key: value for key, value in (("server", args.server), ("runId", args.run)) if value is not None}
     keep = RecordFilter(level, fields)
     current = follow(path) if args.follow else read_lines([path])
-    try:
-        for line in chain(read_lines(rotated_files(path)), current):
-            if keep(line):
-                print(escape_unsafe(line), flush=args.follow)
-    except BrokenPipeError:
-        # The reader is gone (`onetool logs | head`): done. stdout goes nowhere so exiting does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for line in chain(read_lines(rotated_files(path)), current):
+        if keep(line):
+            print(escape_unsafe(line), flush=args.follow)  # a reader gone (`| head`): see onetool.cli.main
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ import shutil
 import sys
 from typing import TextIO
 
+from onetool.cli._terminal import raw
 from onetool.text import escape_unsafe, one_line
 
 _ERASE = "\r\x1b[2K"  # to the line's start, then clear it
@@ -14,7 +15,7 @@ _ERASE = "\r\x1b[2K"  # to the line's start, then clear it
 
 class ProgressLine:
     def __init__(self, stream: TextIO | None = None) -> None:
-        self._stream = stream or sys.stderr
+        self._stream = stream or raw(sys.stderr)  # its erase sequence is the CLI's own: not escaped
         self._shown = False
 
     @staticmethod

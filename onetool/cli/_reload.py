@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, attach_failed, locate
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, attach_failed, locate, print_json
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
@@ -24,7 +23,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
     except AttachError as e:
         return attach_failed("reload", e)
     if args.json:
-        print(json.dumps(done))
+        print_json(done)
     else:
         print(f"reloaded the gateway at {target.origin}: {Reloaded(**done).summary()}")
     return EXIT_OK

@@ -19,21 +19,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     code = _read_code(args)
     if code is None:
         return EXIT_USAGE
-    from onetool.errors import NotRunning
+    if args.standalone and (args.gateway_url or args.token):
+        print("onetool run: --standalone runs here, on no gateway: give it without --url and --token", file=sys.stderr)
+        return EXIT_USAGE
+    from onetool.errors import NotRunning, SeveralGateways
 
     try:
-        target = locate(args)
+        target = None if args.standalone else locate(args)
         if target is not None:
             return print_result(_attached_run(target, code), as_json=args.json)
     except NotRunning:
         pass  # a stale discovery file: run here instead
+    except SeveralGateways as e:
+        if names_packs(code):
+            print(f"onetool run: {e}; or run it here, with this folder's servers, with --standalone", file=sys.stderr)
+            return EXIT_USAGE
+        # It uses no pack: any gateway would answer the same, and so does a sandbox here.
     except AttachError as e:
         return attach_failed("run", e)
     import anyio
 
-    # The snippet's own failure is the command's output (on stderr); logs would only repeat it.
-    config = setup(args, "ERROR")
+    # The snippet's own failure is the command's output (on stderr); logs would only repeat it. A missing config
+    # matters only to a snippet that uses a pack.
+    config = setup(args, "ERROR", say_no_config=names_packs(code))
     return anyio.run(_run, config, code, args.json)
+
+
+def names_packs(code: str) -> bool:
+    """Whether a snippet may use a pack: it reads a name that nothing in it binds (``bound_names``) and no builtin
+    of a run is. One that cannot be parsed uses none: its SyntaxError is the same wherever it runs."""
+    import ast
+    import builtins
+
+    from sandbox.protocol.api import RUN_FUNCTIONS
+    from sandbox.protocol.errors import SNIPPET_ERRORS
+    from sandbox.protocol.sites import bound_names
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return bool(read - bound_names(tree) - set(dir(builtins)) - set(SNIPPET_ERRORS) - set(RUN_FUNCTIONS))
 
 
 def _read_code(args: argparse.Namespace) -> str | None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from onetool.gateway import Gateway
     from onetool.serve import Listener
 
-from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, setup, tls_context
+from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, serve_failure, setup, tls_context
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             anyio.run(_serve, config, listener, args.mode)
     except* ServeError as group:
         for e in group.exceptions:
-            print(f"onetool: {e}", file=sys.stderr)
+            print(f"onetool: {serve_failure(e)}", file=sys.stderr)
         status = EXIT_FAILED
     return status
 
@@ -71,7 +71,8 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     async with contextlib.AsyncExitStack() as stack:
         while True:
             try:
-                # The front serves at once; the servers connect behind it, and the faces tell clients as they come up.
+                # Liveness and initialize answer at once; the servers connect behind them, and the catalogue's
+                # requests wait for their first attempts, up to startup_wait (onetool.startup).
                 gateway = await stack.enter_async_context(Gateway(config, background=True))
                 break
             except StoreUnreachable as e:

@@ -4,7 +4,6 @@ convert, revert; each prints a table, or with --json what the admin API answers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -16,7 +15,17 @@ if TYPE_CHECKING:
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
 
-from onetool.cli._common import EXIT_OK, EXIT_USAGE, attach_failed, count, locate, print_table, setup, with_pool
+from onetool.cli._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    attach_failed,
+    count,
+    locate,
+    print_json,
+    print_table,
+    setup,
+    with_pool,
+)
 from onetool.text import escape_unsafe, visible
 
 _STDIO_KEYS = ("command", "args", "env", "cwd")
@@ -60,7 +69,10 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace, ent
         _print_view(target.request("PATCH", server_path(args.name), entry), args.json)
     elif action == "remove":
         removed = target.request("DELETE", server_path(args.name))
-        print(json.dumps(removed) if args.json else f"removed server '{args.name}'")
+        if args.json:
+            print_json(removed)
+        else:
+            print(f"removed server '{args.name}'")
     elif action == "tools":
         if args.reset:
             target.request("DELETE", server_path(args.name, "tools"))
@@ -102,7 +114,10 @@ def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] |
         done = anyio.run(change_offline, config, action, args.name, entry)
     except ControlError as e:
         return attach_failed("servers", e)
-    print(json.dumps({"server": args.name, "action": action, "pending": True, "message": done}) if args.json else done)
+    if args.json:
+        print_json({"server": args.name, "action": action, "pending": True, "message": done})
+    else:
+        print(done)
     return EXIT_OK
 
 
@@ -166,14 +181,14 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 def _print_view(view: dict[str, Any], as_json: bool) -> None:
     """One server, as an action that changed it answers."""
     if as_json:
-        print(json.dumps(view, indent=2))
+        print_json(view, indent=2)
     else:
         _print_servers([view], False)
 
 
 def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(views, indent=2))
+        print_json(views, indent=2)
         return
     if not views:
         print("no servers configured")
@@ -206,14 +221,24 @@ def _print_servers(views: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _launch(launch: dict[str, Any]) -> str:
-    """What a server runs, on one line, every character visible: a model may have written it."""
+    """What a server runs: one line, then for a model's proposal each env or header value (a model wrote them: none
+    is an operator's secret), and every env variable that changes what runs, flagged with why. Every character
+    visible: a model may have written any of it."""
     if "command" in launch:
         where = f" in {launch['cwd']}" if launch["cwd"] else ""
         keys = ", ".join(launch["env_keys"]) or "-"
-        line = f"{shlex.join([launch['command'], *launch['args']])}{where} (env: {keys})"
+        lines = [f"{shlex.join([launch['command'], *launch['args']])}{where} (env: {keys})"]
+        flagged = {f["key"]: f["why"] for f in launch.get("flagged_env", [])}
+        values = launch.get("env")
+        for key in launch["env_keys"]:
+            shown = f"{key}={values[key]}" if values is not None else f"{key} (value hidden)"
+            why = f"  <- CHANGES WHAT RUNS: {flagged[key]}" if key in flagged else ""
+            if values is not None or why:
+                lines.append(f"  env {shown}{why}")
     else:
-        line = f"{launch['url']} over {launch['type']} (headers: {', '.join(launch['header_keys']) or '-'})"
-    return visible(line, keep="")
+        lines = [f"{launch['url']} over {launch['type']} (headers: {', '.join(launch['header_keys']) or '-'})"]
+        lines += [f"  header {key}: {value}" for key, value in (launch.get("headers") or {}).items()]
+    return "\n".join(visible(line, keep="") for line in lines)
 
 
 def _error(view: dict[str, Any]) -> str:
@@ -228,11 +253,14 @@ def _error(view: dict[str, Any]) -> str:
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report, indent=2))
+        print_json(report, indent=2)
         return
     _print_servers([report], False)
     if report["instructions"]:
-        print(f"\ninstructions: {report['instructions']}")
+        # The server's own words, each line indented: none of them can pass for a line of this report.
+        print("\ninstructions (the server's own words):")
+        for line in report["instructions"].splitlines():
+            print(f"  | {escape_unsafe(line)}")
     if report["status"] != "proposed":
         print(
             f"\ncalls in flight: {report['calls_in_flight']} (servers.{report['name']}.max_concurrent_calls caps them)"
@@ -251,16 +279,19 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         print(f"\nquarantined: no face shows its tools; approve them with: onetool servers approve {report['name']}")
     for held in report["held"]:
         if held["reason"] == "changed after approval":
+            tool = shlex.quote(escape_unsafe(held["tool"]))
             print(
-                f"\nheld: {held['tool']} changed after approval; approve it with: onetool servers approve "
-                f"{report['name']} --tool {held['tool']} (or reject the change: onetool servers reject "
-                f"{report['name']} --tool {held['tool']})\n{held['diff']}"
+                f"\nheld: {tool} changed after approval; approve it with: onetool servers approve "
+                f"{report['name']} --tool {tool} (or reject the change: onetool servers reject "
+                f"{report['name']} --tool {tool})"
             )
+            for line in held["diff"].splitlines():
+                print(f"  {escape_unsafe(line)}")
 
 
 def _print_tools_of(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps({k: report[k] for k in ("name", "tools_filter", "tools")}, indent=2))
+        print_json({k: report[k] for k in ("name", "tools_filter", "tools")}, indent=2)
     else:
         print(f"server '{report['name']}'", end="")
         _print_tools(report)
@@ -278,5 +309,5 @@ def _print_tools(report: dict[str, Any]) -> None:
     print(f"tools ({len(report['tools'])}):")
     for tool in report["tools"]:
         mark = "HIDDEN" if not tool["offered"] else "HELD" if tool["held"] else "REJECTED" if tool["rejected"] else ""
-        summary = f" - {tool['description'].splitlines()[0]}" if tool["description"] else ""
-        print(f"  {mark:<8} {tool['name']}{summary}")
+        summary = f" - {tool['description'].splitlines()[0]}" if tool["description"].strip() else ""
+        print(f"  {mark:<8} {escape_unsafe(tool['name'])}{escape_unsafe(summary)}")

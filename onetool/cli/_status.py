@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
-from onetool.cli._common import EXIT_OK, print_table
+from onetool.cli._common import EXIT_OK, print_json, print_table
 
 if TYPE_CHECKING:
     from onetool.discovery import Discovery
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """Every gateway running for this user, or with ``--config``, the one serving that file."""
+    from pathlib import Path
+
     from onetool import discovery
 
     running = discovery.running()
+    if args.config:
+        served = str(Path(args.config).resolve())
+        running = [g for g in running if g.config == served]
     if args.json:
-        print(json.dumps([_record(g, args.tokens) for g in running]))
+        print_json([_record(g, args.tokens) for g in running])
+        return EXIT_OK
+    if not running and args.config:
+        print(f"no gateway serves {args.config} (`onetool status` without --config lists every one running)")
         return EXIT_OK
     if not running:
         print("no gateway is running (`onetool serve --http` publishes itself; a stdio gateway is its client's)")

@@ -9,6 +9,7 @@ from onetool.config._loading import (
     load_config,
     no_config_found,
     read_config_file,
+    unset_references,
     validate,
     validate_server,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "no_config_found",
     "read_config_file",
     "to_identifier",
+    "unset_references",
     "validate",
     "validate_server",
 ]

@@ -1,10 +1,11 @@
 """Reading a config file: YAML or JSON, a client's ``mcpServers`` layout, ``${VAR}`` expansion, validation.
 
-Every problem (unreadable file, bad YAML, unknown key, wrong type, unset ``${VAR}``, a name clash after
-sanitising) raises one :class:`ConfigError` whose message names the file, the key path and what was expected (for
-an unknown key, the key it may be a typo of). Secret values (env values, header values, tokens) never appear in
-those messages. A disabled server's unset ``${VAR}`` is no error: nothing uses that entry until it is enabled,
-which its :attr:`ServerConfig.unset_vars` then forbids.
+Every problem (unreadable file, bad YAML, unknown key, wrong type, unset ``${VAR}`` outside ``servers``, a name
+clash after sanitising) raises one :class:`ConfigError` whose message names the file, the key path and what was
+expected (for an unknown key, the key it may be a typo of). Secret values (env values, header values, tokens) never
+appear in those messages. A server's unset ``${VAR}`` is no error of the file, as a desktop client would have it:
+that server alone cannot run (:attr:`ServerConfig.unset_vars`; the pool shows it failed, naming the variable, and
+`onetool check` exits 2), the others serve; a disabled one cannot be enabled until it is set.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from onetool.clients import MCP_SERVERS, Converted, Loc, convert
+from onetool.clients import MCP_SERVERS, Converted, Loc, convert, onetool_serve_options
 from onetool.config._models import _VAR, Config, ServerConfig
 from onetool.errors import ConfigError
 from onetool.logs import logger
@@ -68,8 +69,8 @@ def load_config(path: str | os.PathLike[str] | None = None, *, environ: dict[str
 def _expand_servers(
     servers: Any, environ: dict[str, str], path: Path, where: Callable[[Loc], Loc]
 ) -> tuple[Any, dict[str, tuple[str, ...]]]:
-    """Each server entry expanded; an unset ``${VAR}`` is an error only in an enabled one. A disabled entry keeps
-    the reference as written, and its name maps to the variables it lacks (warned about)."""
+    """Each server entry expanded. An entry with an unset ``${VAR}`` keeps the reference as written, and its name
+    maps to the variables it lacks (each warned about): that server alone cannot run."""
     if not isinstance(servers, dict):
         return _expand(servers, environ, path, ("servers",), where), {}
     expanded, unset = {}, {}
@@ -79,20 +80,30 @@ def _expand_servers(
         expanded[name] = _expand(entry, environ, path, at, where, missing)
         if not missing:
             continue
-        if _enabled(expanded[name]):
-            loc, var = missing[0]
-            raise _unset(path, where(loc), var, server=str(name))
         unset[str(name)] = tuple(dict.fromkeys(var for _, var in missing))
+        consequence = (
+            "fails (the other servers serve) until it is set where OneTool starts"
+            if _enabled(expanded[name])
+            else "is disabled, so nothing uses it until the server is enabled (which needs it set)"
+        )
         for loc, var in missing:
             logger.warning(
-                "{}: {}: environment variable {} is not set; server '{}' is disabled, so nothing uses it until the "
-                "server is enabled (which needs it set)",
+                "{}: {}: environment variable {} is not set; server '{}' {}",
                 path,
                 _dotted(where(loc)),
                 var,
                 name,
+                consequence,
             )
     return expanded, unset
+
+
+def unset_references(raw: Any, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Each ``${VAR}`` without a default in ``raw`` (a config file's content, OneTool's layout) whose variable is
+    not set: (its key path, the variable), in file order."""
+    missing: list[tuple[Loc, str]] = []
+    _expand(raw, dict(os.environ if environ is None else environ), Path("-"), (), _as_is, missing)
+    return [(_dotted(loc), var) for loc, var in missing]
 
 
 _BOOL: TypeAdapter[bool] = TypeAdapter(bool)
@@ -203,11 +214,10 @@ def _expand(
     return _VAR.sub(sub, value)
 
 
-def _unset(path: Path, loc: Loc, var: str, server: str | None = None) -> ConfigError:
-    """An unset variable without a default, where it is used, and the ways out (for a server: disabling it)."""
-    ways = ["set it", f"write ${{{var}:-default}}", *([f"disable server '{server}'"] if server else [])]
+def _unset(path: Path, loc: Loc, var: str) -> ConfigError:
+    """An unset variable without a default, where it is used, and the ways out."""
     return ConfigError(
-        f"{path}: {_dotted(loc)}: environment variable {var} is not set ({', '.join(ways[:-1])}, or {ways[-1]})"
+        f"{path}: {_dotted(loc)}: environment variable {var} is not set (set it, or write ${{{var}:-default}})"
     )
 
 
@@ -301,11 +311,10 @@ def _served_config(server: ServerConfig) -> Path | None:
     onetool``, ...), else None."""
     if not server.command:
         return None
-    words = [Path(server.command).name, *server.args]
-    start = next((i for i, word in enumerate(words) if Path(word).name == "onetool"), None)
-    if start is None or words[start + 1 : start + 2] != ["serve"]:
+    options = onetool_serve_options(server.command, server.args)
+    if options is None:
         return None
-    options, named = words[start + 2 :], None
+    named = None
     for i, option in enumerate(options):
         if option == "--config" and i + 1 < len(options):
             named = options[i + 1]

@@ -281,6 +281,12 @@ class ServerConfig(_Strict):
         description="megabytes of one message from this server: a longer one ends the connection (a snippet can ask "
         "for replies, and the gateway holds each one whole), which is then made again",
     )
+    max_argument_mb: float = Field(
+        default=4,
+        gt=0,
+        description="megabytes of one call's arguments as JSON: a larger call is refused before it is sent (one "
+        "upstream serves every client, and a run must not hold it up for them with data it has to parse and check)",
+    )
     unattended_elicitation: Literal["decline", "defaults"] = Field(
         default="decline",
         description="what this server's question gets when no user can be asked: decline, or (defaults) a form "
@@ -319,6 +325,10 @@ class ServerConfig(_Strict):
         return self.max_message_mb * 1024 * 1024
 
     @property
+    def max_argument_bytes(self) -> int:
+        return int(self.max_argument_mb * 1024 * 1024)
+
+    @property
     def transport(self) -> TransportName:
         if self.command is not None:
             return "stdio"
@@ -326,8 +336,9 @@ class ServerConfig(_Strict):
 
     @property
     def unset_vars(self) -> tuple[str, ...]:
-        """The environment variables this (disabled) server's entry names that were not set when the config was
-        loaded: its entry is not usable, so it cannot be enabled until they are set and the config is read again."""
+        """The environment variables this server's entry names that were not set when the config was loaded: its
+        entry is not usable (an enabled one fails alone; a disabled one cannot be enabled) until they are set and
+        the config is read again."""
         return self._unset_vars
 
     def with_unset_vars(self, names: tuple[str, ...]) -> ServerConfig:
@@ -411,7 +422,8 @@ class HttpConfig(_Strict):
     ready_requires_servers: list[str] | Literal["all"] = Field(
         default_factory=list,
         description="servers that must be connected for /ready to answer 200; 'all': every enabled, "
-        "non-quarantined one (default: none, ready as soon as the front serves)",
+        "non-quarantined one (default: none: ready once the servers' first connection attempts ended, or "
+        "startup_wait passed)",
     )
 
 
@@ -428,6 +440,17 @@ class DirectConfig(_Strict):
         default="propose",
         description="read-only: list servers; propose: also add a server as a proposal and review quarantine; "
         "full: also enable, disable, restart and remove the servers it added itself",
+    )
+    max_proposals: int = Field(
+        default=20,
+        ge=0,
+        description="servers a model may have proposed and awaiting an operator's decision at once (per actor); "
+        "past it, a proposal is refused until an operator approves or rejects some",
+    )
+    max_proposal_bytes: int = Field(
+        default=16_384,
+        ge=256,
+        description="the largest proposal a model may make: bytes of its server entry as JSON",
     )
     cache_entries: int = Field(
         default=64, ge=1, description="cut results kept whole for read_cache; past it the least recently read goes"
@@ -585,6 +608,13 @@ class Config(_Strict):
     otel: OtelConfig | None = Field(default=None, description="export traces (OpenTelemetry); none when absent")
     watch: bool = Field(
         default=False, description="re-read this file (and local packs) when it changes, as `onetool reload` does"
+    )
+    startup_wait: float | None = Field(
+        default=None,
+        ge=0,
+        description="seconds a gateway's first tools/list (and every request that shows or calls tools) waits at "
+        "start for servers still on their first connection attempt; later ones follow with list_changed "
+        "(default: the largest enabled connect_timeout, at most 30; 0: answer at once with what is there)",
     )
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
 

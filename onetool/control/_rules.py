@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from onetool.config import ServerConfig, ToolFilter, to_identifier, validate_server
 from onetool.errors import ConfigError, ControlError
 from onetool.state.records import OPERATORS, Actor
+from onetool.text import shown_name
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -19,8 +21,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 def new_server(name: str, spec: Any, existing: Iterable[str], actor: Actor) -> tuple[ServerConfig, dict[str, Any]]:
     """The validated config of a server to add, and the spec to store (one added through MCP is quarantined)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
+        shown = repr(shown_name(name)) if isinstance(name, str) else type(name).__name__
         raise ControlError(
-            f"invalid server name {name!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+            f"invalid server name {shown}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
         )
     names = list(existing)
     if name in names:
@@ -37,6 +40,26 @@ def new_server(name: str, spec: Any, existing: Iterable[str], actor: Actor) -> t
     except ConfigError as e:
         raise ControlError(str(e)) from None
     return config, dict(spec)
+
+
+def check_proposal(spec: Any, pending: int, *, max_proposals: int, max_bytes: int) -> None:
+    """Refuse a model's proposal past its caps: ``pending`` proposals of the same actor already await an operator
+    (``direct.max_proposals``), or ``spec`` is larger than ``max_bytes`` as JSON (``direct.max_proposal_bytes``).
+    A model proposes as often as it likes: each proposal is kept, listed and shown to reviewers until decided."""
+    if pending >= max_proposals:
+        raise ControlError(
+            f"{pending} servers you proposed await an operator's decision, the most allowed (direct.max_proposals = "
+            f"{max_proposals}): an operator approves or rejects them (`onetool servers`, the console's review page) "
+            "before you propose more",
+            429,
+        )
+    size = len(json.dumps(spec, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise ControlError(
+            f"the proposed server entry is {size:,} bytes as JSON; at most {max_bytes:,} (direct.max_proposal_bytes): "
+            "propose the command, its arguments and environment, or the URL and headers, and nothing more",
+            413,
+        )
 
 
 _NOT_EDITED = {"enabled": "enable|disable", "quarantined": "quarantine|approve"}
@@ -57,6 +80,22 @@ def edited_server(name: str, spec: Mapping[str, Any], patch: Any) -> tuple[Serve
         return validate_server(name, edited), edited
     except ConfigError as e:
         raise ControlError(str(e)) from None
+
+
+def check_proposal_edit(name: str, patch: Mapping[str, Any]) -> None:
+    """An operator may not give a proposal env or header values: a proposal's values are shown in full, to reviewers
+    and to models, because a model wrote them all; a value of an operator's (a secret) would be shown with them.
+    Removing a key (null) is fine."""
+    for key in ("env", "headers"):
+        given = patch.get(key)
+        if given is None or (isinstance(given, Mapping) and all(v is None for v in given.values())):
+            continue
+        raise ControlError(
+            f"server '{name}' is a model's proposal, whose {key} values are shown in full to whoever reviews it and to "
+            f"models: approve it first, then set {key} values (they are then hidden, as every operator's are); on a "
+            f"proposal, only remove {key} keys (null)",
+            409,
+        )
 
 
 def changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -91,11 +130,14 @@ def tool_filter(name: str, tools: Any) -> ToolFilter | None:
         ) from None
 
 
-def check_editable(name: str, *, from_config: bool, converted_to: str | None, path: Path | None) -> None:
-    """Only a server added at run time is edited at run time, and not while the bridge runs what it was."""
+def check_editable(
+    name: str, *, from_config: bool, converted_to: str | None, path: Path | None, watching: bool | None
+) -> None:
+    """Only a server added at run time is edited at run time, and not while the bridge runs what it was.
+    ``watching``: whether the running gateway follows its file (``watch: true``); None when no gateway runs."""
     if from_config:
         where = f"the config file {path}" if path else "the config file"
-        raise ControlError(f"server '{name}' comes from {where}: edit it there, then restart the gateway", 409)
+        raise ControlError(f"server '{name}' comes from {where}: {_in_the_file('edit it in the file', watching)}", 409)
     if converted_to is not None:
         raise ControlError(
             f"server '{name}' is converted (the bridge serves it at {converted_to}): revert it first "
@@ -157,9 +199,20 @@ def unknown(name: str, names: Iterable[str]) -> ControlError:
     return ControlError(f"unknown server '{name}'; servers: {listed}", 404)
 
 
-def in_config_file(name: str, path: Path | None) -> ControlError:
+def in_config_file(name: str, path: Path | None, *, watching: bool | None) -> ControlError:
+    """A config file's server cannot be removed at run time: the file says how (``watching``: see check_editable)."""
     where = f"the config file {path}" if path else "the config file"
     return ControlError(
-        f"server '{name}' comes from {where}: remove it there (and restart), or disable it with "
+        f"server '{name}' comes from {where}: {_in_the_file('remove it from the file', watching)}; or disable it with "
         f"`onetool servers disable {name}`"
     )
+
+
+def _in_the_file(change: str, watching: bool | None) -> str:
+    """``change`` (made in the config file), and how it then reaches the gateway."""
+    if watching is None:
+        return f"{change}; the gateway reads it when it starts"
+    if watching:
+        return f"{change}; the gateway applies it when the file is saved (watch: true)"
+    reload = "then `onetool reload` (or SIGHUP to the gateway)"
+    return f"{change}, {reload}; with `watch: true` in the file, a save applies at once"

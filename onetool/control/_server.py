@@ -288,6 +288,17 @@ class ServerControl:
         offered = s.offered
         return [tool for tool in s.trust.visible(pool.tools(server)) if offered.permits(tool.name)]
 
+    def reviewing(self) -> dict[str, str]:
+        """The servers an operator holds for review, each with why ("quarantined" or "proposed"): none while the
+        store cannot be read (what is held then is not known)."""
+        if self._blind:
+            return {}
+        return {
+            name: "proposed" if s.proposed else "quarantined"
+            for name, s in self._servers.items()
+            if s.proposed or s.trust.quarantined
+        }
+
     def tools(self, server: str) -> list[types.Tool]:
         """Every tool the server offers now, held or not: for an admin's review."""
         self._require(server)
@@ -381,8 +392,14 @@ class ServerControl:
 
     async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerView:
         async with self._lock:
-            config, stored = rules.new_server(name, spec, self._servers, actor)
             proposed = rules.proposes(actor)
+            if proposed:
+                limits = self._config.direct
+                pending = sum(1 for s in self._servers.values() if s.proposed and s.added_by == actor)
+                rules.check_proposal(
+                    spec, pending, max_proposals=limits.max_proposals, max_bytes=limits.max_proposal_bytes
+                )
+            config, stored = rules.new_server(name, spec, self._servers, actor)
             try:
                 added = await self._store.add_server(name, stored, actor, proposed=proposed)
             except ServerExists as e:  # added by another replica since this one last read the store
@@ -404,7 +421,7 @@ class ServerControl:
             if s is not None:
                 rules.check_model_may_change(name, "remove", actor, s.added_by, s.enabled_by, self._config_path)
             if s is not None and s.added_by is None:
-                raise rules.in_config_file(name, self._config_path)
+                raise rules.in_config_file(name, self._config_path, watching=self._config.watch)
             # An added server whose stored spec no longer loads is not running, but can still be removed.
             if not await self._store.remove_server(name, actor):
                 if s is None:
@@ -441,7 +458,15 @@ class ServerControl:
             s = self._require(name)
             rules.check_model_may_change(name, "edit", actor, s.added_by, s.enabled_by, self._config_path)
             converted_to = s.bridged.url if s.bridged is not None else None
-            rules.check_editable(name, from_config=s.spec is None, converted_to=converted_to, path=self._config_path)
+            rules.check_editable(
+                name,
+                from_config=s.spec is None,
+                converted_to=converted_to,
+                path=self._config_path,
+                watching=self._config.watch,
+            )
+            if s.proposed and isinstance(patch, Mapping):
+                rules.check_proposal_edit(name, patch)
             assert s.spec is not None  # an added server's
             config, spec = rules.edited_server(name, s.spec, patch)
             changed = rules.changed_keys(s.spec, spec)
@@ -643,11 +668,12 @@ class ServerControl:
 
     async def _accept(self, name: str, s: _Server, actor: Actor) -> ServerView:
         """Let a proposal run: the pool starts it now, quarantined as every server a model added."""
-        what = launch(s.config)
+        # A model wrote every value of a proposal (an operator may not add one): the audit keeps what was approved.
+        what = launch(s.config, values=True)
         if not await self._store.accept_proposal(name, actor, what):
             raise ControlError(f"server '{name}' is no longer a proposal in the state store; list servers again", 409)
         s.proposed = False
-        self._log(name, "approved to run", actor, **what)
+        self._log(name, "approved to run", actor, **launch(s.config))
         await self._live().put(name, s.pool_config())
         return dataclasses.replace(await self._changed(name), launch=what)
 
@@ -670,7 +696,7 @@ class ServerControl:
                 fix=f"an operator approves it to run it: onetool servers approve {name}",
                 tool_count=0,
                 added_by=s.added_by or FROM_CONFIG,
-                launch=launch(s.config),
+                launch=launch(s.config, values=True),
                 tools_filter=tools_filter(s.offered, set_at_run_time=s.tools_set is not None),
             )
         st = self._live().server_status(name)
@@ -748,14 +774,6 @@ async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quie
     for name, (server, added_by, proposed, spec) in servers.items():
         o = overrides.get(name)
         enabled = server.enabled if o is None or o.enabled is None else o.enabled
-        if enabled and server.unset_vars:
-            enabled = False  # its entry is not usable: a disabled server's unset ${VAR} (onetool.config)
-            if not quiet:
-                logger.error(
-                    "server '{}' was enabled at run time, but stays disabled: {} not set when the config was read",
-                    name,
-                    ", ".join(server.unset_vars),
-                )
         quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
         approved_at = o.approved_at if o is not None else None
         approved = approvals.get(name, {}) if approved_at is not None else {}

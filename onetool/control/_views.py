@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from onetool.config import ServerConfig, ToolFilter
+from onetool.text import visible
 
 HeldReason = Literal["server quarantined", "changed after approval"]
 FROM_CONFIG = "config"
@@ -89,11 +90,94 @@ def tools_filter(offered: ToolFilter, *, set_at_run_time: bool) -> dict[str, Any
     return {**offered.model_dump(mode="json"), "from": "run time" if set_at_run_time else "entry"}
 
 
-def launch(config: ServerConfig) -> dict[str, Any]:
-    """Exactly what connecting ``config`` starts or opens, for an operator to approve: the command, its
-    arguments, working folder and environment variable names, or the URL, transport and header names.
-    Never a value of the environment or of a header: they may be secrets."""
+EXECUTION_ENV: dict[str, str] = {
+    "PATH": "chooses the program each command name runs",
+    "LD_*": "the dynamic loader: LD_PRELOAD and LD_AUDIT load a library into every program, LD_LIBRARY_PATH "
+    "chooses the libraries they load",
+    "DYLD_*": "the macOS loader: DYLD_INSERT_LIBRARIES loads a library into every program",
+    "GCONV_PATH": "loads character-set modules (code) into programs that convert text",
+    "BASH_ENV": "a script bash runs before every script",
+    "ENV": "a script sh runs at start",
+    "SHELL": "the shell programs start commands with",
+    "IFS": "how the shell splits words",
+    "HOME": "where programs read their configuration and startup files (.npmrc, .bashrc, pip.conf, .gitconfig)",
+    "XDG_CONFIG_HOME": "where programs read their configuration",
+    "NODE_OPTIONS": "options of every Node.js process (--require, --import run code first)",
+    "NODE_PATH": "where Node.js finds modules",
+    "npm_config_*": "npm's settings: the registry packages come from, scripts that run, the shell",
+    "YARN_*": "yarn's settings: the registry packages come from",
+    "PYTHONPATH": "where Python finds modules: one there runs in place of the real one",
+    "PYTHONHOME": "which Python installation runs",
+    "PYTHONSTARTUP": "a script Python runs at start",
+    "PYTHONUSERBASE": "where Python finds user site-packages",
+    "PYTHONBREAKPOINT": "the function breakpoint() calls",
+    "PYTHONEXECUTABLE": "which program Python says it is",
+    "PIP_*": "pip's settings: the index packages come from",
+    "UV_*": "uv's settings (uvx): the index packages come from, which Python runs",
+    "PERL5LIB": "where Perl finds modules",
+    "PERL5OPT": "options of every Perl process (-M runs a module first)",
+    "PERLLIB": "where Perl finds modules",
+    "RUBYOPT": "options of every Ruby process (-r loads a file first)",
+    "RUBYLIB": "where Ruby finds libraries",
+    "JAVA_TOOL_OPTIONS": "options of every Java process (-javaagent runs code first)",
+    "JDK_JAVA_OPTIONS": "options of every Java process",
+    "_JAVA_OPTIONS": "options of every Java process",
+    "CLASSPATH": "where Java finds classes",
+    "GIT_*": "git's settings: GIT_SSH_COMMAND runs a command, GIT_EXEC_PATH chooses git's own programs",
+    "HTTP_PROXY": "sends the server's downloads (npx, uvx packages) through another host",
+    "HTTPS_PROXY": "sends the server's downloads (npx, uvx packages) through another host",
+    "ALL_PROXY": "sends the server's downloads through another host",
+    "NO_PROXY": "which hosts bypass the proxy",
+    "SSL_CERT_FILE": "which TLS certificates are trusted: a download can come from another server",
+    "SSL_CERT_DIR": "which TLS certificates are trusted: a download can come from another server",
+    "REQUESTS_CA_BUNDLE": "which TLS certificates Python's requests trusts",
+    "CURL_CA_BUNDLE": "which TLS certificates curl trusts",
+    "NODE_EXTRA_CA_CERTS": "more TLS certificates Node.js trusts: a download can come from another server",
+    "NODE_TLS_REJECT_UNAUTHORIZED": "0 turns off Node.js's TLS certificate checks",
+}
+"""Environment variables that change what a stdio server runs, not only how it behaves: each is flagged, with why,
+wherever a server's launch is shown (a reviewer approving a proposal must not miss one). ``*`` ends a prefix. Names
+are compared in any case (``npm_config_*`` and ``NPM_CONFIG_*`` are both npm's). The one list: add names here."""
+
+_EXACT = {key.upper(): why for key, why in EXECUTION_ENV.items() if not key.endswith("*")}
+_PREFIXES = tuple((key[:-1].upper(), why) for key, why in EXECUTION_ENV.items() if key.endswith("*"))
+
+
+def changes_what_runs(key: str) -> str | None:
+    """Why the environment variable ``key`` changes what a server runs (:data:`EXECUTION_ENV`); None if it does not."""
+    upper = key.upper()
+    return _EXACT.get(upper) or next((why for prefix, why in _PREFIXES if upper.startswith(prefix)), None)
+
+
+def launch(config: ServerConfig, *, values: bool = False) -> dict[str, Any]:
+    """Exactly what connecting ``config`` starts or opens, for an operator to approve: the command, its arguments,
+    working folder and environment variable names, or the URL, transport and header names; the environment variables
+    that change what runs (``flagged_env``: key and why). With ``values`` (a model's proposal, whose values a model
+    wrote: no operator secret is among them), the env and header values too (``env``, ``headers``); never otherwise,
+    as an operator's may be secrets. Every text with the characters a reader would not see named."""
     if config.command is not None:
-        cwd = str(config.cwd) if config.cwd is not None else None
-        return {"command": config.command, "args": list(config.args), "cwd": cwd, "env_keys": sorted(config.env)}
-    return {"url": config.url, "type": config.transport, "header_keys": sorted(config.headers)}
+        flagged = [
+            {"key": visible(k, keep=""), "why": why} for k in sorted(config.env) if (why := changes_what_runs(k))
+        ]
+        shown: dict[str, Any] = {
+            "command": visible(config.command, keep=""),
+            "args": [visible(a, keep="") for a in config.args],
+            "cwd": visible(str(config.cwd), keep="") if config.cwd is not None else None,
+            "env_keys": [visible(k, keep="") for k in sorted(config.env)],
+            "flagged_env": flagged,
+        }
+        if values:
+            shown["env"] = _shown_values(config.env)
+        return shown
+    shown = {
+        "url": visible(config.url or "", keep=""),
+        "type": config.transport,
+        "header_keys": [visible(k, keep="") for k in sorted(config.headers)],
+    }
+    if values:
+        shown["headers"] = _shown_values(config.headers)
+    return shown
+
+
+def _shown_values(values: dict[str, str]) -> dict[str, str]:
+    return {visible(k, keep=""): visible(v, keep="") for k, v in sorted(values.items())}

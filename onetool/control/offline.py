@@ -45,10 +45,12 @@ async def change_offline(config: Config, action: str, name: str, spec: dict[str,
         if name not in names:
             raise rules.unknown(name, names)
         if action == "edit":
+            if name in added and added[name].proposed and isinstance(spec, dict):
+                rules.check_proposal_edit(name, spec)
             return await _edit(store, config, name, added[name].spec if name in added else None, spec)
         if action == "remove":
             if name in config.servers:
-                raise rules.in_config_file(name, config.path)
+                raise rules.in_config_file(name, config.path, watching=None)
             await store.remove_server(name, "cli")
             return f"removed server '{name}'; {LATER}"
         if action == "tools":
@@ -69,7 +71,9 @@ async def _edit(
 ) -> str:
     conversion = await store.conversion(name)
     converted_to = conversion.url if conversion is not None else None
-    rules.check_editable(name, from_config=name in config.servers, converted_to=converted_to, path=config.path)
+    rules.check_editable(
+        name, from_config=name in config.servers, converted_to=converted_to, path=config.path, watching=None
+    )
     assert current is not None  # a name the store holds and the file does not
     _, edited = rules.edited_server(name, current, patch)
     changed = rules.changed_keys(current, edited)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from onetool.config import to_identifier
-from onetool.errors import UnknownPack, UnknownTool
+from onetool.errors import ServerHeld, UnknownPack, UnknownTool
 from onetool.logs import logger
 from onetool.registry._tools import Tool, UpstreamTool
 from onetool.registry.schema import ToolSchema
@@ -34,13 +34,33 @@ class Pack:
     shadowed: Mapping[str, UpstreamTool] = field(default_factory=dict)
     """Upstream tools hidden by local tools of the same name."""
 
+    def listing(self) -> dict[str, Any]:
+        """What ``onetool tools`` shows of it, as JSON data (the admin API's ``GET /admin/tools`` answers it)."""
+        tools = [{"name": name, "signature": t.signature, "summary": t.summary} for name, t in self.tools.items()]
+        return {"name": self.name, "server": self.server, "tools": tools}
+
 
 class Registry:
-    def __init__(self, packs: Mapping[str, Pack], status: Mapping[str, ServerStatus] | None = None) -> None:
+    def __init__(
+        self,
+        packs: Mapping[str, Pack],
+        status: Mapping[str, ServerStatus] | None = None,
+        held: Mapping[str, str] | None = None,
+    ) -> None:
         self.packs = dict(sorted(packs.items()))
-        self.tool_names = {name: sorted(pack.tools) for name, pack in self.packs.items()}
-        """What the sandbox's pack stubs list."""
         self._status = dict(status or {})
+        self.held = dict(held or {})
+        """The servers an operator holds for review, each with why (quarantined, proposed): not packs here, but
+        a call naming one says so rather than that it is unknown."""
+        self._held_packs = {to_identifier(server): server for server in self.held}
+        held_packs: dict[str, list[str]] = {name: [] for name in self._held_packs}
+        self.tool_names = held_packs | {name: sorted(pack.tools) for name, pack in self.packs.items()}
+        """What the sandbox's pack stubs list: a held server's pack lists nothing, and its calls say it is held."""
+
+    def held_error(self, name: str) -> ServerHeld | None:
+        """The error for ``name`` (a server, or its pack) when an operator holds that server for review."""
+        server = name if name in self.held else self._held_packs.get(name)
+        return None if server is None else ServerHeld(server, self.held[server])
 
     def server_status(self, server: str) -> ServerStatus | None:
         return self._status.get(server)
@@ -53,6 +73,8 @@ class Registry:
         """The tool ``pack.tool`` names, or UnknownPack / UnknownTool / UpstreamUnavailable for the model."""
         found = self.packs.get(pack)
         if found is None:
+            if (held := self.held_error(pack)) is not None:
+                raise held
             raise UnknownPack(f"unknown pack '{pack}'; available packs: {', '.join(self.packs) or 'none'}")
         hit = found.tools.get(tool)
         if hit is not None:
@@ -79,11 +101,13 @@ class Registry:
         local: Mapping[str, Pack],
         pool: UpstreamPool,
         visible: Callable[[str], Sequence[types.Tool] | None] | None = None,
+        held: Mapping[str, str] | None = None,
     ) -> Registry:
         """Merge local packs with the pool's current catalogue (local wins per tool name).
 
         ``visible(server)`` gives the tools snippets may see and call (default: all the pool has), or None for
-        a server that must stay invisible altogether (quarantined): it gets no pack and no status.
+        a server that must stay invisible altogether (quarantined): it gets no pack and no status. ``held``: the
+        servers an operator holds for review, and why (see :attr:`held`).
         """
         packs = dict(local)
         seen = visible or pool.tools
@@ -97,7 +121,7 @@ class Registry:
                 continue
             shadowed = {n: t for n, t in upstream.items() if n in mine.tools}
             packs[st.pack] = Pack(name=st.pack, tools={**upstream, **mine.tools}, server=server, shadowed=shadowed)
-        return cls(packs, status)
+        return cls(packs, status, {name: why for name, why in (held or {}).items() if to_identifier(name) not in packs})
 
     def log_shadowing(self) -> None:
         for pack in self.packs.values():

@@ -10,11 +10,11 @@ into the arguments object, checking it before the call leaves the gateway.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import exceptions as js_exceptions
-from jsonschema import validators
+import anyio.lowlevel
 
 from onetool.errors import ArgumentError
 from onetool.results import is_envelope_schema
@@ -36,15 +36,17 @@ from onetool.schema_walk import (
     union,
 )
 from onetool.text import shown_name
+from onetool.validation import MAX_RUN_VALUES, MAX_VALUES, CheckBudget, Validator, measure
 
 __all__ = [
-    "MAX_CHECKED_CHARS",
-    "MAX_CHECKED_VALUES",
     "MAX_EXTRA_NAMES",
     "MAX_LITERALS",
+    "MAX_RUN_VALUES",
     "MAX_TYPE_CHARS",
+    "MAX_VALUES",
+    "ArgumentCap",
+    "CheckBudget",
     "ToolSchema",
-    "checkable",
     "count_nodes",
     "literal_values",
     "py_type",
@@ -214,16 +216,14 @@ def union_members(text: str) -> list[str]:
     return [*out, text[start:].strip()]
 
 
-MAX_CHECKED_VALUES = 500
-"""Arguments of up to this many JSON values are checked against the input schema, on the event loop: a few
-milliseconds at most. Larger ones go to the upstream unchecked, which validates them itself: the check is
-friendliness, not a trust boundary, and its cost must not grow with what a snippet sends."""
-MAX_CHECKED_CHARS = 64 * 1024
-"""Characters of strings in checked arguments: a schema's ``pattern`` runs over each one."""
 MAX_EXTRA_NAMES = 100
 """Keyword arguments past the declared properties one call may name (for schemas that allow extra ones)."""
 _SHOWN_NAMES = 10
 """Unknown argument names an error lists."""
+_MB = 1024 * 1024
+_UNCAPPED = 1 << 62
+_YIELD_FROM = 10_000
+"""Values from which a check is followed by a checkpoint, before the call goes on to serialise them."""
 
 
 def count_nodes(value: Any, limit: int) -> int:
@@ -239,36 +239,19 @@ def count_nodes(value: Any, limit: int) -> int:
     return count
 
 
-def checkable(arguments: Mapping[str, Any]) -> bool:
-    """Whether checking these arguments costs a bounded few milliseconds (MAX_CHECKED_VALUES, _CHARS)."""
-    count, chars, stack = 0, 0, [*arguments.keys(), *arguments.values()]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, str):
-            chars += len(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        if count > 2 * MAX_CHECKED_VALUES or chars > MAX_CHECKED_CHARS:
-            return False
-    return True
+@dataclass(frozen=True)
+class ArgumentCap:
+    """The most a call's arguments may take as JSON, and the config key that says so (named when refused)."""
 
-
-def _validate(validator: Any, display: str, arguments: dict[str, Any]) -> None:
-    error = js_exceptions.best_match(validator.iter_errors(arguments))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path)
-        raise ArgumentError(f"{display}: argument {where or '(all)'!r}: {error.message[:500]}")
+    max_bytes: int
+    key: str
 
 
 class ToolSchema:
     """One tool's input schema, prepared once: property order, required names, a compiled validator."""
 
     def __init__(self, schema: Mapping[str, Any] | None) -> None:
-        # A dict: jsonschema calls any other mapping a broken schema, and a broken schema skips validation.
+        # A dict: the validator takes no other mapping for an object.
         self.schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
         # The arguments object as the stubs and inspect read it too: through a root $ref, allOf merged.
         view = object_view(self.schema)
@@ -278,7 +261,7 @@ class ToolSchema:
         """The schema of arguments past the properties (``{}``: any); None when unsaid, False when refused."""
         # A declared property list is the contract: extra names are typos unless explicitly allowed.
         self.open_ended = self.rest not in (None, False) if self.properties else self.rest is not False
-        self._validator: Any = None
+        self._validator: Validator | None = _UNCOMPILED
 
     def signature(self, name: str, returns: Mapping[str, Any] | None = None) -> str:
         """``name(a: str, b: int = 3, c: list[str] | None = None) -> {id: int}`` in schema property order.
@@ -302,12 +285,23 @@ class ToolSchema:
         """``a, b?``: the property names in order, ``?`` after optional ones."""
         return ", ".join(f"{_field_name(p)}{'' if p in self.required else '?'}" for p in self.properties)
 
-    async def bind(self, display: str, args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Map positional and keyword arguments onto the properties and validate them.
+    async def bind(
+        self,
+        display: str,
+        args: list[Any],
+        kwargs: Mapping[str, Any],
+        *,
+        cap: ArgumentCap | None = None,
+        budget: CheckBudget | None = None,
+    ) -> dict[str, Any]:
+        """Map positional and keyword arguments onto the properties and check them; what cannot be checked
+        within the bounds is refused, never passed on unchecked.
 
-        ``display`` is the signature shown in errors (``wix.get_product(...)``).
-        Positional arguments fill the properties in schema order. The work is bounded whatever the snippet
-        sends: too many names are refused at once, and only :func:`checkable` arguments are validated here.
+        ``display`` is the signature shown in errors (``wix.get_product(...)``). Positional arguments fill the
+        properties in schema order. The work is bounded whatever the snippet sends: too many names are refused
+        at once; arguments past :data:`~onetool.validation.MAX_VALUES` values, past ``cap`` (the bytes the
+        upstream takes; the gateway's own tools, which send nothing on, have none) or past the run's ``budget``
+        are refused after a walk no longer than those caps; the rest is validated.
         """
         props = list(self.properties)
         if len(kwargs) > len(props) + MAX_EXTRA_NAMES:
@@ -320,9 +314,26 @@ class ToolSchema:
                 raise ArgumentError(f"{display} got multiple values for argument '{key}'")
             arguments[key] = value
         self.check_shape(display, len(args), arguments)
+        values, size = measure(arguments, MAX_VALUES, cap.max_bytes if cap else _UNCAPPED)
+        if cap is not None and size > cap.max_bytes:
+            raise ArgumentError(
+                f"{display}: its arguments take more than {cap.max_bytes / _MB:,.1f} MB as JSON, the most "
+                f"{cap.key} lets a call send; pass less data per call"
+            )
+        if values > MAX_VALUES:
+            raise ArgumentError(
+                f"{display}: its arguments hold more than {MAX_VALUES:,} values, more than the gateway checks in one "
+                "call before it leaves; pass less data per call"
+            )
+        if budget is not None:
+            budget.take(display, values)
         validator = self._compiled()
-        if validator and checkable(arguments):
-            _validate(validator, display, arguments)
+        problem = None if validator is None else validator.problem(arguments)
+        if problem is not None:
+            where, message = problem
+            raise ArgumentError(f"{display}: argument {where or '(all)'!r}: {message}")
+        if values > _YIELD_FROM:  # the check held the loop a while: other clients first
+            await anyio.lowlevel.checkpoint()
         return arguments
 
     def check_shape(self, display: str, positional: int, names: Iterable[str]) -> None:
@@ -349,26 +360,10 @@ class ToolSchema:
                 f"{', '.join(repr(m) for m in missing)}"
             )
 
-    def _compiled(self) -> Any:
-        if self._validator is None:
-            try:
-                cls = validators.validator_for(self.schema, default=validators.Draft202012Validator)
-                cls.check_schema(self.schema)
-                nullable = {keyword: _nullable(check) for keyword, check in cls.VALIDATORS.items()}
-                self._validator = validators.extend(cls, nullable)(self.schema)
-            except (js_exceptions.SchemaError, TypeError, ValueError):
-                # An upstream's broken schema is its problem: let the upstream judge the call.
-                self._validator = False
+    def _compiled(self) -> Validator | None:
+        if self._validator is _UNCOMPILED:
+            self._validator = Validator.of(self.schema)
         return self._validator
 
 
-def _nullable(check: Callable[..., Any]) -> Callable[..., Any]:
-    """A keyword's check that lets null through a schema marked ``nullable: true`` (OpenAPI 3.0), as the
-    signatures, the stubs and ``inspect`` all describe it (see :mod:`onetool.schema_walk`)."""
-
-    def checked(validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
-        if instance is None and schema.get("nullable") is True:
-            return iter(())
-        return iter(check(validator, value, instance, schema) or ())
-
-    return checked
+_UNCOMPILED: Any = object()

@@ -169,14 +169,16 @@ class ToolIndex:
                     break
         return found
 
-    def find(self, query: str | None, limit: str | None = None) -> list[Hit]:
-        """A search as a URL's query string gives it (the admin API, the console): every tool without a query;
-        ``limit`` as text. Raises ArgumentError as :meth:`search` does, and for a limit that is no number."""
+    def find(self, query: str | None, limit: str | None = None, server: str | None = None) -> list[Hit]:
+        """A search as a URL's query string gives it (the admin API, the console, the CLI): every tool without a
+        query; ``limit`` as text; only the tools of ``server`` (a configured server or a pack's name) when given.
+        Raises ArgumentError as :meth:`search` does, and for a limit that is no number."""
+        visible = None if server is None else _of(server)
         if query is None or not query.strip():
-            return self.every()
+            return self.every(visible)
         if limit is not None and not (limit.isdecimal() and len(limit) <= 3):
             raise ArgumentError(f"limit must be a number of tools, 1 to {MAX_LIMIT}, not {shown_name(limit[:40])!r}")
-        return self.search(query, int(limit) if limit is not None else DEFAULT_LIMIT)
+        return self.search(query, int(limit) if limit is not None else DEFAULT_LIMIT, visible)
 
     def every(self, visible: Visible | None = None) -> list[Hit]:
         """Every tool of the index (that ``visible`` lets through), by name."""
@@ -263,3 +265,8 @@ def _param_texts(tool: Tool) -> tuple[Any, ...]:
     if isinstance(tool, UpstreamTool):
         return tuple(s.get("description") if isinstance(s, Mapping) else None for s in tool.schema.properties.values())
     return ()
+
+
+def _of(server: str) -> Visible:
+    """The tools of ``server``: a configured server's, or a pack's (a local pack has no server)."""
+    return lambda tool: server in (tool.pack, tool.server if isinstance(tool, UpstreamTool) else None)

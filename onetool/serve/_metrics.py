@@ -4,13 +4,23 @@
 Events (runs, upstream calls, kills, list_changed) are counted where they happen (:mod:`onetool.metrics`); what is
 a state is read from the gateway at each scrape by :class:`GatewayState`, so it is never stale and never kept
 twice: each server's connection, its calls in flight, the sandbox's run queue and workers.
+
+A scrape is made off the event loop (:class:`Scrapes`), so /health and every client's call go on meanwhile. Only
+the gateway's state is read on the loop (a few values per server, at most ``metrics.MAX_SERIES`` servers); the text
+is written in a worker thread. That thread's work is bounded by the caps, not by what a snippet did: every metric
+keeps at most ``metrics.MAX_SERIES`` label combinations of at most 128-character values (about 12 MB of text at
+worst, milliseconds to a few hundred of them), so the thread ends within a bound even though it cannot be
+cancelled. One scrape is made at a time, and scrapes that asked meanwhile get its text: memory holds one text
+however many scrapers there are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+import anyio
+import anyio.to_thread
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -19,10 +29,12 @@ from starlette.routing import Route, request_response
 
 from onetool import metrics
 from onetool.control import ServerView
+from onetool.logs import logger
 from onetool.serve.http import BearerGuard, Listener, Routes
+from onetool.text import mcp_name
 from sandbox import SandboxLoad
 
-__all__ = ["STATES", "GatewayState", "metrics_routes"]
+__all__ = ["STATES", "GatewayState", "Scrapes", "metrics_routes"]
 
 STATES = ("connecting", "connected", "failed", "disconnected", "disabled", "quarantined", "unresponsive", "proposed")
 """Every status a server can be in (``ServerView.status``): each gets a series, 1 for the current one."""
@@ -34,9 +46,19 @@ class GatewayState(Collector):
     def __init__(self, servers: Callable[[], Sequence[ServerView]], sandbox: Callable[[], SandboxLoad]) -> None:
         self._servers = servers
         self._sandbox = sandbox
+        self._warned = False
 
     def collect(self) -> Iterator[Metric]:
         views = self._servers()
+        if len(views) > metrics.MAX_SERIES:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "{} servers: /metrics shows the first {} of them (its cap per metric)",
+                    len(views),
+                    metrics.MAX_SERIES,
+                )
+            views = views[: metrics.MAX_SERIES]
         connected = GaugeMetricFamily(
             "onetool_upstream_connected", "1 while the server is connected (quarantined included)", labels=["server"]
         )
@@ -49,11 +71,12 @@ class GatewayState(Collector):
         tools = GaugeMetricFamily("onetool_upstream_tools", "Tools the server offers now", labels=["server"])
         for view in views:
             up = view.status in ("connected", "quarantined") and view.enabled and not view.unresponsive
-            connected.add_metric([view.name], 1.0 if up else 0.0)
+            server = mcp_name(view.name)
+            connected.add_metric([server], 1.0 if up else 0.0)
             for name in STATES:
-                state.add_metric([view.name, name], 1.0 if view.status == name else 0.0)
-            in_flight.add_metric([view.name], view.calls_in_flight)
-            tools.add_metric([view.name], view.tool_count)
+                state.add_metric([server, name], 1.0 if view.status == name else 0.0)
+            in_flight.add_metric([server], view.calls_in_flight)
+            tools.add_metric([server], view.tool_count)
         yield from (connected, state, in_flight, tools)
         load = self._sandbox()
         yield GaugeMetricFamily("onetool_run_queue_depth", "Runs waiting in line for a sandbox slot", load.waiting)
@@ -72,20 +95,47 @@ class GatewayState(Collector):
         yield GaugeMetricFamily("onetool_sandbox_max_workers", "sandbox.max_workers", load.max_workers)
 
 
-class _Shared(Collector):
-    """The process-wide event metrics, beside one gateway's state in that gateway's scrape."""
+class _Scrape(Collector):
+    """One scrape: the gateway's state as read on the loop, then the process-wide event metrics (read by the thread
+    that writes the text)."""
+
+    def __init__(self, state: list[Metric]) -> None:
+        self._state = state
 
     def collect(self) -> Iterator[Metric]:
-        return iter(metrics.REGISTRY.collect())
+        yield from self._state
+        yield from metrics.REGISTRY.collect()
+
+
+class Scrapes:
+    """The text of /metrics, one scrape at a time, written off the event loop; the requests that came while one was
+    being made wait for the next, and share its text."""
+
+    def __init__(self, state: GatewayState) -> None:
+        self._state = state
+        self._lock = anyio.Lock()
+        self._started = 0  # scrapes begun so far
+        self._done = 0  # the number of the scrape whose text is kept
+        self._text = b""
+
+    async def text(self) -> bytes:
+        fresh = self._started + 1  # the first scrape to begin after this request came
+        async with self._lock:
+            if self._done >= fresh:
+                return self._text
+            self._started += 1
+            number = self._started
+            state = list(self._state.collect())  # read on the loop: a few values per server, see above
+            self._text = await anyio.to_thread.run_sync(generate_latest, _Scrape(state))
+            self._done = number
+            return self._text
 
 
 def metrics_routes(state: GatewayState, listener: Listener, admin_token: str | None = None) -> Routes:
-    registry = CollectorRegistry()
-    registry.register(_Shared())
-    registry.register(state)
+    scrapes = Scrapes(state)
 
     async def scrape(_request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(await scrapes.text(), media_type=CONTENT_TYPE_LATEST)
 
     if not listener.token:
         return Routes([Route("/metrics", scrape, methods=["GET"])])

@@ -5,20 +5,21 @@
           and whether it drains ("draining").
 /ready    200 when this gateway can serve: the front is up, it is not draining (503 from the moment it is told to
           stop, so a balancer sends clients elsewhere), the state store can be read (a replica that cannot
-          read it shows no server, as it cannot know what was quarantined meanwhile), and the servers
-          ``http.ready_requires_servers`` names are connected (none by default; "all": every enabled,
-          non-quarantined one), else 503 naming what is not (a Kubernetes readiness probe). Servers connect in
-          the background, so a required one that is still connecting keeps /ready at 503 while /health already
-          answers.
-/status   every server as an MCP client may see it (no error detail, no stderr), and which MCP endpoints are on;
-          behind the bearer token when the listener has one, like /mcp. With the admin token, every server as its
-          operator sees it: the error's ``detail`` and the last ``stderr`` lines too.
+          read it shows no server, as it cannot know what was quarantined meanwhile), its catalogue has settled
+          (no server is still on its first connection attempt, or ``startup_wait`` passed: see
+          :mod:`onetool.startup`), and the servers ``http.ready_requires_servers`` names are connected (none by
+          default; "all": every enabled, non-quarantined one), else 503 naming what is not (a Kubernetes
+          readiness probe). /health answers at once meanwhile.
+/status   every server as an MCP client may see it (no error detail, no stderr), and which MCP endpoints are on,
+          once the catalogue has settled (its tool counts are the catalogue's); behind the bearer token when the
+          listener has one, like /mcp. With the admin token, every server as its operator sees it: the error's
+          ``detail`` and the last ``stderr`` lines too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
@@ -42,10 +43,14 @@ def ops_routes(
     admin_token: str | None = None,
     store_readable: Callable[[], bool] = lambda: True,
     drain: Drain | None = None,
+    settling: Callable[[], Sequence[str]] = tuple,
+    settled: Callable[[], Awaitable[None]] | None = None,
 ) -> Routes:
     """``servers()``: every server now (``ServerControl.list``); ``endpoints``: the MCP paths this server mounts
     (the path of every MCP face, and whether it is on); ``ready_requires``: the servers /ready waits for;
-    ``admin_token``: the operator's, who sees each server whole."""
+    ``admin_token``: the operator's, who sees each server whole; ``settling()``: the servers still on their first
+    connection attempt, which keep /ready at 503, and ``settled()`` returns once there are none (the gateway's
+    :meth:`~onetool.gateway.Gateway.settling` and :meth:`~onetool.gateway.Gateway.settled`)."""
 
     async def health(_request: Request) -> JSONResponse:
         counts = Counter(view.status for view in servers())
@@ -56,6 +61,8 @@ def ops_routes(
 
     async def ready(_request: Request) -> JSONResponse:
         waiting = not_ready(servers(), ready_requires)
+        named = {entry["name"] for entry in waiting}
+        waiting += [{"name": name, "status": "connecting"} for name in settling() if name not in named]
         if not store_readable():
             # It cannot know what was quarantined meanwhile, so it shows no server: send clients elsewhere.
             waiting.insert(0, {"name": "state store", "status": "unreachable"})
@@ -64,6 +71,8 @@ def ops_routes(
         return JSONResponse({"ready": not waiting, "not_ready": waiting}, status_code=503 if waiting else 200)
 
     async def status(request: Request) -> JSONResponse:
+        if settled is not None:
+            await settled()
         operator = admin_token is not None and bearer_matches(request.headers, admin_token)
         return JSONResponse(
             {

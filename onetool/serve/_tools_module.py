@@ -1,24 +1,24 @@
 """``GET /runtime/tools.py``: the typed module of every pack (:mod:`onetool.stubs`), for type-checking snippets.
 
-``?filter=github,myserver__echo`` selects packs and single tools. The text is cached per filter for the registry
+``?filter=github,myserver__echo`` selects packs and single tools. At start it is answered once the catalogue has
+settled (:mod:`onetool.startup`). The text is cached per filter for the registry
 it was made from; the gateway builds a new registry whenever an upstream's catalogue or status changes, so the
 first request after a change gets a fresh module and an unchanged catalogue is never rendered twice. Guarded
-like ``/mcp``: the bearer token when the listener has one, else loopback Host and Origin headers only.
+like ``/mcp``: the bearer token when the listener has one; Host and Origin as every route (``http.HostGuard``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio.to_thread
-from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onetool.registry import Registry
-from onetool.serve.http import BearerGuard, Listener, Routes, host_check
+from onetool.serve.http import BearerGuard, Listener, Routes
 from onetool.stubs import parse_filter, tools_module
 
 PATH = "/runtime/tools.py"
@@ -52,8 +52,11 @@ class ToolsModuleCache:
         return text
 
 
-def tools_module_routes(registry: Callable[[], Registry], listener: Listener) -> Routes:
-    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry), listener)
+def tools_module_routes(
+    registry: Callable[[], Registry], listener: Listener, settled: Callable[[], Awaitable[None]] | None = None
+) -> Routes:
+    """``settled()``: returns once the catalogue has settled (``Gateway.settled``); the module waits for it."""
+    app: ASGIApp = _ModuleApp(ToolsModuleCache(registry), settled)
     if listener.token:
         app = BearerGuard(app, listener.token)
     return Routes([Route(PATH, endpoint=app, methods=["GET"])])
@@ -62,15 +65,12 @@ def tools_module_routes(registry: Callable[[], Registry], listener: Listener) ->
 class _ModuleApp:
     """An ASGI app (a function endpoint would be taken for a request handler, and the guards wrap ASGI apps)."""
 
-    def __init__(self, cache: ToolsModuleCache, listener: Listener) -> None:
+    def __init__(self, cache: ToolsModuleCache, settled: Callable[[], Awaitable[None]] | None) -> None:
         self._cache = cache
-        settings = host_check(listener)
-        self._hosts = TransportSecurityMiddleware(settings) if settings is not None else None
+        self._settled = settled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        refused = await self._hosts.validate_request(request) if self._hosts is not None else None
-        response = refused or await self._module(request)
+        response = await self._module(Request(scope, receive))
         await response(scope, receive, send)
 
     async def _module(self, request: Request) -> Response:
@@ -80,4 +80,6 @@ class _ModuleApp:
                 f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools",
                 status_code=400,
             )
+        if self._settled is not None:
+            await self._settled()
         return Response(await self._cache.text(parse_filter(raw)), media_type=MEDIA_TYPE)

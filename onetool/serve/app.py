@@ -25,6 +25,7 @@ from onetool.logs import logger
 from onetool.serve._drain import RETRY_AFTER
 from onetool.serve._metrics import GatewayState, metrics_routes
 from onetool.serve._ops import ops_routes
+from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
 from onetool.serve._tools_module import tools_module_routes
 from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
 from onetool.serve.direct import build_direct_server
@@ -57,13 +58,13 @@ class Face:
 FACES: dict[str, Face] = {
     "run": Face(MAIN_PATH, lambda _: True, build_run_server),
     "direct": Face(
-        "/mcp/direct",
+        DIRECT_PATH,
         lambda config: config.http.enable_direct_endpoint,
         lambda gw: build_direct_server(
             gw, gw.config.http.direct_separator, gw.config.direct.management, gw.config.direct.expose
         ),
         "direct endpoint on: every upstream tool at {}",
-        alias="/direct/mcp",
+        alias=DIRECT_ALIAS,
     ),
     "inspect": Face(
         "/mcp/inspect",
@@ -111,8 +112,20 @@ async def serve_gateway(
     endpoints = {MAIN_PATH: True} | {face.path: face.path in faces for face in FACES.values()}
     required = config.http.ready_requires_servers
     readable = lambda: not gateway.control.blind  # noqa: E731
-    routes.append(ops_routes(gateway.control.list, listener, endpoints, required, admin_token, readable, gateway.drain))
-    routes.append(tools_module_routes(lambda: gateway.registry, listener))
+    routes.append(
+        ops_routes(
+            gateway.control.list,
+            listener,
+            endpoints,
+            required,
+            admin_token,
+            readable,
+            gateway.drain,
+            settling=gateway.settling,
+            settled=gateway.settled,
+        )
+    )
+    routes.append(tools_module_routes(lambda: gateway.registry, listener, gateway.settled))
     state = GatewayState(gateway.control.list, lambda: gateway.runs.sandbox.load())
     routes.append(metrics_routes(state, listener, admin_token))
 

@@ -35,7 +35,7 @@ from onetool.drain import Drain
 from onetool.logs import logger
 from onetool.serve import _no_catalogue as no_catalogue
 from onetool.serve._drain import drain_calls
-from onetool.serve._request_log import log_request
+from onetool.serve._request_log import log_requests
 from onetool.serve._requests import connection_of
 
 __all__ = ["ChangeSubscription", "ListChanged", "ListChangedFanout", "face_server"]
@@ -146,16 +146,20 @@ class ListChangedServer(Server[dict[str, Any]]):
 
 
 def face_server(
+    face: str,
     changes: ChangeSubscription,
     drain: Drain,
     *,
+    settled: Callable[[], Awaitable[None]],
     on_list_tools: ListTools,
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
 ) -> Server[dict[str, Any]]:
-    """An MCP server for one face: these tool handlers, no prompts or resources (empty lists), list_changed to both
-    eras on each change, one log record per request, and its tool calls counted by ``drain`` (stopped past its
-    deadline).
+    """An MCP server for ``face`` (its name in FACES): these tool handlers, no prompts or resources (empty lists),
+    list_changed to both eras on each change, one log record per request, its tool calls counted by ``drain``
+    (stopped past its deadline), and its requests that show or resolve tools held until ``settled()`` returns
+    (``Gateway.settled``: the catalogue's first wave is over), while ``initialize``, ``ping`` and the rest answer
+    at once.
 
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
@@ -180,5 +184,20 @@ def face_server(
         on_subscriptions_listen=fanout.listen,
         get_tool_input_schema=get_tool_input_schema,
     )
-    server.middleware.extend([log_request, drain_calls(drain), fanout.remember])
+    server.middleware.extend([log_requests(face), drain_calls(drain), fanout.remember, _after(settled)])
     return server
+
+
+_CATALOGUE_METHODS = frozenset({"tools/list", "tools/call"})
+"""The requests that show or resolve a face's tools."""
+
+
+def _after(settled: Callable[[], Awaitable[None]]) -> Any:
+    """Server middleware: a request for the catalogue waits for ``settled()`` first."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method in _CATALOGUE_METHODS and ctx.request_id is not None:
+            await settled()
+        return await call_next(ctx)
+
+    return middleware

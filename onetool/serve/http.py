@@ -22,21 +22,30 @@ from typing import Any
 import anyio
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onetool.drain import Drain
-from onetool.errors import ServeError
-from onetool.hosts import is_loopback
+from onetool.errors import PortInUse, ServeError
+from onetool.hosts import HostRule, is_loopback
 from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
 from onetool.serve._drain import DrainGuard
 
-__all__ = ["AccessLog", "Listener", "Routes", "listen", "mcp_routes", "serve_http"]
+__all__ = [
+    "AccessLog",
+    "HostGuard",
+    "Listener",
+    "Routes",
+    "SecurityHeaders",
+    "host_rule",
+    "listen",
+    "mcp_routes",
+    "serve_http",
+]
 
 
 _AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
@@ -62,7 +71,7 @@ def _bind(host: str, port: int, resolved: _AddrInfo) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ServeError(f"port {port} is already in use on {host}") from None
+            raise PortInUse(host, port) from None
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
@@ -132,16 +141,74 @@ def listen(
     return Listener(_bind(host, port, resolved), token, loopback, tuple(allowed_hosts), tuple(allowed_origins), tls)
 
 
-def host_check(listener: Listener) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection: on a loopback bind, only loopback names for this exact port (and the hosts and
-    origins the config allows) may reach the server; on another bind, only the allowed ones when the config names
-    any, else any (the token guards it)."""
+def host_rule(listener: Listener) -> HostRule:
+    """The Host and Origin headers ``listener`` answers (:class:`onetool.hosts.HostRule`): on a loopback bind, this
+    port's loopback names and origins and those the config allows; on another bind, the allowed ones when the config
+    names any, else any (the token guards it)."""
     loopback = [f"127.0.0.1:{listener.port}", f"localhost:{listener.port}", f"[::1]:{listener.port}"]
     hosts = [*(loopback if listener.loopback else []), *listener.allowed_hosts]
-    if not hosts:
-        return None
     origins = [*(f"{listener.scheme}://{h}" for h in loopback if listener.loopback), *listener.allowed_origins]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+    if not hosts:
+        return HostRule(None, None, listener.scheme)
+    return HostRule(frozenset(hosts), frozenset(origins), listener.scheme)
+
+
+class HostGuard:
+    """ASGI wrapper: every request of the HTTP front passes ``rule`` (DNS-rebinding and cross-site protection),
+    whatever route it is for; a refused one gets 421 (Host) or 403 (Origin) and reaches no route."""
+
+    def __init__(self, app: ASGIApp, rule: HostRule) -> None:
+        self._app = app
+        self._rule = rule
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            refused = self._rule.refusal(headers.get("host"), headers.get("origin"))
+            if refused is not None:
+                await PlainTextResponse(refused[1], status_code=refused[0])(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    # The console is server-rendered with one static script and one stylesheet: nothing inline, nothing foreign.
+    # No form-action: the console's Authorize button is a form whose answer redirects to the authorization server.
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        b"object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    # Same-origin: the console sends a form back to the page it came from by its Referer; no other site gets one.
+    (b"referrer-policy", b"same-origin"),
+)
+"""On every response of the HTTP front (the console's errors and redirects, static files, refusals): no page may
+frame the console (a page on another port of localhost is same-site, so its cookie would go along and a click
+could be stolen), and no answer is taken for another type than it says."""
+
+
+class SecurityHeaders:
+    """ASGI wrapper: :data:`SECURITY_HEADERS` on every HTTP response, unless the route set one itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self._app(scope, receive, sending)
 
 
 def bearer_matches(headers: Headers, token: str) -> bool:
@@ -225,12 +292,13 @@ def mcp_routes(
     ``stateless`` none (``http.stateless``: handshake-era clients behind a round-robin balancer, which gives each
     request to any replica; they then get no pushes).
 
-    Behind the bearer guard when the listener has a token; Host and Origin headers as :func:`host_check` says.
+    Behind the bearer guard when the listener has a token; Host and Origin headers are checked for every route by
+    :func:`serve_http` (:class:`HostGuard`).
     ``aliases``: more paths to the same face (one session manager: a session opened on one path goes on on another).
     With a ``drain``, its requests are counted and, while it drains, new ones refused with 503
     (:mod:`onetool.serve._drain`).
     """
-    manager = StreamableHTTPSessionManager(app=server, stateless=stateless, security_settings=host_check(listener))
+    manager = StreamableHTTPSessionManager(app=server, stateless=stateless)
     app: ASGIApp = StreamableHTTPASGIApp(manager)
     if drain is not None:
         app = DrainGuard(app, drain)
@@ -248,9 +316,12 @@ async def serve_http(
 ) -> None:
     """Serve the contributed routes on ``listener`` until cancelled; ``on_ready()`` once listening.
 
-    ``limits`` bounds how long a client may take to send a request and how many connections are open.
+    ``limits`` bounds how long a client may take to send a request and how many connections are open. Every
+    request of every route passes the listener's Host and Origin rule first (:func:`host_rule`), and every response
+    carries :data:`SECURITY_HEADERS`.
     """
-    app = AccessLog(Starlette(routes=[route for contribution in routes for route in contribution.routes]))
+    starlette = Starlette(routes=[route for contribution in routes for route in contribution.routes])
+    app = AccessLog(SecurityHeaders(HostGuard(starlette, host_rule(listener))))
     web = UvicornServer(app, limits, listener.tls)
     stopped = anyio.Event()
     failure: list[Exception] = []

@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from onetool.errors import StateError, StoreUnreachable
-from onetool.state.paths import default_database, private_dir
+from onetool.private import private_dir
+from onetool.state.paths import default_database
 
 # A bare dialect name gets the async driver OneTool ships, so `postgresql://...` works as users write it.
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}

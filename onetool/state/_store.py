@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from sqlalchemy import Table, delete, func, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -58,6 +57,7 @@ from onetool.state.records import (
 
 if TYPE_CHECKING:
     from mcp.types import Tool
+    from sqlalchemy.dialects import postgresql, sqlite
 
 
 DEFAULT_TIMEOUT = 5.0
@@ -684,10 +684,15 @@ async def _set_override(
 
 
 def _insert(conn: AsyncConnection, table: Table) -> postgresql.Insert | sqlite.Insert:
-    """An INSERT that can say ON CONFLICT, in this connection's dialect."""
+    """An INSERT that can say ON CONFLICT, in this connection's dialect (imported by its engine already: a
+    gateway on SQLite never loads PostgreSQL's, 2.3 MiB)."""
     if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         return postgresql.insert(table)
     if conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
         return sqlite.insert(table)
     raise StateError(f"the state store supports SQLite and PostgreSQL, not {conn.dialect.name}")
 

@@ -18,6 +18,8 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
+from onetool.private import private_dir
+
 __all__ = [
     "DATABASE_FILENAME",
     "DEFAULT_FILENAME",
@@ -28,7 +30,6 @@ __all__ = [
     "default_database",
     "find_config",
     "legacy_notice",
-    "private_dir",
     "project_database",
     "project_key",
     "runtime_dir",
@@ -107,16 +108,6 @@ def project_database(config: Path | None, folder: Path | None = None) -> Path:
     """The SQLite store of the project of ``config``: in ``folder`` if given (``state.dir``), else in the project's
     own folder under the state folder."""
     return (folder or state_dir() / "projects" / project_key(config)) / DATABASE_FILENAME
-
-
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) with mode 0700; an existing folder keeps the mode its owner gave it."""
-    # Not mkdir(parents=True): it makes the parents with the default mode (0755), so the runtime folder made on the
-    # way to one of its subfolders would be readable by others. The umask can only remove bits from 0700.
-    for folder in reversed([path, *path.parents]):
-        if not folder.is_dir():
-            folder.mkdir(mode=0o700, exist_ok=True)
-    return path
 
 
 def write_private(path: Path, text: str) -> None:

@@ -21,9 +21,10 @@ from onetool.schema_walk import Literals, Object, Scalar, Shape, Union, read
 from onetool.stubs._expressions import ANY, TypeBuilder, TypedDictSpec, pascal, placeholders, plain_name, substitute
 from onetool.stubs._expressions import vocab as v
 from onetool.stubs._select import select
+from sandbox.protocol.api import RUN_FUNCTIONS
 from sandbox.protocol.errors import SNIPPET_ERRORS
 
-SNIPPET_BUILTINS = (*SNIPPET_ERRORS, "parallel", "progress")
+SNIPPET_BUILTINS = (*SNIPPET_ERRORS, *RUN_FUNCTIONS)
 """What the run tool adds to a snippet's builtins, declared in the module too (a pack of the same name shadows one,
 as it does in a snippet)."""
 _PARALLEL = (
@@ -259,6 +260,9 @@ def _builtins(names: list[str], sub: Callable[[str], str]) -> list[str]:
             base = kind.__base__.__name__ if kind.__base__ is not None else "Exception"
             base = base if base in names else sub(v("Exception"))
             lines += ["", "", f"class {name}({base}):", _docstring(kind.__doc__ or name, "    ")]
+            if name == "ToolError":  # what the host sends with one (sandbox.protocol.errors)
+                text = f"{sub(v('str'))} | None"
+                lines += [f"    server: {text}", f"    tool: {text}", f"    origin: {sub(v('str'))}"]
     # Callable[..., Any]: the README's idiom binds a loop variable as a default, `lambda u=u: pack.tool(url=u)`.
     any_, call = sub(v("Any")), f"{sub(v('Callable'))}[..., {sub(v('Any'))}]"
     signatures = {

@@ -23,7 +23,7 @@ from onetool.upstream._session import collect_pages
 from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
 from onetool.upstream.elicit import Elicit
-from onetool.upstream.status import ServerState, ServerStatus
+from onetool.upstream.status import ServerState, ServerStatus, SettingName, config_key
 
 T = TypeVar("T")
 
@@ -40,8 +40,10 @@ class UpstreamPool:
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
     ``background``: entering returns as soon as every server's owner task is started, and the servers connect
-    behind it (the gateway's front serves at once); by default it returns once every enabled server's first
-    attempt has ended (a command that lists or calls them right away). Either way, ``proxy.init`` is logged then.
+    behind it (the gateway answers liveness and ``initialize`` at once, its catalogue waits: onetool.startup); by
+    default it returns once every enabled server's first attempt has ended (a command that lists or calls them
+    right away). Either way, ``proxy.init`` is logged then.
+    ``setting_name`` names a server's settings in the fixes its failures suggest (default: the config file's keys).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class UpstreamPool:
         on_notification: Notify | None = None,
         children: Children | None = None,
         background: bool = False,
+        setting_name: SettingName = config_key,
     ) -> None:
         self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
@@ -68,6 +71,7 @@ class UpstreamPool:
             token_store=token_store,
             on_notification=on_notification,
             children=children,
+            setting_name=setting_name,
         )
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended
@@ -192,7 +196,22 @@ class UpstreamPool:
                     span.add(status="FAILED", errorType="ToolError", errorMessage=text[:500])
                 return result
         finally:
-            metrics.observe_call(span.fields)
+            metrics.observe_call(span.fields, *self.metric_labels(server, tool))
+
+    def max_argument_bytes(self, server: str) -> int | None:
+        """What one call's arguments to ``server`` may take as JSON (``servers.NAME.max_argument_mb``); None for a
+        server the pool does not have (a call to it fails as such)."""
+        conn = self._connections.get(server)
+        return None if conn is None else conn.config.max_argument_bytes
+
+    def metric_labels(self, server: str, tool: str) -> tuple[str, str]:
+        """The ``server`` and ``tool`` labels of a call's metrics: ``server`` if the pool has it, ``tool`` (as the
+        upstream names it) if that server's last catalogue lists it; else metrics.UNKNOWN. A snippet may call any
+        name on any server (a failed one answers every name alike): only names an upstream listed become labels."""
+        conn = self._connections.get(server)
+        if conn is None:
+            return metrics.UNKNOWN, metrics.UNKNOWN
+        return server, conn.known_tool(tool) or metrics.UNKNOWN
 
     async def revive(self, server: str) -> bool:
         """Whether ``server`` is connected, after one immediate reconnect attempt (shared with every caller
@@ -238,7 +257,7 @@ class UpstreamPool:
     def _connection(self, server: str, display: str) -> Connection:
         conn = self._connections.get(server)
         if conn is None:
-            raise UpstreamError(f"unknown server '{server}'", server=server, tool=display)
+            raise UpstreamError(f"unknown server '{server}'", server=server, tool=display, origin="host")
         if not conn.config.enabled:
             raise conn.snapshot().unavailable(display)
         return conn

@@ -22,7 +22,7 @@ from onetool.config import ServerConfig
 from onetool.text import public_url
 from onetool.upstream._breaker import Breaker
 from onetool.upstream._oauth import UpstreamAuth
-from onetool.upstream.status import Failure
+from onetool.upstream.status import Failure, SettingName, config_key
 from onetool.upstream.transports import TRUST_FIX, Link, http_reason, untrusted_certificate
 
 PageT = TypeVar("PageT")
@@ -105,8 +105,11 @@ async def collect_pages(
     return collected
 
 
-def describe_failure(error: BaseException, session: Session, name: str, config: ServerConfig) -> Failure:
-    """Why connecting (or a session) failed: a short reason for the model, the details for the log."""
+def describe_failure(
+    error: BaseException, session: Session, name: str, config: ServerConfig, setting: SettingName = config_key
+) -> Failure:
+    """Why connecting (or a session) failed: a short reason for the model, the details for the log; a fix names
+    the server's launch settings as ``setting`` does (a config key, or an API request's field)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     link = session.link
@@ -118,20 +121,14 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
     ):
         fix = None
         if child.process.returncode is not None and session.client is None:
-            fix = f"its process exits at start: see its stderr in OneTool's log; check servers.{name}.command/args/env"
+            launch = setting(name, "command", "args", "env")
+            fix = f"its process exits at start: see its stderr in OneTool's log; check {launch}"
         return child.failure(fix)
     if link.statuses is not None and (code := link.statuses.failed()) is not None:
         return Failure(http_reason(code), fix=_HTTP_FIX.get(code, "").format(name=name) or None)
-    if isinstance(error, FileNotFoundError) and config.command is not None:
-        program = os.path.basename(config.command)
-        return Failure(
-            f"command not found: {program}",
-            f"searched PATH and {os.path.dirname(sys.executable)}",
-            f"install {program}, or set servers.{name}.command to its full path",
-        )
-    if isinstance(error, PermissionError) and config.command is not None:
-        program = os.path.basename(config.command)
-        return Failure(f"permission denied starting {program}", str(error), f"check servers.{name}.command")
+    if isinstance(error, OSError) and config.command is not None and (found := _command_failure(error, config)):
+        reason, detail, fix = found
+        return Failure(reason, detail, fix.format(command=setting(name, "command")))
     if isinstance(error, httpx2.TransportError):
         where = public_url(link.url or "")
         if (refused := untrusted_certificate(error)) is not None:
@@ -140,6 +137,30 @@ def describe_failure(error: BaseException, session: Session, name: str, config: 
     if isinstance(error, MCPError):
         return Failure(f"the server answered: {error.message[:200]}")
     return Failure(type(error).__name__, str(error) or None, unexpected=True)
+
+
+def _command_failure(error: OSError, config: ServerConfig) -> tuple[str, str, str] | None:
+    """A stdio server's command that cannot be started: the reason (the program's name only: it reaches the
+    model), the detail for operators (the full path, or where it was searched), and the fix with a ``{command}``
+    placeholder for the setting's name."""
+    assert config.command is not None
+    program = os.path.basename(config.command)
+    if os.sep not in config.command:  # a name, searched on PATH
+        if isinstance(error, FileNotFoundError):
+            searched = f"searched PATH and {os.path.dirname(sys.executable)}"
+            return f"command not found: {program}", searched, f"install {program}, or set {{command}} to its full path"
+        if isinstance(error, PermissionError):
+            return f"permission denied starting {program}", str(error), "check {command}"
+        return None
+    path = error.filename or config.command
+    executable = "set {command} to the server's executable (a full path, or a name on PATH)"
+    if isinstance(error, FileNotFoundError):
+        return f"command not found: {program}", f"{path} does not exist", executable
+    if isinstance(error, IsADirectoryError):
+        return f"command is a directory: {program}", f"{path} is a directory", executable
+    if isinstance(error, PermissionError):
+        return f"command is not executable: {program}", f"{path} is not executable", f"chmod +x it, or {executable}"
+    return None
 
 
 _HTTP_FIX = {

@@ -28,7 +28,8 @@ import anyio
 from pydantic import TypeAdapter, ValidationError
 
 from onetool.logs import logger
-from onetool.state.paths import private_dir, project_key, runtime_dir, write_private
+from onetool.private import private_dir
+from onetool.state.paths import project_key, runtime_dir, write_private
 from onetool.upstream.groups import boot_id, end_group, start_time
 
 __all__ = ["RECORDS", "Children", "watched_children"]

@@ -50,6 +50,7 @@ from onetool.logs import LogSpan, logger
 from onetool.text import public_url
 from onetool.upstream._backoff import ShortSession, backoff_wait
 from onetool.upstream._oauth import UpstreamAuth
+from onetool.upstream._results import ResultCheck
 from onetool.upstream._session import (
     Lost,
     Session,
@@ -63,8 +64,8 @@ from onetool.upstream._session import (
 )
 from onetool.upstream._stderr import StderrTail
 from onetool.upstream.children import Children
-from onetool.upstream.elicit import Elicit, unattended, with_defaults
-from onetool.upstream.status import Failure, ServerState, ServerStatus
+from onetool.upstream.elicit import Elicit, attributed, unattended, with_defaults
+from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
 __all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
@@ -97,6 +98,7 @@ class ConnectionOptions:
     token_store: TokenStore | None = None
     on_notification: Notify | None = None
     children: Children | None = None
+    setting_name: SettingName = config_key
 
 
 class Connection:
@@ -112,7 +114,12 @@ class Connection:
         self._stderr = StderrTail()  # across restarts: a crashed process's last lines stay for the operator
         self.status = ServerState.CONNECTING if config.enabled else ServerState.DISABLED
         self.failure: Failure | None = None if config.enabled else Failure("disabled")
-        self.tools: list[types.Tool] = []
+        self._unusable = config.enabled and bool(config.unset_vars)
+        """Its entry names variables that were not set: it fails alone, and no attempt would change that."""
+        if self._unusable:
+            self.status, self.failure = ServerState.FAILED, unset_failure(config.unset_vars)
+        self._tools: list[types.Tool] = []
+        self._listed: dict[str, str] = {}  # the names of its last non-empty catalogue: see known_tool
         self.protocol_version: str | None = None
         self.instructions: str | None = None
         self.first_attempt = anyio.Event()
@@ -135,6 +142,22 @@ class Connection:
         )
         if config.enabled:
             warn_plain_http(name, config)
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The server's catalogue while it is connected (else empty)."""
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: list[types.Tool]) -> None:
+        self._tools = tools
+        if tools:
+            self._listed = {**{to_identifier(t.name): t.name for t in tools}, **{t.name: t.name for t in tools}}
+
+    def known_tool(self, name: str) -> str | None:
+        """The upstream name of the tool ``name`` names (its own name or its identifier, as a snippet writes it) in
+        the last catalogue the server listed, kept while it is down; None for a name it never listed."""
+        return self._listed.get(name)
 
     def snapshot(self) -> ServerStatus:
         failure = self.failure
@@ -168,7 +191,7 @@ class Connection:
         """
         with self._scope:
             try:
-                while not self._stopping:
+                while not self._stopping and not self._unusable:
                     retrying = AsyncRetrying(
                         wait=backoff_wait(self._options.backoff_base, self.config.max_backoff),
                         retry=retry_if_exception_type(Exception),
@@ -199,7 +222,7 @@ class Connection:
         """
         if self._session is not None and not self._session.lost:
             return True
-        if self._stopping or not self.config.enabled:
+        if self._stopping or not self.config.enabled or self._unusable:
             return False
         if not self._attempting:
             if anyio.current_time() - self._failed_at < REVIVE_GAP:
@@ -265,12 +288,12 @@ class Connection:
                             elif (crash := await closed_with(stack)) is not None:
                                 # A transport task failed (e.g. the OAuth flow on a 401 after initialize)
                                 # and cancelled us; closing the stack surfaces why.
-                                failure = describe_failure(crash, session, self.name, self.config)
+                                failure = self._describe(crash, session)
                                 span.attach(crash, expected=not failure.unexpected)
                             else:
                                 raise
                         except Exception as e:
-                            failure = describe_failure(e, session, self.name, self.config)
+                            failure = self._describe(e, session)
                             span.attach(e, expected=not failure.unexpected)
                         else:
                             failure = None
@@ -292,7 +315,7 @@ class Connection:
             # A transport task died under a live session (the SDK raises it when the client exits):
             # the session is over, and run() reconnects as after any other loss.
             if not self._stopping:
-                failure = session.lost or describe_failure(e, session, self.name, self.config)
+                failure = session.lost or self._describe(e, session)
                 self._set_status(ServerState.DISCONNECTED, lost_failure(failure))
             logger.bind(server=self.name).debug("server '{}': session ended with {!r}", self.name, e)
             return session.uptime()
@@ -302,6 +325,9 @@ class Connection:
             # The process is reaped now, so its exit status and last stderr line are known.
             self._set_status(ServerState.DISCONNECTED, lost_failure(exit_failure(session)))
         return session.uptime()
+
+    def _describe(self, error: BaseException, session: Session) -> Failure:
+        return describe_failure(error, session, self.name, self.config, self._options.setting_name)
 
     def _link(self) -> Link:
         """A connect attempt's opening of the transport, the OAuth provider made to read the store again (another
@@ -323,9 +349,10 @@ class Connection:
         transport = TRANSPORTS[self.config.transport]
         while True:
             try:
-                return await stack.enter_async_context(
+                client = await stack.enter_async_context(
                     self._client(self._watch(transport.open(link), session), session)
                 )
+                break
             except Exception:
                 refusal = link.refusal()
                 if transport.fallback is None or refusal is None:
@@ -335,6 +362,9 @@ class Connection:
                 "server '{}' refused {} ({}); trying {}", self.name, transport.label, refusal, fallback.label
             )
             transport = fallback
+        # Structured results are checked within bounds, against the catalogue the pool keeps (_results.py).
+        client.session.validate_tool_result = ResultCheck(lambda: self.tools)  # type: ignore[method-assign]
+        return client
 
     def _client(self, transport: Any, session: Session) -> Client:
         async def on_message(message: Any) -> None:
@@ -365,10 +395,11 @@ class Connection:
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        """The upstream asks a user something: the client of its only tool call in flight answers, if it can."""
+        """The upstream asks a user something: the client of its only tool call in flight answers, if it can, asked
+        with the server named (:func:`attributed`)."""
         askers = list(self._askers.values())
         ask = askers[0] if len(askers) == 1 else None
-        answer = await ask(params) if ask is not None else None
+        answer = await ask(attributed(self.name, params)) if ask is not None else None
         asked = answer is not None
         if answer is None:
             answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")
@@ -450,7 +481,7 @@ class Connection:
                 logger.bind(server=self.name).warning(
                     "server '{}': refreshing the tool list failed: {}",
                     self.name,
-                    describe_failure(e, session, self.name, self.config).for_operators(),
+                    self._describe(e, session).for_operators(),
                 )
                 continue
             logger.bind(server=self.name, toolCount=len(self.tools)).info("server '{}': tool list changed", self.name)
@@ -477,7 +508,7 @@ class Connection:
                 self._lose(session, Failure(f"health check failed: {reason}"))
                 return
             except Exception as e:
-                failure = describe_failure(e, session, self.name, self.config)
+                failure = self._describe(e, session)
                 self._lose(session, Failure(f"health check failed: {failure.reason}", failure.detail))
                 return
 

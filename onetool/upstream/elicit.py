@@ -1,9 +1,12 @@
 """What the gateway answers when an upstream asks its user something (``elicitation/create``) during a tool call.
 
 An upstream elicits during one of its tool calls; the caller of that call (the run's client, the direct face's
-caller, exec's caller) is asked in its stead when it can be (:data:`Elicit`). The upstream's request goes on
-unchanged, its message is shown to that client's user by that client and never enters a model's context
-through the gateway, and nothing a snippet does can ask or answer one.
+caller, exec's caller) is asked in its stead when it can be (:data:`Elicit`). The user must know who asks: a
+question reaches them behind a first line the gateway writes, naming the asking server as the operator configured
+it, with the upstream's message quoted below it (:func:`attributed`), so no upstream can pass its question off as
+OneTool's or another server's. The rest of the request (its form, its URL) goes on unchanged; the message is shown
+to that client's user by that client and never enters a model's context through the gateway, and nothing a
+snippet does can ask or answer one.
 
 When nobody can be asked (``onetool run``, ``POST /admin/run``, a client without the elicitation capability,
 several calls to the server in flight so the asker is ambiguous), the answer is decided here from the request
@@ -22,7 +25,16 @@ from typing import Any
 
 import mcp.types as types
 
-__all__ = ["Elicit", "unattended", "with_defaults"]
+from onetool.text import cut, shown_name, visible
+
+__all__ = ["ASKED_BY", "Elicit", "attributed", "unattended", "with_defaults"]
+
+ASKED_BY = "[OneTool] MCP server '{}' asks (its own words, quoted below; OneTool does not vouch for them):"
+"""The first line of every question an upstream asks a user through the gateway."""
+QUOTE = "| "
+"""Before each line of the upstream's message: no line of it can pass for the gateway's own."""
+MESSAGE_CHARS = 4_000
+"""Characters of an upstream's message shown to the user; a longer one is cut, with a note."""
 
 Elicit = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | None]]
 """Asks a call's client the upstream's question: its user's answer, or None when that client cannot be asked."""
@@ -47,6 +59,16 @@ def _plain(value: Any) -> bool:
     if isinstance(value, list):
         return all(isinstance(v, str) for v in value)
     return value is None or isinstance(value, str | int | float | bool)
+
+
+def attributed(server: str, params: types.ElicitRequestParams) -> types.ElicitRequestParams:
+    """``params`` as the gateway asks a user: the message under :data:`ASKED_BY` with ``server`` (its configured
+    name, which the upstream does not choose), each of its lines quoted, and every character a reader would not see
+    named (a carriage return cannot rewrite the line it is on, a bidi override cannot reorder it); cut at
+    MESSAGE_CHARS."""
+    message = visible(cut(params.message, MESSAGE_CHARS, "message"), keep="\t\n")
+    quoted = "\n".join(QUOTE + line for line in message.split("\n"))
+    return params.model_copy(update={"message": f"{ASKED_BY.format(shown_name(server))}\n{quoted}"})
 
 
 def unattended(params: types.ElicitRequestParams, *, defaults_accepted: bool) -> types.ElicitResult:

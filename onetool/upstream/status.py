@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from onetool.errors import UpstreamUnavailable
 
-__all__ = ["Failure", "ServerState", "ServerStatus"]
+__all__ = ["Failure", "ServerState", "ServerStatus", "SettingName", "config_key", "unset_failure"]
+
+
+class SettingName(Protocol):
+    """How a failure's fix names a server's settings, as whoever gave them knows them: the config file's keys
+    (:func:`config_key`), or the fields of the API request that started the server (the bridge's)."""
+
+    def __call__(self, server: str, /, *keys: str) -> str: ...
+
+
+def config_key(server: str, *keys: str) -> str:
+    """``servers.wix.command``; several keys: ``servers.wix.command/args/env``."""
+    return f"servers.{server}.{'/'.join(keys)}"
 
 
 class ServerState(StrEnum):
@@ -40,6 +54,14 @@ class Failure:
 
     def for_operators(self) -> str:
         return f"{self.reason} ({self.detail})" if self.detail else self.reason
+
+
+def unset_failure(names: Sequence[str]) -> Failure:
+    """Why a server whose entry names environment variables that were not set when the config was read cannot run
+    (names only: a value never appears)."""
+    one = len(names) == 1
+    listed = f"environment variable{'' if one else 's'} {', '.join(names)} {'is' if one else 'are'} not set"
+    return Failure(listed, fix=f"set {'it' if one else 'them'} where OneTool starts, and start it again")
 
 
 @dataclass(frozen=True)

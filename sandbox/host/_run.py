@@ -25,7 +25,7 @@ from sandbox.host.forkserver import GONE, Worker
 from sandbox.protocol.api import Limits, OnCall, OnProgress, OnSites, RunError, RunResult
 from sandbox.protocol.caps import MAX_IN_FLIGHT, PROGRESS_RATE
 from sandbox.protocol.channel import ProtocolError
-from sandbox.protocol.errors import TOOL_ERRORS
+from sandbox.protocol.errors import TOOL_ERRORS, ToolError
 from sandbox.protocol.messages import (
     REPLY_ENVELOPE,
     Call,
@@ -248,7 +248,8 @@ class Run:
         frame = b""
         try:
             if call.refusal is not None:
-                frame = reply_frame(call, error=call.refusal, kind="UnknownTool", limits=self.limits, sent=self._sent)
+                refused = ToolError(call.refusal, origin="host")
+                frame = reply_frame(call, error=refused, kind="UnknownTool", limits=self.limits, sent=self._sent)
             else:
                 frame = await self._reply(call)
             self._unanswered -= 1
@@ -274,8 +275,9 @@ class Run:
             value = await self.on_call(call.pack, call.tool, call.args, call.kwargs)
         except Exception as exc:  # whatever on_call raises is the snippet's ToolError, of its kind if it has one
             kind = type(exc).__name__ if TOOL_ERRORS.get(type(exc).__name__) is type(exc) else "ToolError"
-            message = str(exc) or type(exc).__name__
-            return reply_frame(call, error=message, kind=kind, limits=self.limits, sent=self._sent)
+            if not isinstance(exc, ToolError):  # not one of on_call's answers: the host failed the call
+                exc = ToolError(str(exc) or type(exc).__name__, origin="host")
+            return reply_frame(call, error=exc, kind=kind, limits=self.limits, sent=self._sent)
         return reply_frame(call, value, limits=self.limits, sent=self._sent)
 
     async def _crashed(self) -> RunResult:
@@ -304,7 +306,7 @@ class Run:
         self.finished = True
         if done.error is not None and done.error in self._sent:
             done.error.origin = "tool"
-        return RunResult(done.value, done.output, done.error, self.calls, size)
+        return RunResult(done.value, done.output, done.error, self.calls, size, done.head)
 
     def _failed(self, verdict: Verdict, message: str) -> RunResult:
         """A verdict of the host's."""

@@ -8,7 +8,11 @@ from typing import Any, Literal
 
 from sandbox.protocol.sites import Site
 
-__all__ = ["Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
+__all__ = ["RUN_FUNCTIONS", "Limits", "OnCall", "OnProgress", "OnSites", "Origin", "RunError", "RunResult"]
+
+RUN_FUNCTIONS = ("parallel", "progress")
+"""The functions a run adds to a snippet's builtins (beside the exceptions of sandbox.protocol.errors): its calls
+at once, and its progress."""
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,14 @@ OnSites = Callable[[list[Site]], "RunError | None"]
 it go on. Called on the run's reading loop with at most MAX_SITES sites: bounded work, no awaiting."""
 
 
-Origin = Literal["host", "tool", "code"]
+Origin = Literal["host", "tool", "code", "precheck"]
 """Who an error comes from, decided by the host and never read from anything the worker sends:
 
 - "host": the host's own verdict, made where the host creates it: a time, CPU or host-side limit, a crashed or
-  lost worker, a broken protocol, a busy sandbox, the gateway's pre-check. Its kinds are declared once, as
-  `Verdict` (sandbox/protocol/verdicts.py).
+  lost worker, a broken protocol, a busy sandbox, the code's length. Its kinds are declared once, as `Verdict`
+  (sandbox/protocol/verdicts.py).
+- "precheck": the caller's mistake, found in the snippet's pack calls (`OnSites`) before any of them was
+  answered: an unknown pack or tool, a missing or unknown argument. Nothing ran, so nothing took effect.
 - "tool": a pack call failed and the snippet did not catch it: the worker reported exactly an error (kind and
   message) the host itself sent this run in a reply.
 - "code": anything else the worker reports, the snippet's own exception. That includes the worker-side limit
@@ -67,11 +73,16 @@ class RunError:
     origin: Origin = field(kw_only=True)
     """Every maker of a RunError says whose it is (see Origin): there is no default to forget."""
 
+    @property
+    def where(self) -> str:
+        """``line 3``, or ``line 2, column 5`` where the column is known (a syntax error, the pre-check's)."""
+        return f"line {self.line}" + (f", column {self.column}" if self.column is not None else "")
+
     def __str__(self) -> str:
         text = f"{self.type}: {self.message}" if self.message else self.type
         if self.line is None:
             return text
-        where = f"line {self.line}"
+        where = self.where
         if self.source and self.source.strip():
             where += f": `{self.source.strip()}`"
         return f"{text} ({where})"
@@ -86,6 +97,9 @@ class RunResult:
     size: int = 0
     """Bytes of the frame the run's result came in (0 when the run failed before one): big results may be
     worth shaping off the event loop too."""
+    head: tuple[str, int] | None = None
+    """A value too long to show whole comes as text already cut, in place of `value` (None then): its compact
+    JSON's first max(max_output, 1024) characters (a str value's own), and the length of the whole text."""
 
     @property
     def ok(self) -> bool:

@@ -11,10 +11,18 @@ of failure, so snippet code can tell a timeout from an unavailable server from a
         ...
 
 The host says which kind with the class name (`TOOL_ERRORS`); anything else it raises is a plain
-`ToolError`. `LimitError` and `PolicyError` come from the sandbox itself.
+`ToolError`. One the host sent says which call failed and whose failure it was:
+
+    except ToolError as e:
+        e.server, e.tool, e.origin   # "github", "search", "tool" (the tool failed) or "host" (OneTool decided)
+
+`server` is the configured server behind the pack (None for a local pack), `tool` the tool as the snippet called
+it; a ToolError the snippet makes itself has origin "code". `LimitError` and `PolicyError` come from the sandbox
+itself.
 """
 
 __all__ = [
+    "ORIGINS",
     "SNIPPET_ERRORS",
     "TOOL_ERRORS",
     "ArgumentError",
@@ -27,8 +35,18 @@ __all__ = [
 ]
 
 
+ORIGINS = ("host", "tool")
+"""Whose failure a ToolError the host sent is: OneTool's ("host") or the tool's ("tool")."""
+
+
 class ToolError(Exception):
     """A pack call failed: the tool reported an error, or the call could not be made."""
+
+    def __init__(self, *args: object, server: str | None = None, tool: str | None = None, origin: str = "code") -> None:
+        super().__init__(*args)
+        self.server = server
+        self.tool = tool
+        self.origin = origin
 
 
 class ToolTimeout(ToolError):

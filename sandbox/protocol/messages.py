@@ -20,6 +20,8 @@ from typing import Any, cast
 from sandbox.protocol.api import Limits, RunError
 from sandbox.protocol.caps import MAX_EXACT_INT, MAX_PROGRESS_MESSAGE
 from sandbox.protocol.channel import JOB_CAP, ProtocolError, encode
+from sandbox.protocol.errors import ORIGINS, ToolError
+from sandbox.protocol.shaping import MIN_SHOWN
 from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, is_site
 
 __all__ = [
@@ -138,6 +140,8 @@ class Done:
     value: Any
     output: str
     error: RunError | None
+    head: tuple[str, int] | None = None
+    """A large value the worker sent cut (sandbox/worker/_result.py): the head of its text, the text's length."""
 
 
 def job_frame(code: str, packs: Mapping[str, Collection[str]], limits: Limits) -> bytes:
@@ -153,15 +157,19 @@ def job_frame(code: str, packs: Mapping[str, Collection[str]], limits: Limits) -
 def reply_frame(
     call: Call,
     value: Any = None,
-    error: str | None = None,
+    error: ToolError | None = None,
     kind: str = "ToolError",
     *,
     limits: Limits,
     sent: SentErrors,
 ) -> bytes:
-    """The answer to `call`: its value, or an error the snippet raises as `kind` (a TOOL_ERRORS name). Every
-    error answered is added to `sent`."""
-    reply: dict[str, Any] = {"value": value} if error is None else {"error": error, "type": kind}
+    """The answer to `call`: its value, or `error`, which the snippet raises as `kind` (a TOOL_ERRORS name) with
+    its server, the call's tool and its origin. Every error answered is added to `sent`."""
+    if error is None:
+        reply: dict[str, Any] = {"value": value}
+    else:
+        message = str(error) or type(error).__name__
+        reply = {"error": message, "type": kind, **_about(call, error.server, error.origin)}
     if call.id is not None:
         reply["id"] = call.id
     try:
@@ -172,10 +180,20 @@ def reply_frame(
         note = f"the result of {call.pack}.{call.tool} is not JSON data: {exc}"
     else:
         if error is not None:
-            sent.add(kind, error)
+            sent.add(kind, reply["error"])
         return frame
     sent.add("ToolError", note)
-    return encode({"error": note, "type": "ToolError", "id": call.id}, REPLY_ENVELOPE)
+    envelope = {"error": note, "type": "ToolError", "id": call.id, **_about(call, None, "host")}
+    return encode(envelope, REPLY_ENVELOPE)
+
+
+def _about(call: Call, server: Any, origin: Any) -> dict[str, Any]:
+    """Which call an error reply is about and whose failure it is, as the worker's ToolError carries it."""
+    return {
+        "server": server[:MAX_NAME] if isinstance(server, str) else None,
+        "tool": call.tool[:MAX_NAME],
+        "origin": origin if origin in ORIGINS else "host",
+    }
 
 
 def is_ready(message: Any) -> bool:
@@ -223,7 +241,7 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
         if isinstance(output, str) and (error is None or _is_error(error)):
             cut = text_cap(limits)
             if error is None:
-                return Done(message.get("value"), output[:cut], None)
+                return Done(message.get("value"), output[:cut], None, _head(message, limits))
             source = error["source"]
             run_error = RunError(
                 error["type"][:MAX_NAME],
@@ -235,6 +253,23 @@ def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:
             )
             return Done(None, output[:cut], run_error)
     raise ProtocolError(f"not a {op} message" if op in ("call", "progress", "sites", "done") else "unexpected message")
+
+
+def _head(message: dict[str, Any], limits: Limits) -> tuple[str, int] | None:
+    """The head of a cut value's text a Done carries, checked; None for a Done that carries the value itself."""
+    if "text" not in message:
+        return None
+    text, length = message["text"], message.get("length")
+    shown = max(limits.max_output, MIN_SHOWN)
+    if (
+        message.get("value") is None
+        and isinstance(text, str)
+        and len(text) <= shown
+        and type(length) is int
+        and len(text) <= length <= MAX_EXACT_INT
+    ):
+        return text, length
+    raise ProtocolError("not a done message")
 
 
 def one_line(text: str, limit: int) -> str:

@@ -8,9 +8,10 @@ names in all); calls past the bounds are checked when made.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
-__all__ = ["MAX_SITES", "MAX_SITE_NAMES", "Site", "is_site"]
+__all__ = ["MAX_SITES", "MAX_SITE_NAMES", "Site", "bound_names", "is_site"]
 
 MAX_SITES = 1_000
 """Call sites one frame lists."""
@@ -38,3 +39,25 @@ def is_site(item: Any) -> bool:
             )
         )
     )
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name a snippet itself binds (an assignment, an import, a function, class or parameter, an ``except ...
+    as``, a ``match`` capture): a local variable called like a pack is not a pack call, nor a read of a pack."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+    return names

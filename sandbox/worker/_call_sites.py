@@ -16,7 +16,7 @@ import sys
 from collections.abc import Collection
 
 from sandbox.protocol.errors import SNIPPET_ERRORS
-from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site
+from sandbox.protocol.sites import MAX_SITE_NAMES, MAX_SITES, Site, bound_names
 
 __all__ = ["call_sites"]
 
@@ -26,7 +26,7 @@ _KNOWN_NAMES = frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names) | f
 
 def call_sites(tree: ast.Module, packs: Collection[str]) -> list[Site]:
     """The pack calls visible in `tree`, in source order, within the frame's bounds."""
-    bound = _bound_names(tree)
+    bound = bound_names(tree)
     sites: list[Site] = []
     names = 0
     for node in ast.walk(tree):
@@ -46,22 +46,3 @@ def call_sites(tree: ast.Module, packs: Collection[str]) -> list[Site]:
         sites.append((node.func.value.id, node.func.attr, len(node.args), keywords, node.lineno, node.col_offset + 1))
     sites.sort(key=lambda site: (site[4], site[5]))
     return sites
-
-
-def _bound_names(tree: ast.AST) -> set[str]:
-    """Every name the snippet itself binds: a local variable called like a pack is not a pack call."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            names.update(node.names)
-    return names

@@ -10,8 +10,9 @@ closed and says what to do instead. What holds it together:
   snippet's own objects;
 - the guards are bound into the compiled code as constants (sandbox.worker.policy.compile_restricted), never looked
   up by name, so a snippet holding its own globals dict could not rebind them;
-- `type()` hands out only types the snippet can name anyway, and a snippet class's `__exit__` never sees
-  a traceback.
+- `type()` hands out only types the snippet can name anyway, and so does `x.__class__`; `__name__` and
+  `__doc__` read as text only, and no other dunder reads at all; a snippet class's `__exit__` never sees a
+  traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from sandbox.worker._record import Record
 from sandbox.worker.policy import (
     ALLOWED_DUNDER_METHODS,
     FILENAME,
+    READABLE_DUNDERS,
     internals_message,
     private_name_message,
 )
@@ -142,6 +144,9 @@ _MISSING = object()
 
 
 def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
+    readable = _readable_dunder(name)
+    if readable is not None:
+        return _read_dunder(obj, readable, default)
     check_attribute(obj, name)
     try:
         value = getattr(obj, name)
@@ -152,6 +157,34 @@ def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
     if isinstance(obj, BaseException):
         return _carried(obj, value)
     return _FORMATS.defuse(value)
+
+
+def _readable_dunder(name: Any) -> str | None:
+    """The READABLE_DUNDERS name ``name`` spells (as the parser would read it), else None."""
+    if type(name) is not str:
+        return None
+    normal = unicodedata.normalize("NFKC", name)
+    return normal if normal in READABLE_DUNDERS else None
+
+
+def _read_dunder(obj: Any, name: str, default: Any) -> Any:
+    """``obj.__class__`` as type() gives it; ``obj.__name__`` and ``obj.__doc__`` when they are text (or None).
+    Looked up as the interpreter does, but never through a ``__getattr__`` (a Record's would read a key)."""
+    if isinstance(obj, _OPAQUE_TYPES):
+        raise PolicyError(internals_message(name))
+    if name == "__class__":
+        return type_of(obj)
+    try:
+        # The type's own lookup: a method's delegates to its function; ``__getattr__`` is never consulted.
+        getattribute: Any = type(obj).__getattribute__
+        value = getattribute(obj, name)
+    except AttributeError:
+        if default is _MISSING:
+            raise
+        return default
+    if value is None or type(value) is str:
+        return value
+    raise PolicyError(f"'{name}' of a {type(obj).__name__!r} object is not text, so it cannot be read here")
 
 
 def guarded_hasattr(obj: Any, name: Any) -> bool:

@@ -13,6 +13,7 @@ from sandbox.worker._call_sites import call_sites
 from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._guards import make_globals, make_guards
 from sandbox.worker._jsonable import TooDeep, text_of, to_json
+from sandbox.worker._result import text_head
 from sandbox.worker._session import Pack, Session
 from sandbox.worker.policy import FILENAME, RESULT_NAME, CompileFailure, compile_restricted, parse
 
@@ -168,7 +169,11 @@ def run_job(job: Mapping[str, Any], channel: FdChannel) -> dict[str, Any]:
         namespace.clear()
         return done(None, error)
     try:
-        return done(to_json(namespace.get(RESULT_NAME)), None)
+        value = to_json(namespace.get(RESULT_NAME))
+        head = text_head(value, limits["max_output"])
+        if head is None:
+            return done(value, None)
+        return {**done(None, None), "text": head[0], "length": head[1]}
     except TooDeep as exc:
         return done(None, _error("LimitError", str(exc), None, None, lines))
     except BaseException as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 from sandbox.protocol.caps import MAX_EXACT_INT, MAX_IN_FLIGHT, MAX_PROGRESS_MESSAGE, PROGRESS_RATE
 from sandbox.protocol.channel import ProtocolError, encode
-from sandbox.protocol.errors import TOOL_ERRORS, LimitError, ToolError
+from sandbox.protocol.errors import ORIGINS, TOOL_ERRORS, LimitError, ToolError
 from sandbox.worker._fd_channel import FdChannel
 from sandbox.worker._jsonable import TooDeep, text_of, to_json
 from sandbox.worker._record import Record
@@ -213,9 +213,13 @@ class Session:
 
 
 def _outcome(reply: Mapping[str, Any]) -> Any:
-    """A reply's value, or the error it carries as an exception (not raised)."""
+    """A reply's value, or the error it carries as an exception (not raised), with the server, tool and origin
+    the host gave it."""
     if "error" in reply:
-        return TOOL_ERRORS.get(reply.get("type", ""), ToolError)(reply["error"])
+        kind = TOOL_ERRORS.get(reply.get("type", ""), ToolError)
+        server, tool = (reply[k] if isinstance(reply.get(k), str) else None for k in ("server", "tool"))
+        origin: str = reply["origin"] if reply.get("origin") in ORIGINS else "host"
+        return kind(reply["error"], server=server, tool=tool, origin=origin)
     return reply["value"]
 
 

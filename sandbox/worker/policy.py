@@ -1,7 +1,10 @@
 """Language layer, compile time: parse a snippet and rewrite it with RestrictedPython's policy.
 
 Every attribute, item, iteration and import goes through a guard from sandbox.worker._guards; names and
-attributes starting with '_' are refused here, before anything runs, with a message a model can act on.
+attributes starting with '_' are refused here, before anything runs, with a message a model can act on. The
+exceptions: a snippet class defines the dunder methods of ALLOWED_DUNDER_METHODS, and reads
+READABLE_DUNDERS (``type(e).__name__``, ``e.__class__``, ``f.__doc__``), which the guard answers with text or a
+type the snippet could name anyway.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ __all__ = [
     "FORBIDDEN_NAMES",
     "GUARD_NAMES",
     "INTERNALS_HINT",
+    "MAX_NODES",
     "PRIVATE_HINT",
+    "READABLE_DUNDERS",
     "RESULT_NAME",
     "SYNC_HINT",
     "CompileFailure",
@@ -42,6 +47,9 @@ __all__ = [
 ]
 
 FILENAME = "<snippet>"
+MAX_NODES = 25_000
+"""Syntax nodes of one snippet: a few thousand in one of hundreds of lines; a snippet of code's 100,000 characters
+spelled out as data or calls holds 20,000 to 60,000."""
 RESULT_NAME = "_snippet_value_"
 """Where the last expression's value lands; snippet code cannot name it (it starts with '_')."""
 
@@ -115,6 +123,12 @@ ALLOWED_DUNDER_METHODS = frozenset(
     ]
 )
 
+READABLE_DUNDERS = frozenset({"__name__", "__doc__", "__class__"})
+"""Dunder attributes a snippet may read (never write or delete), as error handling needs them: ``__name__`` and
+``__doc__`` only as text (or None), ``__class__`` only as ``type()`` gives it (a type the snippet could name:
+a builtin, a class of an allowed module, its own class, an exception class). Every other dunder stays refused,
+so none of them is a step towards ``__base__``, ``__mro__``, ``__subclasses__`` or ``__globals__``."""
+
 FORBIDDEN_NAMES = {
     "open": "the sandbox has no files; get outside data through the packs and return results as the value",
     "eval": "write the code directly instead of building it as a string",
@@ -132,7 +146,10 @@ FORBIDDEN_NAMES = {
 }
 
 SYNC_HINT = "pack calls are synchronous, so call `pack.tool(...)` directly and use its result"
-PRIVATE_HINT = "names starting with '_' are private. Use the value's public methods instead."
+PRIVATE_HINT = (
+    "names starting with '_' are private (but __name__, __doc__ and __class__ may be read). Use the value's public "
+    "methods instead."
+)
 INTERNALS_HINT = "frame, code and generator internals are off limits."
 
 
@@ -204,15 +221,16 @@ class SnippetPolicy(RestrictingNodeTransformer):
         return super().visit_Name(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> Visited:
-        # `super().__init__(...)` is how snippet classes extend Exception and friends; the guard allows
-        # the same narrow case at run time.
-        if (
+        # `super().__init__(...)` is how snippet classes extend Exception and friends, and `type(e).__name__` is
+        # how error handling names an error; the guard allows the same narrow cases at run time (and nothing
+        # else of what these reads lead to).
+        super_method = (
             node.attr in ALLOWED_DUNDER_METHODS
             and isinstance(node.value, ast.Call)
             and isinstance(node.value.func, ast.Name)
             and node.value.func.id == "super"
-            and isinstance(node.ctx, ast.Load)
-        ):
+        )
+        if (super_method or node.attr in READABLE_DUNDERS) and isinstance(node.ctx, ast.Load):
             new_node = ast.Call(
                 func=ast.Name("_getattr_", ast.Load()),
                 args=[self.visit(node.value), ast.Constant(node.attr)],
@@ -335,12 +353,24 @@ def _column(node: ast.AST) -> int | None:
 
 
 def parse(code: str) -> ast.Module:
+    """The syntax tree of a snippet of at most MAX_NODES nodes: what the pre-check and the policy do next costs
+    some microseconds a node (an f-string of 33,000 fields took the worker seconds to check and compile)."""
     try:
-        return ast.parse(code, FILENAME, "exec")
+        tree = ast.parse(code, FILENAME, "exec")
     except SyntaxError as exc:
         raise CompileFailure(type(exc).__name__, str(exc.msg), exc.lineno, exc.offset) from None
     except (ValueError, MemoryError, RecursionError) as exc:
         raise CompileFailure("SyntaxError", f"the code cannot be parsed: {exc}", None, None) from None
+    for count, _ in enumerate(ast.walk(tree)):
+        if count == MAX_NODES:
+            raise CompileFailure(
+                "LimitError",
+                f"the code has more than {MAX_NODES:,} syntax nodes, more than the sandbox compiles; write it "
+                "shorter (build data in a loop, or fetch it with a pack call, rather than spelling it out)",
+                None,
+                None,
+            )
+    return tree
 
 
 def compile_restricted(code: str | ast.Module, guards: Mapping[str, Any], packs: Collection[str] = ()) -> CodeType:
@@ -363,8 +393,10 @@ def compile_restricted(code: str | ast.Module, guards: Mapping[str, Any], packs:
             # "'str' object is not callable": true until the constants are swapped.
             warnings.simplefilter("ignore", SyntaxWarning)
             compiled = compile(tree, FILENAME, "exec")
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        raise CompileFailure("SyntaxError", str(exc), getattr(exc, "lineno", None), None) from None
+    except SyntaxError as exc:  # what only the compiler sees: `break` outside a loop, `return` outside a function
+        raise CompileFailure(type(exc).__name__, str(exc.msg), exc.lineno, exc.offset) from None
+    except (ValueError, RecursionError) as exc:
+        raise CompileFailure("SyntaxError", f"the code cannot be compiled: {exc}", None, None) from None
     return _bind(compiled, {token: guards[name] for name, token in tokens.items()})
 
 

@@ -83,8 +83,24 @@ def test_body_must_be_json(bridge: BridgeProcess) -> None:
 @pytest.mark.parametrize(
     ("command", "args", "reason"),
     [
-        ("no-such-command-for-the-bridge", [], "command not found: no-such-command-for-the-bridge"),
-        (sys.executable, ["-c", "import sys; sys.exit(3)"], "process exited with status 3"),
+        (
+            "no-such-command-for-the-bridge",
+            [],
+            "cannot start server 'broken': command not found: no-such-command-for-the-bridge; install "
+            "no-such-command-for-the-bridge, or set the request's command to its full path",
+        ),
+        (
+            "/nonexistent/onetool-bridge/server",
+            [],
+            "cannot start server 'broken': command not found: server; set the request's command to the server's "
+            "executable (a full path, or a name on PATH)",
+        ),
+        (
+            sys.executable,
+            ["-c", "import sys; sys.exit(3)"],
+            "cannot start server 'broken': process exited with status 3; its process exits at start: see its stderr "
+            "in OneTool's log; check the request's command/args/env",
+        ),
     ],
 )
 def test_a_process_that_cannot_start_is_500_with_the_reason(
@@ -94,7 +110,7 @@ def test_a_process_that_cannot_start_is_500_with_the_reason(
     body = {"serverName": "broken", "command": command, "args": args, "env": {"SECRET": secret}}
     response = bridge.api("POST", "/convert", json=body)
     assert response.status_code == 500
-    assert reason in response.json()["error"]
+    assert response.json()["error"] == reason  # an API request has no config keys (servers.broken.command)
     assert secret not in response.text
     assert bridge.api("GET", "/convert/broken").status_code == 404, "nothing is left of a failed start"
     assert bridge.children() == {}
@@ -144,10 +160,13 @@ def test_refuses_to_start_without_a_token_off_loopback() -> None:
 def test_without_a_token_only_loopback_clients(bridge_factory: Any) -> None:
     bridge: BridgeProcess = bridge_factory("--base-port", "0", token=None)
     assert bridge.api("GET", "/convert").status_code == 200
+    # The HTTP front's one Host and Origin rule: a DNS-rebinding page's Host (421), another site's Origin (403).
     rebinding = bridge.api("GET", "/convert", headers={"Host": "attacker.example"})
-    assert rebinding.status_code == 403
+    assert rebinding.status_code == 421
     cross_site = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "https://attacker.example"})
     assert cross_site.status_code == 403
+    other_port = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "http://127.0.0.1:1"})
+    assert other_port.status_code == 403
     assert bridge.children() == {}
 
 

@@ -135,15 +135,18 @@ def test_check_reports_each_server(config: Path) -> None:
     proc = onetool("check", "--config", str(config))
     assert proc.returncode == 1  # broken-server fails
     assert "ok      time: 2 tools (stdio, protocol 2026-07-28)" in proc.stdout
-    assert "  FAILED  broken-server: command not found: mcp-server (searched PATH and " in proc.stdout
+    assert (
+        "  FAILED  broken-server: command not found: mcp-server (/nonexistent/mcp-server does not exist) - set "
+        "servers.broken-server.command to the server's executable (a full path, or a name on PATH)"
+    ) in proc.stdout.splitlines()
     assert "warning" not in proc.stdout  # its failed connect is its own line, not a warning as well
 
 
 def test_check_config_error(tmp_path: Path) -> None:
-    path = write_config(tmp_path, {"servers": {"a": {"url": "http://127.0.0.1/${ONETOOL_TEST_UNSET_VAR}"}}})
+    path = write_config(tmp_path, {"http": {"token": "${ONETOOL_TEST_UNSET_VAR}"}})
     proc = onetool("check", "--config", str(path))
-    assert proc.returncode == 2
-    assert "ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert "http.token: environment variable ONETOOL_TEST_UNSET_VAR is not set" in proc.stderr
 
 
 def test_check_without_a_config_says_where_it_looked(tmp_path: Path) -> None:
@@ -155,7 +158,7 @@ def test_check_without_a_config_says_where_it_looked(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["check"], ["serve"], ["serve", "--http"], ["run", "-c", "1"]])
+@pytest.mark.parametrize("command", [["check"], ["serve"], ["serve", "--http", "--port", "0"], ["run", "-c", "1"]])
 def test_a_typo_in_the_config_is_named_with_what_was_meant(tmp_path: Path, command: list[str]) -> None:
     path = write_config(tmp_path, {"servers": {"a": {"command": "x", "timout": 3}}})
     proc = onetool(*command, "--config", str(path))
@@ -199,6 +202,28 @@ def test_the_readme_lists_every_command() -> None:
             if isinstance(sub, argparse._SubParsersAction):
                 for action in sub.choices:
                     assert re.search(rf"`onetool {name} [^`]*\b{action}\b", rows), f"{name} {action}"
+
+
+def test_the_readme_says_which_commands_take_config_log_file_and_log_level() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    def taking(option: str) -> set[str]:
+        return {
+            name
+            for name, command in commands.items()
+            if any(option in a.option_strings and a.help != argparse.SUPPRESS for a in command._actions)
+        }
+
+    def said(option: str) -> set[str]:
+        but = re.search(rf"Every command but ([^.()]+?) takes `{option}`", readme)
+        assert but, option
+        return set(commands) - set(re.findall(r"`(\w+)`", but[1]))
+
+    assert taking("--config") == said("--config")
+    assert taking("--log-file") == said("--log-file")
+    assert "and all of those but `logs` take `--log-level`" in readme
+    assert taking("--log-level") == said("--log-file") - {"logs"}
 
 
 def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
@@ -265,3 +290,73 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     assert proc.stderr.startswith(
         "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["servers"], ["tools"], ["stubs"], ["check"], ["status"], ["run", "-c", "'x' * 100"], ["completion", "bash"]],
+    ids=lambda command: command[0],
+)
+def test_a_reader_gone_ends_every_printing_command_quietly(config: Path, command: list[str]) -> None:
+    """`onetool servers | head -3`: the reader left; the command ends with status 0 and says nothing (see
+    onetool.cli.main for why 0). Its stdout is a pipe nobody reads from the start, so its first write fails."""
+    unread, stdout = os.pipe()
+    os.close(unread)
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}
+        done = subprocess.run(
+            [ONETOOL, *command, *(["--config", str(config)] if command[0] not in ("status", "completion") else [])],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    finally:
+        os.close(stdout)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_serve_and_run_without_a_config_warn_naming_where_they_looked(tmp_path: Path) -> None:
+    """A desktop client that starts OneTool in / gets a gateway with no servers: the log says why."""
+    looked = (
+        "no config found; looked at: --config (not given), $ONETOOL_CONFIG (not set), "
+        f"{tmp_path.resolve() / 'onetool.yaml'} (no such file): starting with no servers; give --config FILE or set "
+        "$ONETOOL_CONFIG"
+    )
+    served = onetool("serve", cwd=tmp_path, stdin="")
+    assert served.returncode == 0
+    warned = [line.split(None, 2)[1:] for line in served.stderr.splitlines() if "WARNING" in line]
+    assert warned == [["WARNING", looked]]
+    # `run` logs only errors unless told otherwise: the warning is said on stderr all the same.
+    ran = onetool("run", "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
+    assert ran.returncode == 1 and f"onetool: warning: {looked}\n" in ran.stderr
+    assert "onetool: warning" not in onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": "error"}).stderr
+    # A config found is no warning.
+    write_config(tmp_path, {"servers": {}})
+    assert "WARNING" not in onetool("serve", cwd=tmp_path, stdin="").stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "uses"),
+    [
+        ("1 + 1", False),
+        ("x = [1]\nx + [2]", False),
+        ("def f(a, *rest, **kw):\n    return a\nclass C: pass\nf(2)", False),
+        ("[i for i in range(3)]\nlambda y: y", False),
+        ("import json\nfrom re import sub as s\njson.dumps(s)", False),
+        ("try:\n    pass\nexcept ToolError as e:\n    e", False),
+        ("parallel(lambda: 1)\nprogress(1, 2)", False),
+        ("match {'a': 1}:\n    case {'a': n, **rest}: rest\n    case [*others]: others", False),
+        ("x = (1,", False),  # its SyntaxError is the same wherever it runs
+        ("time.get_current_time(timezone='UTC')", True),
+        ("proxy.list_servers()", True),
+        ("f = lambda: gh.search()\nf()", True),
+        ("x = wix", True),
+    ],
+)
+def test_which_snippets_use_a_pack(code: str, uses: bool) -> None:
+    """What decides whether `onetool run` needs a gateway when it cannot tell which one (no config, several)."""
+    from onetool.cli._run import names_packs
+
+    assert names_packs(code) is uses

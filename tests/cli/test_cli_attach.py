@@ -31,6 +31,12 @@ SNIPPETS = [
     "undefined_pack.tool()",
     "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b))\nraise ValueError('\\x1b[2J' + chr(0x202e))",
 ]
+WHERE = {
+    "x = 1\ny = (2,": "SyntaxError: '(' was never closed (line 2, column 5: y = (2,)",
+    "for x in []:\n    pass\nbreak": "SyntaxError: 'break' outside loop (line 3, column 1: break)",
+    "x = 1\ntime.get_curent_time(timezone='UTC')": "(line 2, column 1: time.get_curent_time(timezone='UTC'))",
+}
+"""Both paths say where a snippet's mistake is, by line and column."""
 
 
 def runtime() -> Path:
@@ -88,17 +94,58 @@ def test_run_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
         assert stop(served.proc) == 0
 
 
-def test_the_attached_path_imports_nothing_heavy(tmp_path: Path) -> None:
+def test_both_run_paths_say_where_a_mistake_is(tmp_path: Path) -> None:
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    config = str(tmp_path / "onetool.yaml")
+    try:
+        for code, where in WHERE.items():
+            attached = cli("run", "--config", config, "-c", code)
+            standalone = cli("run", "--config", config, "-c", code, env={"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")})
+            assert attached.returncode == standalone.returncode == 1
+            assert where in attached.stderr and where in standalone.stderr, (attached.stderr, standalone.stderr)
+        assert served.log.read_text().count("span=run ") == len(WHERE)
+    finally:
+        assert stop(served.proc) == 0
+
+
+@pytest.mark.parametrize(("command", "printed"), [(["run", "-c", "1 + 1"], "2\n"), (["tools", "time"], "time (server")])
+def test_the_attached_path_imports_nothing_heavy(tmp_path: Path, command: list[str], printed: str) -> None:
+    """Nor does it connect a server of its own: `tools` asks the gateway, as `run` does."""
     served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
     config = str(tmp_path / "onetool.yaml")
     probe = (
-        f"import sys; from onetool.cli import main; status = main(['run', '--config', {config!r}, '-c', '1 + 1']); "
+        f"import sys; from onetool.cli import main; status = main([*{command!r}, '--config', {config!r}]); "
         "print(status, sorted({'.'.join(m.split('.')[:2]) for m in sys.modules}"
         " & {'mcp', 'pydantic', 'anyio', 'sandbox.host', 'sandbox.worker'}))"
     )
     try:
         proc = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=30)
-        assert proc.stdout == "2\n0 []\n", proc.stderr
+        assert proc.stdout.startswith(printed) and proc.stdout.endswith("\n0 []\n"), proc.stderr
+    finally:
+        assert stop(served.proc) == 0
+
+
+def test_tools_attached_prints_what_standalone_prints(tmp_path: Path) -> None:
+    served = start_http_gateway(tmp_path, CONFIG, f"cli-{uuid.uuid4().hex}")
+    config = str(tmp_path / "onetool.yaml")
+    elsewhere = {"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")}
+    try:
+        for server, first in (([], "proxy (local)"), (["time"], "time (server time)"), (["proxy"], "proxy (local)")):
+            attached = cli("tools", *server, "--config", config)
+            standalone = cli("tools", *server, "--config", config, env=elsewhere)
+            assert attached.returncode == standalone.returncode == 0, attached.stderr + standalone.stderr
+            assert attached.stdout == standalone.stdout and attached.stderr == standalone.stderr == ""
+            assert attached.stdout.splitlines()[0] == first
+        listed = cli("tools", "--config", config).stdout.splitlines()
+        assert any(line.startswith("  time.get_current_time(timezone: str) -> {") for line in listed), listed
+        # Given by URL and token, from a folder without a config: the gateway's packs, not this folder's (none).
+        by_url = cli("tools", "time", "--url", served.url, "--token", discovered()["admin_token"], env=elsewhere)
+        assert by_url.returncode == 0 and by_url.stdout.startswith("time (server time)\n"), by_url.stderr
+        unknown = cli("tools", "nope", "--config", config)
+        assert (unknown.returncode, unknown.stderr) == (
+            2,
+            "onetool tools: unknown server or pack 'nope'; packs: proxy, time\n",
+        )
     finally:
         assert stop(served.proc) == 0
 
@@ -161,7 +208,7 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
     store = project_database(config)
     store.parent.mkdir(parents=True)
     store.write_text("not a database")
-    proc = cli("serve", "--http", "--config", str(config))
+    proc = cli("serve", "--http", "--port", "0", "--config", str(config))
     assert proc.returncode == 2 and "file is not a database" in proc.stderr and "Traceback" not in proc.stderr
     assert store.read_text() == "not a database"
 
@@ -169,7 +216,7 @@ def test_a_corrupt_state_store_stops_serve_with_status_2(tmp_path: Path) -> None
 def test_serve_prints_the_url_once(tmp_path: Path) -> None:
     """On stdout, for scripts; the log (here on stderr, as under `make run`) does not repeat it."""
     errors = tmp_path / "serve.stderr"
-    command = [ONETOOL, "serve", "--http", "--config", str(write_config(tmp_path, CONFIG))]
+    command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(write_config(tmp_path, CONFIG))]
     proc, url = start_and_read_line(command, stderr=errors)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=15)

@@ -105,12 +105,14 @@ def test_the_full_example_passes_check(tmp_path: Path) -> None:
         "  -       notion: disabled (needs NOTION_TOKEN set)",
         "  -       linear: not tried (http)",
     ]
+    # Without GITHUB_TOKEN, that server alone cannot run: `serve` runs the others, `check` exits 2 for it.
     unset = onetool("check", "--no-connect", "--config", str(full), "--log-file", log)
-    assert unset.returncode == 2 and unset.stdout == ""
-    assert unset.stderr.endswith(
-        "servers.github-api.env.GITHUB_TOKEN: environment variable GITHUB_TOKEN is not set (set it, write "
-        "${GITHUB_TOKEN:-default}, or disable server 'github-api')\n"
+    assert unset.returncode == 2, unset.stderr
+    assert (
+        "  FAILED  github-api: environment variable GITHUB_TOKEN is not set - set it where OneTool starts, and start "
+        "it again" in unset.stdout.splitlines()
     )
+    assert "  -       linear: not tried (http)" in unset.stdout.splitlines()
 
 
 # ----- client snippets that run OneTool itself -------------------------------------------------------------------
@@ -143,18 +145,22 @@ def test_the_client_snippets_run_onetool_and_it_serves(tmp_path: Path) -> None:
         assert Path(command).resolve() == Path(ONETOOL).resolve(), where  # this checkout's venv
         assert args[:2] == ["serve", "--config"] and Path(args[2]).is_file(), (where, args)
 
-    # As written, the file is valid; with this checkout's paths, the client's server is OneTool serving its one tool.
+    # As written, the file is valid; read as OneTool's own config, its entry for OneTool is left out (a gateway is
+    # not its own upstream).
     as_written = onetool("check", "--no-connect", "--config", str(desktop))
-    assert as_written.returncode == 0 and "  -       onetool: not tried (stdio)" in as_written.stdout
-    here = json.loads(real_paths(desktop.read_text()))
+    assert as_written.returncode == 0, as_written.stdout + as_written.stderr
+    assert "ignoring mcpServers.onetool (OneTool itself: the client's entry for it)" in as_written.stdout
+    # With this checkout's paths, the client's server is OneTool serving its one tool: tried as a server of a
+    # gateway's own config, as the client would start it.
+    client = json.loads(real_paths(desktop.read_text()))["mcpServers"]["onetool"]
     # The client starts OneTool with only HOME, PATH and the env it names: its state store too is this test's own.
-    here["mcpServers"]["onetool"]["env"].update(
-        {k: os.environ[k] for k in ("ONETOOL_STATE_DIR", "ONETOOL_RUNTIME_DIR")}
-    )
-    (tmp_path / "claude_desktop_config.json").write_text(json.dumps(here))
-    served = onetool("check", "--config", str(tmp_path / "claude_desktop_config.json"))
+    client["env"].update({k: os.environ[k] for k in ("ONETOOL_STATE_DIR", "ONETOOL_RUNTIME_DIR")})
+    (tmp_path / "gateway.yaml").write_text(json.dumps({"servers": {"desktop-entry": client}}))
+    served = onetool("check", "--config", str(tmp_path / "gateway.yaml"))
     assert served.returncode == 0, served.stdout + served.stderr
-    assert re.search(r"^  ok      onetool: 1 tool \(stdio, protocol [\d-]+\)$", served.stdout, re.M), served.stdout
+    assert re.search(r"^  ok      desktop-entry: 1 tool \(stdio, protocol [\d-]+\)$", served.stdout, re.M), (
+        served.stdout
+    )
 
 
 # ----- snippets, the pack, and the endpoints -----------------------------------------------------------------------

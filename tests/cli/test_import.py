@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -43,7 +44,11 @@ def test_every_example_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture
     assert imported.servers  # not vacuous: the example has servers
 
 
-def test_import_says_what_it_changed_and_keeps_variables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_says_what_it_changed_and_keeps_variables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("NOTION_TOKEN", raising=False)
     source = tmp_path / "claude_desktop_config.json"
     source.write_text(CLIENT)
     output = tmp_path / "onetool.yaml"
@@ -61,6 +66,10 @@ def test_import_says_what_it_changed_and_keeps_variables(tmp_path: Path, capsys:
         "  dropped  mcpServers.legacy.timeout (clients disagree on its unit; "
         "set servers.legacy.timeout in seconds in onetool.yaml)",
         "  pack     server 'github-api' is the pack 'github_api' in snippets",
+        "  warning  servers.github-api.env.GITHUB_TOKEN: ${GITHUB_TOKEN} is not set here: server 'github-api' is "
+        "disabled; enabling it needs it set",
+        "  warning  servers.notion.headers.Authorization: ${NOTION_TOKEN} is not set here: server 'notion' fails (the "
+        "other servers serve) until it is set",
     ]
     text = output.read_text()
     assert "${GITHUB_TOKEN}" in text and "Bearer ${NOTION_TOKEN}" in text  # references, not values
@@ -94,3 +103,38 @@ def test_import_errors_name_the_file_and_key(tmp_path: Path, capsys: pytest.Capt
     status, _, err = run_import(capsys, str(ours), "-o", str(output))
     assert status == EXIT_USAGE and "has no top-level 'mcpServers': not a client config" in err
     assert not output.exists()
+
+
+def test_import_drops_the_clients_entry_for_onetool_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README has users add OneTool to their client: as a server of OneTool's own it would run itself."""
+    monkeypatch.setenv("ONETOOL_TEST_SET", "x")
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "onetool": {"command": "/opt/onetool/.venv/bin/onetool", "args": ["serve", "--config", "o.yaml"]},
+                    "gateway": {"command": "uvx", "args": ["onetool", "serve"]},
+                    "remote-onetool": {"type": "http", "url": "http://127.0.0.1:8765/mcp"},
+                    "OneTool": {"type": "http", "url": "http://127.0.0.1:8765/mcp"},
+                    "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"S": "${ONETOOL_TEST_SET}"}},
+                }
+            }
+        )
+    )
+    output = tmp_path / "onetool.yaml"
+    status, out, _ = run_import(capsys, str(source), "-o", str(output))
+    assert status == EXIT_OK
+    assert out.splitlines() == [
+        f"wrote {output} (2 servers) from {source}",
+        "  renamed  mcpServers -> servers",
+        "  dropped  mcpServers.onetool (OneTool itself: the client's entry for it)",
+        "  dropped  mcpServers.gateway (OneTool itself: the client's entry for it)",
+        "  dropped  mcpServers.OneTool (OneTool itself: the client's entry for it)",
+        "  pack     server 'remote-onetool' is the pack 'remote_onetool' in snippets",
+    ]
+    assert list(load_config(output).servers) == ["remote-onetool", "time"]
+    # Read as a config as it is, the file drops it too, with a warning (check passes instead of refusing it).
+    assert list(load_config(source).servers) == ["remote-onetool", "time"]

@@ -79,11 +79,25 @@ def test_the_cli_talks_to_the_gateway_of_its_config(
     here = cli("run", "-c", "time.get_current_time(timezone='UTC')['timezone']", cwd=b.parent)
     assert (here.returncode, here.stdout, here.stderr) == (0, "UTC\n", "")
     assert gateway_b.log.read_text().count("span=run ") == 1 and "span=run " not in gateway_a.log.read_text()
-    # With no config and two gateways, the CLI does not guess.
-    lost = cli("run", "-c", "1")
+    # With no config and two gateways, the CLI does not guess which one has the packs a snippet uses.
+    lost = cli("run", "-c", "time.get_current_time(timezone='UTC')")
     assert lost.returncode == 2
     assert "no config file here" in lost.stderr and "2 gateways are running" in lost.stderr
     assert gateway_a.url in lost.stderr and gateway_b.url in lost.stderr and "--config FILE or --url URL" in lost.stderr
+    assert lost.stderr.endswith("; or run it here, with this folder's servers, with --standalone\n")
+    # A snippet that uses no pack needs no gateway: it runs here, in a sandbox of the command's own.
+    for code, value in (
+        ("6 * 7", "42"),
+        ("import json\ntry:\n    x = json.dumps([1])\nexcept ToolError as e:\n    x = e\nx", "[1]"),
+    ):
+        here = cli("run", "-c", code)
+        assert (here.returncode, here.stdout, here.stderr) == (0, f"{value}\n", "")
+    # --standalone says so, in a project too: its servers connected here, neither gateway asked.
+    alone = cli("run", "--standalone", "-c", "time.get_current_time(timezone='UTC')['timezone']", cwd=b.parent)
+    assert (alone.returncode, alone.stdout, alone.stderr) == (0, "UTC\n", "")
+    assert gateway_b.log.read_text().count("span=run ") == 1 and "span=run " not in gateway_a.log.read_text()
+    both = cli("run", "--standalone", "--url", gateway_a.url, "-c", "1")
+    assert both.returncode == 2 and "--standalone runs here, on no gateway" in both.stderr
 
 
 def test_status_lists_every_gateway_with_its_config_and_token(
@@ -103,6 +117,19 @@ def test_status_lists_every_gateway_with_its_config_and_token(
     for record in listed:
         assert record["admin_token"] == json.loads(Path(record["discovery_file"]).read_text())["admin_token"]
     assert "admin_token" not in json.loads(cli("status", "--json").stdout)[0]
+    # --config: the one gateway serving that file.
+    only_b = json.loads(cli("status", "--json", "--config", str(b)).stdout)
+    assert [(g["url"], g["config"]) for g in only_b] == [(gateway_b.url, str(b))]
+    one_row = cli("status", "--config", str(a)).stdout.splitlines()
+    assert [line for line in one_row if line.startswith("http")] == [
+        line for line in lines if line.startswith(gateway_a.url)
+    ]
+    other = a.parent.parent / "other.yaml"
+    none = cli("status", "--config", str(other))
+    assert (none.returncode, none.stdout) == (
+        0,
+        f"no gateway serves {other} (`onetool status` without --config lists every one running)\n",
+    )
 
 
 def test_with_no_config_the_only_gateway_running_is_used_and_named(tmp_path: Path) -> None:

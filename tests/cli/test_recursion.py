@@ -24,7 +24,7 @@ from tests.gateways import ONETOOL, get, processes_with, start_http_gateway, sto
 )
 def test_a_config_that_serves_itself_is_refused(tmp_path: Path, server: dict[str, object]) -> None:
     config = write_config(tmp_path, {"servers": {"me": server}})
-    for command in (["check"], ["serve", "--http"]):
+    for command in (["check"], ["serve", "--http", "--port", "0"]):
         done = cli(*command, "--config", str(config))
         assert done.returncode == 2, done
         assert f"{config}: servers.me runs OneTool on this same config" in done.stderr

@@ -71,7 +71,7 @@ async def test_an_edit_restarts_the_server_with_its_new_entry_and_is_audited(tmp
 @pytest.mark.parametrize(
     ("name", "patch", "status", "message"),
     [
-        ("time", {"timeout": 5}, 409, "server 'time' comes from the config file: edit it there, then restart"),
+        ("time", {"timeout": 5}, 409, "server 'time' comes from the config file: edit it in the file, then `onetool"),
         ("nope", {"timeout": 5}, 404, "unknown server 'nope'; servers: extra, time"),
         ("extra", {"timeout": 0}, 400, "server 'extra': invalid configuration: servers.extra.timeout: Input should be"),
         ("extra", {"timout": 5}, 400, "servers.extra.timout: unknown key; did you mean 'timeout'?"),
@@ -134,11 +134,12 @@ async def test_a_server_whose_variable_was_unset_stays_disabled(tmp_path: Path) 
                 "server 'idle' cannot be enabled: its entry uses IDLE_TOKEN, not set when the config was read; set it "
                 "and restart the gateway"
             )
-        # Enabled in the store meanwhile (as `onetool servers enable` does with no gateway): still off at start.
+        # Enabled in the store meanwhile (as `onetool servers enable` does with no gateway): it fails alone at
+        # start, naming the variable, as a server enabled in the file does.
         await store.set_enabled("idle", True, "cli")
         async with control_plane(store, config) as control:
-            assert control.get("idle").status == "disabled"
-            assert "idle" not in [n for n, s in control.configs().items() if s.enabled]
+            view = control.get("idle")
+            assert (view.status, view.error) == ("failed", "environment variable IDLE_TOKEN is not set")
 
 
 async def test_a_quarantined_server_holds_every_tool_and_a_config_server_was_added_by_config(tmp_path: Path) -> None:
@@ -151,3 +152,30 @@ async def test_a_quarantined_server_holds_every_tool_and_a_config_server_was_add
         assert view.held_tools == ["convert_time", "get_current_time"] == sorted(h.tool for h in control.held())
         await control.approve("time", actor="cli")
         assert control.get("time").held_tools == []
+
+
+@pytest.mark.parametrize(
+    ("watch", "then"),
+    [
+        (
+            False,
+            "then `onetool reload` (or SIGHUP to the gateway); with `watch: true` in the file, a save applies at once",
+        ),
+        (True, "the gateway applies it when the file is saved (watch: true)"),
+    ],
+)
+async def test_a_config_file_server_is_changed_in_the_file_and_reloaded(tmp_path: Path, watch: bool, then: str) -> None:
+    """Removing or editing it at run time says how the file's change reaches the running gateway."""
+    config = CONFIG.model_copy(update={"watch": watch, "path": tmp_path / "onetool.yaml"})
+    store_url = f"sqlite:///{tmp_path / 'onetool.db'}"
+    async with await StateStore.open(store_url) as store, control_plane(store, config) as control:
+        with pytest.raises(ControlError) as removed:
+            await control.remove("time", actor="api")
+        with pytest.raises(ControlError) as edited:
+            await control.edit("time", {"timeout": 5}, actor="api")
+    where = f"server 'time' comes from the config file {tmp_path / 'onetool.yaml'}"
+    separator = ", " if not watch else "; "
+    assert str(removed.value) == (
+        f"{where}: remove it from the file{separator}{then}; or disable it with `onetool servers disable time`"
+    )
+    assert str(edited.value) == f"{where}: edit it in the file{separator}{then}"

@@ -58,7 +58,8 @@ async def test_quarantined_until_approved_then_a_changed_or_new_tool_is_held(tmp
         assert text_of(await served.run("[s['name'] for s in proxy.list_servers()]")) == '["time"]'
         for code in ("rug.lookup(term='x')", "proxy.call('rug', 'lookup', {'term': 'x'})", "proxy.list_tools('rug')"):
             result = await served.run(code)
-            assert result.is_error and "unknown" in text_of(result), text_of(result)
+            held = "server 'rug' is unavailable: held for review by an operator (quarantined)"
+            assert result.is_error and held in text_of(result), text_of(result)
 
         status, view = admin(served.url, "GET", "/admin/servers/rug")
         assert status == 200 and view["status"] == "quarantined" and view["quarantined"]
@@ -123,7 +124,14 @@ async def test_a_server_added_through_mcp_runs_nothing_until_an_operator_approve
     async with Gateway(config, warm_workers=0) as gateway:
         view = await gateway.control.add("t", spec, actor="mcp")
         assert (view.status, view.quarantined, view.added_by, view.tool_count) == ("proposed", True, "mcp", 0)
-        assert view.launch == {"command": PYTHON, "args": spec["args"], "cwd": None, "env_keys": []}
+        assert view.launch == {
+            "command": PYTHON,
+            "args": spec["args"],
+            "cwd": None,
+            "env_keys": [],
+            "flagged_env": [],
+            "env": {},
+        }
     # Nothing ran it, not even a restart of the gateway (the proposal is kept in the store).
     async with Gateway(config, warm_workers=0) as gateway:
         await anyio.sleep(1)
@@ -160,7 +168,7 @@ async def test_a_server_a_model_proposes_over_mcp_starts_when_an_operator_approv
     tmp_path: Path,
 ) -> None:
     marker = tmp_path / "started"
-    spec = {**marking(marker), "env": {"API_KEY": "s3cret-value"}}
+    spec = {**marking(marker), "env": {"API_KEY": "model-value"}}
     run_id = f"rug-{uuid.uuid4().hex}"
     served = start_http_gateway(tmp_path, {"http": {"enable_direct_endpoint": True}}, run_id)
     direct = served.url.removesuffix("/mcp") + "/mcp/direct"
@@ -172,10 +180,11 @@ async def test_a_server_a_model_proposes_over_mcp_starts_when_an_operator_approv
             assert not marker.exists()
             listed = cli("servers")
             assert listed.returncode == 0, listed.stderr
-            assert " proposed " in listed.stdout and "s3cret-value" not in listed.stdout
-            # The operator sees exactly what approving runs: the command line, and the names of its env variables.
+            assert " proposed " in listed.stdout
+            # The operator sees exactly what approving runs: the command line, and its env variables with the values
+            # the model gave them (a model's proposal holds no operator secret).
             command = shlex.join([PYTHON, *spec["args"]])
-            assert f"p: approving it runs: {command} (env: API_KEY)" in listed.stdout
+            assert f"p: approving it runs: {command} (env: API_KEY)\n  env API_KEY=model-value\n" in listed.stdout
 
             approved = cli("servers", "approve", "p")
             assert approved.returncode == 0, approved.stderr

@@ -156,9 +156,12 @@ async def test_a_client_of_the_public_host_with_the_token_runs_code(deployed: De
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     mcp = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with httpx2.AsyncClient(timeout=30) as http:
-        # Any other Host is refused: DNS-rebinding protection is on (the config names the public host).
-        other = await http.post(url, json=ping, headers={**mcp, **headers, "Host": f"127.0.0.1:{deployed.port}"})
+        # Any other DNS name is refused: DNS-rebinding protection is on (the config names the public host). An IP
+        # address is no name a rebinding page can send: probes and scrapers send the pod's.
+        other = await http.post(url, json=ping, headers={**mcp, **headers, "Host": f"rebind.example:{deployed.port}"})
         assert other.status_code == 421, other.text
+        probe = await http.get(deployed.base() + "/ready", headers={"Host": f"10.1.2.3:{deployed.port}"})
+        assert probe.status_code == 200, probe.text
         no_token = await http.post(url, json=ping, headers={**mcp, "Host": public_host})
         assert no_token.status_code == 401, no_token.text
         # The admin API answers the Secret's admin token (the same on every replica).

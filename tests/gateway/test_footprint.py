@@ -1,6 +1,7 @@
 """What a serving gateway holds: `onetool serve` without OAuth servers, on a fresh store or one at this code's
-head, imports neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it). They cost
-about 14 MiB resident for the gateway's whole life; a stray top-level import would bring them back silently."""
+head, imports neither Alembic nor the SDK's OAuth client (PyJWT and cryptography's x509 with it), and on SQLite
+not SQLAlchemy's PostgreSQL dialect. They cost about 16 MiB resident for the gateway's whole life; a stray
+top-level import would bring them back silently."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from typing import Any
 from tests.conftest import FIXTURES, PYTHON, free_port
 from tests.gateways import write_config
 
-OPTIONAL = ("alembic", "jwt", "keyring", "onetool.auth.assertion", "onetool.auth.provider")
+OPTIONAL = (
+    "alembic",
+    "jwt",
+    "keyring",
+    "onetool.auth.assertion",
+    "onetool.auth.provider",
+    "sqlalchemy.dialects.postgresql",
+)
 
 # `onetool serve` over stdio returns at stdin's end, once the gateway has started: every upstream connected
 # (or failed) and the faces built. The HTTP front's modules are imported too, as `serve --http` would.

@@ -93,3 +93,26 @@ async def test_a_call_refused_for_a_down_server_still_logs_its_failed_call(log_r
     assert call["status"] == "FAILED" and call["server"] == "off" and call["tool"] == "anything"
     assert call["errorType"] == "UpstreamUnavailable" and "server 'off' is unavailable" in call["errorMessage"]
     assert [r["status"] for r in spans(log_records, "run")] == ["SUCCESS"]
+
+
+async def test_a_caught_tool_error_names_its_server_and_tool_and_whose_failure_it_was() -> None:
+    """``e.server`` (the configured server; None for a local tool), ``e.tool`` (as the snippet called it) and
+    ``e.origin``: "tool" when the tool failed, "host" when OneTool decided, "code" for the snippet's own."""
+    catch = "try:\n    {}\nexcept ToolError as e:\n    r = [type(e).__name__, e.server, e.tool, e.origin]\nr"
+    cases = {
+        "fx.fail(message='no')": ["ToolError", "fx", "fail", "tool"],  # the server's JSON-RPC error
+        "time.get_current_time(timezone='Nowhere/Atlantis')": ["ToolError", "time", "get_current_time", "tool"],
+        "getattr(time, 'nope')()": ["UnknownTool", "time", "nope", "host"],
+        "time.get_current_time(**{'zone': 'UTC'})": ["ArgumentError", "time", "get_current_time", "host"],
+        "brave.echo(message=['x'])": ["ArgumentError", None, "echo", "host"],  # the local tool over the server's
+        "raise ToolError('mine')": ["ToolError", None, None, "code"],
+    }
+    async with Gateway(make_config()) as gw:
+        for call, expected in cases.items():
+            result = await gw.run(catch.format(call))
+            assert result.structured_content == {"result": expected}, (call, text_of(result))
+        batch = await gw.run(
+            "r = parallel(lambda: fx.fail(message='no'), lambda: fx.echo(message='hi'), return_exceptions=True)\n"
+            "[r[0].server, r[0].tool, r[0].origin, str(r[0]).startswith('fx.fail failed'), r[1]]"
+        )
+    assert batch.structured_content == {"result": ["fx", "fail", "tool", True, "echo: hi"]}, text_of(batch)

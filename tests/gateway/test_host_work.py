@@ -4,19 +4,23 @@ worker does, under the run's limits), and checks of a call's arguments cost a co
 from __future__ import annotations
 
 import ast
+from typing import Any
 from unittest import mock
 
 import pytest
 
 from onetool.gateway import Gateway
 from onetool.registry._tools import MAX_LOCAL_VALUES
+from tests.conftest import spans
 from tests.gateway.test_gateway import make_config
 from tests.gateways import text_of
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_host_never_parses_snippet_code_and_still_reports_before_running() -> None:
+async def test_the_host_never_parses_snippet_code_and_still_reports_before_running(
+    log_records: list[dict[str, Any]],
+) -> None:
     async with Gateway(make_config()) as gw:
         with mock.patch.object(ast, "parse", side_effect=AssertionError("the host parsed snippet code")):
             unknown = await gw.run("x = 1\nprint('side effect')\ntime.get_current_tim(timezone='UTC')")
@@ -34,6 +38,12 @@ async def test_the_host_never_parses_snippet_code_and_still_reports_before_runni
     assert syntax.structured_content["error"]["type"] == "SyntaxError" and syntax.structured_content["error"]["line"]
     assert not hidden.is_error and not fine.is_error, text_of(fine)
     assert fine.structured_content == {"result": "UTC"}
+    # The caller's mistakes are neither the host's faults nor the code's exceptions: nothing ran.
+    assert [r.structured_content["error"]["origin"] for r in (unknown, shape, syntax)] == ["precheck"] * 2 + ["code"]
+    assert text_of(unknown).startswith("[pre-check: nothing ran] UnknownTool: ")
+    assert text_of(shape).startswith("[pre-check: nothing ran] ArgumentError: ")
+    origins = [run.get("errorOrigin") for run in spans(log_records, "run")]
+    assert origins == ["precheck", "precheck", "code", None, None]
 
 
 async def test_a_local_tools_arguments_are_checked_only_within_a_bound() -> None:

@@ -77,6 +77,7 @@ async def test_a_scrape_counts_the_runs_calls_kills_and_state_of_known_traffic(s
         "1/0": True,
         "fx.fail(message='no')": True,  # the upstream's error, uncaught: origin "tool"
         "while True: pass": True,  # past sandbox.timeout: the host kills the worker
+        "time.get_curent_time(timezone='UTC')": True,  # the caller's typo, found before anything ran
     }
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
@@ -94,8 +95,9 @@ async def test_a_scrape_counts_the_runs_calls_kills_and_state_of_known_traffic(s
         frozenset({("face", "run"), ("outcome", "code")}): 1,
         frozenset({("face", "run"), ("outcome", "tool")}): 1,
         frozenset({("face", "run"), ("outcome", "host")}): 1,
+        frozenset({("face", "run"), ("outcome", "precheck")}): 1,
     }
-    assert value(found, "onetool_run_duration_seconds_count", face="run") == 5
+    assert value(found, "onetool_run_duration_seconds_count", face="run") == 6
     assert value(found, "onetool_sandbox_kills_total", reason="TimeoutError") == 1
     calls = value(found, "onetool_upstream_call_duration_seconds_count", server="time", tool="get_current_time")
     assert calls == 3

@@ -33,7 +33,9 @@ async def test_failed_server_reports_why(gateway: ServedGateway) -> None:
     server = result.structured_content["result"]
     # What failed and what to change, without host paths (the search PATH, the venv) or stderr.
     assert server["error"] == "command not found: mcp-server"
-    assert server["fix"] == "install mcp-server, or set servers.broken-server.command to its full path"
+    assert server["fix"] == (
+        "set servers.broken-server.command to the server's executable (a full path, or a name on PATH)"
+    )
     assert "/nonexistent" not in text_of(result) and ".venv" not in text_of(result)
 
 
@@ -92,7 +94,7 @@ async def test_bad_arguments_are_reported_before_running(gateway: ServedGateway)
 async def test_wrong_type_is_caught_before_the_upstream(gateway: ServedGateway) -> None:
     result = await gateway.run("brave.get_sum(a=1, b='two')")
     assert result.is_error
-    assert "'two' is not of type 'number'" in text_of(result)
+    assert '"two" is not of type "number"' in text_of(result)
 
 
 async def test_multiple_calls_in_one_run_combine(gateway: ServedGateway) -> None:
@@ -227,7 +229,7 @@ async def test_local_pack_bug_becomes_a_tool_error(gateway: ServedGateway) -> No
 
 async def test_unavailable_servers_fail_at_once(gateway: ServedGateway) -> None:
     for code, name, advice in (
-        ("broken_server.anything()", "broken-server", "set servers.broken-server.command to its full path"),
+        ("broken_server.anything()", "broken-server", "set servers.broken-server.command to the server's executable"),
         ("off.anything()", "off", None),
     ):
         result = await gateway.run(code)
@@ -306,7 +308,21 @@ async def test_printed_output_is_returned(gateway: ServedGateway) -> None:
 async def test_syntax_error_has_line_and_column(gateway: ServedGateway) -> None:
     result = await gateway.run("x = 1\ny = (2,\n")
     assert result.is_error
-    assert "SyntaxError" in text_of(result) and "line 2" in text_of(result)
+    assert "SyntaxError: '(' was never closed (line 2, column 5: y = (2,)" in text_of(result)
+    assert result.structured_content is not None
+    error = result.structured_content["error"]
+    assert (error["type"], error["line"], error["column"]) == ("SyntaxError", 2, 5)
+    # What only the compiler sees has its place too, without the compiler's own "(<snippet>, line 1)".
+    compiled = await gateway.run("x = 1\nreturn x")
+    assert compiled.structured_content is not None
+    assert compiled.structured_content["error"] == {
+        "type": "SyntaxError",
+        "message": "'return' outside function",
+        "origin": "code",
+        "line": 2,
+        "column": 1,
+        "source": "return x",
+    }
 
 
 # ---- Resources, prompts, instructions (beyond tools) ---------------------------------------------

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import re
+import socket
 from types import MappingProxyType
 
 import pytest
 
 from onetool.errors import ArgumentError
-from onetool.registry import schema as schema_module
 from onetool.registry.schema import (
-    MAX_CHECKED_CHARS,
-    MAX_CHECKED_VALUES,
+    MAX_RUN_VALUES,
     MAX_TYPE_CHARS,
+    MAX_VALUES,
+    ArgumentCap,
+    CheckBudget,
     ToolSchema,
     py_type,
     return_type,
 )
+from onetool.validation import measure
 from tests.catalogue import BOOL, ENTITY, INT, STR, TIME_RESULT, listof, obj
 
 PRODUCT = ToolSchema(
@@ -143,8 +146,8 @@ async def test_positional_arguments_follow_property_order() -> None:
         (["p"], {"colour": "red"}, "unknown argument 'colour'; it accepts: product_id, include_variants, tags, mode"),
         (["p", True, [], "a", 5], {}, "takes 4 positional arguments but 5 were given"),
         (["p"], {"product_id": "q"}, "multiple values for argument 'product_id'"),
-        ([7], {}, "argument 'product_id': 7 is not of type 'string'"),
-        (["p"], {"mode": "c"}, "argument 'mode': 'c' is not one of ['a', 'b']"),
+        ([7], {}, "argument 'product_id': 7 is not of type \"string\""),
+        (["p"], {"mode": "c"}, 'argument \'mode\': "c" is not one of "a" or "b"'),
     ],
 )
 async def test_bad_arguments(args: list, kwargs: dict, expected: str) -> None:
@@ -165,23 +168,91 @@ async def test_broken_schema_leaves_judgement_to_the_upstream() -> None:
     assert await broken.bind("f", [1], {}) == {"a": 1}
 
 
-async def test_only_small_arguments_are_checked_here_and_large_ones_go_to_the_upstream(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The check runs on the event loop: its cost is bounded by a constant, whatever a snippet sends.
-    schema = ToolSchema({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})
-    with pytest.raises(ArgumentError, match=re.escape("argument 'items.399': 1 is not of type 'string'")):
-        await schema.bind("f", [["x"] * 399 + [1]], {})
-    validated: list[int] = []
-    real = schema_module._validate
-    monkeypatch.setattr(schema_module, "_validate", lambda v, d, a: validated.append(1) or real(v, d, a))
-    many = ["x"] * (2 * MAX_CHECKED_VALUES) + [1]
-    assert (await schema.bind("f", [many], {}))["items"] == many  # the upstream judges it
-    long = ["x" * (MAX_CHECKED_CHARS + 1), 1]
-    assert (await schema.bind("f", [long], {}))["items"] == long
-    assert validated == []
-    await schema.bind("f", [["x"]], {})
-    assert validated == [1]
+STRINGS = ToolSchema({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})
+ORDERS = ToolSchema(
+    {
+        "type": "object",
+        "properties": {
+            "orders": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer"}},
+                    "required": ["sku", "quantity"],
+                },
+            }
+        },
+        "required": ["orders"],
+    }
+)
+CAP = ArgumentCap(4 * 1024 * 1024, "servers.wix.max_argument_mb")
+
+
+async def test_large_arguments_are_checked_too_and_the_first_error_is_reported() -> None:
+    # Nothing goes on unchecked: a bad value at the end of a large argument is found here, not by the upstream.
+    with pytest.raises(ArgumentError, match=re.escape("argument 'items.79999': 1 is not of type \"string\"")):
+        await STRINGS.bind("f", [["x"] * 79_999 + [1]], {}, cap=CAP)
+    assert len((await STRINGS.bind("f", [["x"] * 80_000], {}, cap=CAP))["items"]) == 80_000
+    # Every item breaks the schema: the first error is the answer, however many follow it.
+    with pytest.raises(ArgumentError, match=re.escape("argument 'orders.0': \"sku\" is a required property")):
+        await ORDERS.bind("wix.create_orders(...)", [], {"orders": [{}] * 90_000}, cap=CAP)
+
+
+async def test_arguments_past_the_bounds_are_refused_never_passed_on() -> None:
+    with pytest.raises(ArgumentError, match=f"more than {MAX_VALUES:,} values, more than the gateway checks"):
+        await ORDERS.bind("wix.create_orders(...)", [], {"orders": [{}] * 1_000_000}, cap=CAP)
+    small = ArgumentCap(1024 * 1024, "servers.wix.max_argument_mb")
+    with pytest.raises(ArgumentError) as info:
+        await STRINGS.bind("wix.count(...)", [["x" * 1000] * 1100], {}, cap=small)
+    assert str(info.value) == (
+        "wix.count(...): its arguments take more than 1.0 MB as JSON, the most servers.wix.max_argument_mb lets "
+        "a call send; pass less data per call"
+    )
+    # Characters outside ASCII count as the bytes they take.
+    with pytest.raises(ArgumentError, match=re.escape("servers.wix.max_argument_mb")):
+        await STRINGS.bind("wix.count(...)", [["\u00e9" * 1000] * 600], {}, cap=small)
+    assert await STRINGS.bind("wix.count(...)", [["x" * 1000] * 600], {}, cap=small)
+    # A broken schema cannot be checked, but its calls are still measured and capped.
+    broken = ToolSchema({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+    with pytest.raises(ArgumentError, match="more than 100,000 values"):
+        await broken.bind("f", [[0] * MAX_VALUES], {}, cap=CAP)
+
+
+async def test_a_run_cannot_multiply_the_checks_with_a_loop_of_calls() -> None:
+    budget = CheckBudget()
+    calls = 0
+    with pytest.raises(ArgumentError) as info:
+        while calls < 100:
+            await STRINGS.bind("f", [["x"] * (MAX_VALUES - 10)], {}, cap=CAP, budget=budget)
+            calls += 1
+    assert calls == MAX_RUN_VALUES // MAX_VALUES
+    assert f"this run's calls passed more than {MAX_RUN_VALUES:,} values in all" in str(info.value)
+    # Another run has a budget of its own.
+    assert await STRINGS.bind("f", [["x"]], {}, cap=CAP, budget=CheckBudget())
+
+
+def test_the_measure_stops_past_either_cap() -> None:
+    # {}, "a", [], 1, "xy", null, {}, "b", 1.5: a string its length and quotes and comma, a small int 2
+    assert measure({"a": [1, "xy", None, {"b": 1.5}]}, 100, 1000) == (9, 2 + 4 + 2 + 2 + 5 + 25 + 2 + 4 + 25)
+    assert measure({"a": ["x"] * 1_000_000}, 1000, 10**9)[0] == 1001
+    assert measure({"a": ["x" * 100] * 1_000_000}, 10**9, 1000)[1] <= 1000 + 103
+    assert measure({"a": [10**300]}, 100, 10**9)[1] > 300  # a huge number counts its digits
+
+
+async def test_a_hostile_schema_costs_the_gateway_no_connection_and_no_runaway_regex() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    with listener:
+        remote = ToolSchema({"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/s.json"}}})
+        # The schema cannot be read without fetching: the upstream judges the call, and nothing was fetched.
+        assert await remote.bind("f", [1], {}, cap=CAP) == {"a": 1}
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    # A pattern that backtracks exponentially in Python's re is answered at once.
+    redos = ToolSchema({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|a)*$"}}})
+    with pytest.raises(ArgumentError, match="does not match"):
+        await redos.bind("f", ["a" * 60 + "b"], {}, cap=CAP)
 
 
 async def test_keyword_names_are_bounded_before_any_work() -> None:
@@ -195,7 +266,7 @@ async def test_keyword_names_are_bounded_before_any_work() -> None:
 
 
 async def test_a_read_only_mapping_schema_is_still_enforced() -> None:
-    # jsonschema takes only a dict for an object: a schema given as another mapping must not go unchecked.
+    # The validator takes only a dict for an object: a schema given as another mapping must not go unchecked.
     schema = ToolSchema(MappingProxyType({"type": "object", "properties": {"a": {"type": "integer"}}}))
-    with pytest.raises(ArgumentError, match="'x' is not of type 'integer'"):
+    with pytest.raises(ArgumentError, match='"x" is not of type "integer"'):
         await schema.bind("f", ["x"], {})

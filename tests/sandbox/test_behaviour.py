@@ -13,6 +13,7 @@ import pytest
 
 from sandbox import Limits, RunError, Sandbox, ToolError
 from sandbox.host._run import C_STACK_OVERFLOW
+from sandbox.worker.policy import MAX_NODES
 from tests.sandbox.conftest import PACKS, make_on_call
 
 pytestmark = pytest.mark.anyio
@@ -120,8 +121,20 @@ async def test_syntax_error_has_line_column_and_text(sandbox: Sandbox) -> None:
     assert result.error.line == 2 and result.error.column is not None
 
 
+async def test_code_past_the_node_budget_is_refused_before_it_is_checked_or_compiled(sandbox: Sandbox) -> None:
+    # One run's pre-check and compile cost the worker microseconds a syntax node, whatever shape the code has.
+    fields = "f'" + "{1}" * 33_000 + "'"
+    spelled = "\n".join(f"y{i} = len(str({i}))" for i in range(5000))
+    for code in (fields, spelled):
+        result = await run(sandbox, code)
+        assert result.error is not None and (result.error.type, result.error.origin) == ("LimitError", "code")
+        assert f"more than {MAX_NODES:,} syntax nodes" in result.error.message
+    below = "\n".join(f"y{i} = len(str({i}))" for i in range(2000)) + "\ny1999"
+    assert (await run(sandbox, below)).value == 4
+
+
 async def test_policy_errors_say_what_to_do(sandbox: Sandbox) -> None:
-    private = await run(sandbox, "x = 1\nx.__class__")
+    private = await run(sandbox, "x = 1\nx.__dict__")
     assert private.error is not None and private.error.type == "PolicyError" and private.error.line == 2
     assert "names starting with '_' are private" in private.error.message
     imported = await run(sandbox, "import os")
@@ -216,16 +229,23 @@ async def test_runs_are_isolated_and_concurrent() -> None:
             assert results[f"quick{i}"][1] < 2.0
 
 
-async def test_worker_crash_is_worker_crashed(sandbox: Sandbox) -> None:
+async def test_worker_crash_is_worker_crashed_and_cancels_its_calls(sandbox: Sandbox) -> None:
+    cancelled = anyio.Event()
+
     async def abort_worker(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         # Restricted code cannot crash its worker: the pack call is our moment to do it from outside.
         (worker,) = (w for w in sandbox._live if w.taken)
         os.kill(worker.pid, signal.SIGABRT)
-        await anyio.sleep(5)
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()  # the gateway's call is cancelled, and with it the upstream's (notifications/cancelled)
+            raise
 
     result = await sandbox.run("demo.echo(1)", packs={"demo": ["echo"]}, on_call=abort_worker)
     assert result.error is not None and result.error.type == "WorkerCrashed"
     assert "SIGABRT" in result.error.message and result.error.origin == "host"
+    assert cancelled.is_set()
 
 
 async def test_a_c_stack_overflow_is_the_snippets_recursion_error(sandbox: Sandbox) -> None:
@@ -275,3 +295,31 @@ async def test_async_code_is_told_that_calls_are_synchronous(sandbox: Sandbox, c
     assert result.error is not None and result.error.type == "PolicyError", result
     assert result.error.message.startswith(f"{construct} is not needed: pack calls are synchronous")
     assert result.error.line == 1
+
+
+async def test_a_tool_error_carries_the_server_tool_and_origin_the_host_gave_it(sandbox: Sandbox) -> None:
+    """What on_call raises reaches the snippet with its server, the call's tool and its origin; what the host
+    cannot vouch for (an origin of no known kind, a server name that is no text) is not passed on as it came."""
+
+    async def on_call(pack: str, tool: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if tool == "upstream":
+            raise ToolError("it failed", server="the-server", origin="tool")
+        if tool == "forged":
+            raise ToolError("odd", server=123, origin="root")  # type: ignore[arg-type]
+        if tool == "long":
+            raise ToolError("long", server="s" * 1000, origin="host")
+        raise RuntimeError("the host broke")
+
+    code = (
+        "out = []\nfor f in (demo.upstream, demo.forged, demo.long, demo.boom):\n    try:\n        f()\n"
+        "    except ToolError as e:\n"
+        "        out.append([e.server and e.server[:3], len(e.server or ''), e.tool, e.origin, str(e)])\nout"
+    )
+    packs = {"demo": ["upstream", "forged", "long", "boom"]}
+    result = await sandbox.run(code, packs=packs, on_call=on_call)
+    assert result.value == [
+        ["the", 10, "upstream", "tool", "it failed"],
+        [None, 0, "forged", "host", "odd"],
+        ["sss", 128, "long", "host", "long"],
+        [None, 0, "boom", "host", "the host broke"],
+    ], result.error

@@ -201,9 +201,13 @@ async def test_inspect_finds_tools_by_query_and_exec_calls_what_it_found(served:
 def test_the_admin_api_searches_and_lists(served: ServedGateway) -> None:
     status, body = admin(served.url, "GET", "/admin/tools?query=time%20in%20Tokyo&limit=2", token=ADMIN)
     assert status == 200 and body["tools"][0]["tool"] == "time.get_current_time", body
-    status, every = admin(served.url, "GET", "/admin/tools", token=ADMIN)
+    status, every = admin(served.url, "GET", "/admin/tools?query=", token=ADMIN)
     names = [t["tool"] for t in every["tools"]]
     assert status == 200 and names == sorted(names) and "everything.get_sum" in names and "proxy.search" in names
+    status, body = admin(served.url, "GET", "/admin/tools?query=time&server=everything&limit=50", token=ADMIN)
+    assert status == 200 and body["tools"] and {t["server"] for t in body["tools"]} == {"everything"}, body
+    status, packs = admin(served.url, "GET", "/admin/tools", token=ADMIN)
+    assert status == 200 and "time" in [p["name"] for p in packs["packs"]], packs
     for bad in ("limit=abc", "limit=0", "limit=99999999999"):
         status, body = admin(served.url, "GET", f"/admin/tools?query=time&{bad}", token=ADMIN)
         assert status == 400 and "limit" in body["error"], body

@@ -8,7 +8,9 @@ from anyio.abc import ObjectReceiveStream
 from mcp.types import CallToolResult, TextContent
 
 from onetool.broadcast import Broadcast
+from onetool.config import Config
 from onetool.drain import Drain
+from onetool.registry import Registry
 from onetool.relay import RunClient
 
 
@@ -19,6 +21,11 @@ class FakeGateway:
         self.version = 1
         self._changes: Broadcast[None] = Broadcast(buffer=16)
         self.drain = Drain()
+        self.config = Config()
+        self.registry = Registry({})
+
+    async def settled(self) -> None:
+        """The catalogue is whole from the start."""
 
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, types
 from mcp.client.session import ClientRequestContext
 
+from onetool.upstream.elicit import ASKED_BY
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
 
@@ -85,7 +86,8 @@ async def test_run_client_answers_and_omitted_fields_get_defaults(eliciting: Ser
     assert outcome(result) == {"action": "accept", "content": {**DEFAULTS, "name": "Ann"}}
     [asked] = user.asked
     assert isinstance(asked, types.ElicitRequestFormParams)
-    assert asked.message == "Please confirm your profile"  # as the upstream sent it
+    # Under the gateway's own first line naming the server as configured; the upstream's words quoted below.
+    assert asked.message == f"{ASKED_BY.format('elicit')}\n| Please confirm your profile"
     assert asked.requested_schema["properties"]["age"]["default"] == 30
     assert "Please confirm" not in text_of(result)  # the question never reaches the model
 
@@ -108,7 +110,7 @@ async def test_handshake_era_upstream_gets_the_answer_with_defaults(eliciting: S
     assert not result.is_error, text
     assert "Ann" in text and "It was a dark and stormy night." in text and "Monica" in text
     [asked] = user.asked
-    assert asked.message == "Please provide inputs for the following fields:"
+    assert asked.message == f"{ASKED_BY.format('everything')}\n| Please provide inputs for the following fields:"
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

@@ -116,7 +116,7 @@ async def test_bearer_token_is_required_when_set(mode: str) -> None:
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "localhost", "127.0.0.1:1"])
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.nip.io", "localhost.evil.example"])
 async def test_foreign_host_header_is_rejected(host: str) -> None:
     async with running_http(FakeGateway()) as url, httpx2.AsyncClient() as http:
         for era_header in ({}, {"MCP-Protocol-Version": "2026-07-28"}):
@@ -127,10 +127,25 @@ async def test_foreign_host_header_is_rejected(host: str) -> None:
         assert response.status_code == 200
 
 
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:1", "10.1.2.3:8765", "[::1]", "[fd00::5]:8765"])
+async def test_a_host_no_rebinding_page_can_send_passes(host: str) -> None:
+    """An IP address or the literal localhost is no DNS name an attacker controls: what a Kubernetes probe (the pod's
+    address), a Prometheus scrape or a container's healthcheck sends passes, on every route."""
+    async with running_http(FakeGateway()) as url, httpx2.AsyncClient() as http:
+        assert (await http.post(url, json=INITIALIZE, headers={"Host": host, **ACCEPT})).status_code == 200
+        assert (await http.get(url.replace("/mcp", "/health"), headers={"Host": host})).status_code == 200
+
+
 async def test_foreign_origin_is_rejected() -> None:
     async with running_http(FakeGateway()) as url, httpx2.AsyncClient() as http:
         response = await http.post(url, json=INITIALIZE, headers={"Origin": "http://evil.example", **ACCEPT})
         assert response.status_code == 403
+        # A page on another port of this machine is another origin, same-site as it is.
+        port = url.split(":")[2].split("/")[0]
+        other_port = {"Origin": f"http://127.0.0.1:{int(port) + 1}", **ACCEPT}
+        assert (await http.post(url, json=INITIALIZE, headers=other_port)).status_code == 403
+        own = {"Origin": f"http://127.0.0.1:{port}", **ACCEPT}
+        assert (await http.post(url, json=INITIALIZE, headers=own)).status_code == 200
 
 
 async def test_the_hosts_and_origins_the_config_allows_pass_and_no_other() -> None:

@@ -141,7 +141,7 @@ def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Pa
         ("--http", "--tls-cert", str(pki.cert), "--tls-key", str(tmp_path / "none.pem")): "cannot read",
     }
     for args, message in refusals.items():
-        done = cli("serve", "--config", str(config), *args)
+        done = cli("serve", "--port", "0", "--config", str(config), *args)
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.startswith(f"onetool serve: {message}"), (args, done.stderr)
         assert "Traceback" not in done.stderr and done.stdout == ""

@@ -124,7 +124,7 @@ zones = ["UTC", "Asia/Tokyo"]
 try:
     times = parallel([lambda z=z: time.get_current_time(timezone=z) for z in zones], return_exceptions=True)
 except ToolTimeout as e:
-    times = [str(e)]
+    times = [str(e), e.server or "", e.tool or "", e.origin]
 except ToolError:
     times = []
 for i, _ in enumerate(times):

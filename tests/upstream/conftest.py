@@ -39,11 +39,13 @@ async def wait_for_status(pool: UpstreamPool, server: str, status: str, timeout:
 
 
 class FaultHttpServer:
-    """The fault fixture server over streamable HTTP on a fixed port, so a test can kill and restart it."""
+    """The fault fixture server over streamable HTTP on a fixed port, so a test can kill and restart it; ``env`` is
+    added to its environment."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._env = env
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -52,6 +54,7 @@ class FaultHttpServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env=None if self._env is None else {**os.environ, **self._env},
         )
         try:
             wait_for_port(self.port)

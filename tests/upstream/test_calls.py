@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from loguru import logger
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from onetool.upstream import UpstreamPool
 from tests.conftest import spans
-from tests.upstream.conftest import fault, open_pool, wait_for_status
+from tests.upstream.conftest import FaultHttpServer, fault, open_pool, wait_for_status
 
 
 async def _cancellations(log: Path, expected: str) -> list[str]:
@@ -24,11 +25,20 @@ async def _cancellations(log: Path, expected: str) -> list[str]:
     return lines
 
 
-@pytest.fixture(params=["auto", "legacy"])
+@pytest.fixture(params=["stdio-auto", "stdio-legacy", "http-auto", "http-legacy"])
 async def slow_pool(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The fault server over stdio or streamable HTTP, called in either protocol era."""
+    transport, mode = request.param.split("-")
     log = tmp_path / "cancelled.log"
-    async with open_pool({"slow": fault("ok", env={"CANCEL_LOG": str(log)}, timeout=30)}, mode=request.param) as pool:
-        yield pool, log
+    env = {"CANCEL_LOG": str(log)}
+    with contextlib.ExitStack() as stack:
+        if transport == "http":
+            server = stack.enter_context(FaultHttpServer(env))
+            config: dict[str, Any] = {"url": server.url, "timeout": 30}
+        else:
+            config = fault("ok", env=env, timeout=30)
+        async with open_pool({"slow": config}, mode=mode) as pool:
+            yield pool, log
 
 
 async def test_timeout_names_server_tool_seconds_and_cancels_upstream(

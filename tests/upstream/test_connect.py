@@ -92,6 +92,51 @@ async def test_status_of_every_configured_server(time_stdio: dict[str, Any]) -> 
             await pool.call("nope", "x", {})
 
 
+async def test_a_command_that_is_a_path_says_what_is_wrong_with_that_file(tmp_path: Path) -> None:
+    """The full path and what is wrong with it go to operators (detail); the model reads the program's name only."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "plain.sh").write_text("#!/bin/sh\n")  # not executable
+    servers = {
+        "absent": {"command": "/nonexistent/onetool-test/bin/server"},
+        "relative": {"command": "./bin/server", "cwd": str(tmp_path)},
+        "folder": {"command": str(tmp_path / "folder")},
+        "plain": {"command": "./plain.sh", "cwd": str(tmp_path)},
+    }
+    executable = "set servers.{}.command to the server's executable (a full path, or a name on PATH)"
+    async with open_pool(servers) as pool:
+        st = {s.name: s for s in pool.status()}
+    assert {name: (s.status, s.error, s.detail, s.fix) for name, s in st.items()} == {
+        "absent": (
+            "failed",
+            "command not found: server",
+            "/nonexistent/onetool-test/bin/server does not exist",
+            executable.format("absent"),
+        ),
+        "relative": (
+            "failed",
+            "command not found: server",
+            f"{tmp_path / 'bin' / 'server'} does not exist",
+            executable.format("relative"),
+        ),
+        "folder": (
+            "failed",
+            "command is a directory: folder",
+            f"{tmp_path / 'folder'} is a directory",
+            executable.format("folder"),
+        ),
+        "plain": (
+            "failed",
+            "command is not executable: plain.sh",
+            f"{tmp_path / 'plain.sh'} is not executable",
+            f"chmod +x it, or {executable.format('plain')}",
+        ),
+    }
+    assert st["absent"].report == (
+        "command not found: server (/nonexistent/onetool-test/bin/server does not exist) - set servers.absent.command "
+        "to the server's executable (a full path, or a name on PATH)"
+    )
+
+
 async def test_failures_at_startup_leave_the_others_available(log_records: list[dict[str, Any]]) -> None:
     servers = {
         "good": fault("ok"),
@@ -107,7 +152,9 @@ async def test_failures_at_startup_leave_the_others_available(log_records: list[
         # Its stderr may hold secrets: operators see it, snippets only the exit status and what to check.
         assert st["exits"].error == "process exited with status 3"
         assert st["exits"].detail == "fault server: refusing to start (mode exit)"
-        assert st["exits"].fix is not None and "servers.exits.command/args/env" in st["exits"].fix
+        assert st["exits"].fix == (
+            "its process exits at start: see its stderr in OneTool's log; check servers.exits.command/args/env"
+        )
         # Node's last stderr line is its version banner; the meaningful one is the error near the top.
         assert st["no-module"].error == "process exited with status 1"
         assert st["no-module"].detail is not None and st["no-module"].detail.startswith("Error: Cannot find module")

@@ -14,9 +14,10 @@
                                            convert (serve a stdio server through the bridge), revert
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
-    GET    /admin/tools                    every tool a snippet can call: tool (pack.tool), signature, description,
-                                           server; with ?query=...&limit=N the best N (default 10, at most 50)
-                                           for a task in a few words, best first (onetool.search)
+    GET    /admin/tools                    every pack snippets see, with its tools' signatures and summaries (what
+                                           `onetool tools` prints); with ?query=...&limit=N(&server=NAME) the best
+                                           N tools (default 10, at most 50) for a task in a few words, best first
+                                           (onetool.search): tool (pack.tool), signature, description, server
     GET    /admin/held                     every held tool, for review
     POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
                                            happened to each server, and the keys that wait for a restart; 400
@@ -177,8 +178,10 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
 
     async def tools(request: Request) -> Any:
         params = request.query_params
+        if "query" not in params:
+            return {"packs": [pack.listing() for pack in gateway.registry.packs.values()]}
         try:
-            found = gateway.index.find(params.get("query"), params.get("limit"))
+            found = gateway.index.find(params["query"], params.get("limit"), params.get("server"))
         except ArgumentError as e:
             raise ControlError(str(e)) from None
         return {"tools": [hit.to_dict() for hit in found]}

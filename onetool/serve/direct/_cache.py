@@ -8,9 +8,11 @@ An upstream result whose text is longer than ``sandbox.max_output`` characters i
 it, so a result whose structured content is over twice the limit as compact JSON (JSON escapes make a copy of a
 text up to about twice as long) loses it; when the text fits, that JSON is what is cut and kept. A tool that
 declares an ``outputSchema`` must return structured content on success, and clients such as the MCP SDK's reject
-a success without it: the Python SDK's ``{"result": "..."}`` envelope of a string keeps its shape, holding the cut
-text; for any other schema no cut would match it, so the result comes back as ``isError`` with the cut text,
-which says why. Structured content that fits stays as it is.
+a success without it; an ``isError`` in its place reads as a failure to an agent. So /mcp/direct lists a tool's
+``outputSchema`` only when a cut result still matches it (:func:`keeps_output_schema`: the Python SDK's
+``{"result": "..."}`` envelope of a string, which keeps its shape holding the cut text); any other is left out of
+the listing, and the tool's description says so (:func:`without_output_schema`). A cut result is then a success
+either way. Structured content that fits stays as it is.
 
 The cache is the gateway's, bounded by ``direct.cache_entries``, ``direct.cache_mb`` (measured as Python holds
 the text) and ``direct.cache_ttl``: the least recently read entry goes first, and a result larger than the whole
@@ -119,20 +121,34 @@ def cut_result(
     content: list[ContentBlock] = [TextContent(type="text", text=t) for t in (before, shown) if t]
     if not json_over:
         return result.model_copy(update={"content": [*content, *media]})
-    if output_schema is None or result.is_error:
-        return result.model_copy(update={"content": [*content, *media], "structured_content": None})
     string = structured is not None and list(structured) == ["result"] and isinstance(structured["result"], str)
-    if string and is_envelope_schema(output_schema):
+    if string and not result.is_error and keeps_output_schema(output_schema):
         return result.model_copy(update={"content": [*content, *media], "structured_content": {"result": shown}})
-    content.append(TextContent(type="text", text=_NO_STRUCTURED))
-    return result.model_copy(update={"content": [*content, *media], "structured_content": None, "is_error": True})
+    # Its outputSchema, if it has one, was not listed: a success without structured content is one.
+    return result.model_copy(update={"content": [*content, *media], "structured_content": None})
 
 
-_NO_STRUCTURED = (
-    "[onetool] The tool succeeded, but its structuredContent is too large for this endpoint (sandbox.max_output) and "
-    "no cut of it would match the tool's outputSchema: this result is marked isError only so that clients do not "
-    "reject it. The text above is its head."
+def keeps_output_schema(schema: Mapping[str, Any] | None) -> bool:
+    """Whether /mcp/direct lists ``schema`` as the tool's outputSchema: only when a cut result still matches it,
+    which the Python SDK's envelope of a string does (its ``result`` holds the cut text)."""
+    if schema is None or not is_envelope_schema(schema):
+        return False
+    inner = schema["properties"]["result"]
+    return isinstance(inner, Mapping) and inner.get("type") == "string"
+
+
+OUTPUT_SCHEMA_NOTE = (
+    "[/mcp/direct: the outputSchema of this tool is not listed, as a result too long for this endpoint is cut "
+    "(sandbox.max_output), which no schema would match; its structuredContent comes back while it fits]"
 )
+
+
+def without_output_schema(tool: Tool) -> Tool:
+    """``tool`` as /mcp/direct lists it: its outputSchema left out, and said so, unless a cut result keeps it."""
+    if tool.output_schema is None or keeps_output_schema(tool.output_schema):
+        return tool
+    description = f"{tool.description}\n\n{OUTPUT_SCHEMA_NOTE}" if tool.description else OUTPUT_SCHEMA_NOTE
+    return tool.model_copy(update={"output_schema": None, "description": description})
 
 
 def _hint(key: str | None, limit: int, ttl: float) -> str:

@@ -1,16 +1,22 @@
 """The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, next to management tools.
 
-Upstream tools are listed exactly as their server sent them (title, description, schemas, annotations, icons,
+Upstream tools are listed as their server sent them (title, description, input schema, annotations, icons,
 ``_meta``) under a new name, and calls pass straight to the upstream through the pool: same timeouts,
 cancellation and ``proxy.tool.call`` log span as a snippet's call, the same argument validation first, and the
 upstream's result returned untouched, unless its text is longer than ``sandbox.max_output``: then it is cut as
-``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). What is visible is
-``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are neither
-listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names to tools.
-The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``, ``list_registries``,
-``search_servers``, ``search_tools``, ``call_tool``) carry no prefix; no upstream name can take theirs. With
-``direct.expose: search`` only they are listed, and a model finds upstream tools with ``search_tools``
+``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). So that a cut result stays a success,
+an ``outputSchema`` no cut would match is left out of the listing, and the tool's description says so. What is
+visible is ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are
+neither listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names
+to tools. The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``,
+``list_registries``, ``search_servers``, ``search_tools``, ``call_tool``) carry no prefix; no upstream name can take
+theirs. With ``direct.expose: search`` only they are listed, and a model finds upstream tools with ``search_tools``
 (:mod:`._search`); every upstream tool stays callable by its name either way.
+
+Both parts of a listed name are within MCP's tool-name charset (SEP-986: letters, digits, ``_``, ``.``, ``-``): a
+server or tool name with any other character (a space, a quote, a newline, a terminal escape) is listed renamed,
+stably and visibly (:func:`onetool.text.mcp_name`: ``get weather`` -> ``get_weather_dce3870e``), with a WARNING
+naming its server, and calling the new name calls the upstream's own. Between them is ``http.direct_separator``.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Exposure, Management, to_identifier
-from onetool.errors import ModelError, UnknownTool
+from onetool.errors import ModelError, ServerHeld, UnknownTool
+from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.serve._requests import LogLevels, RequestClient, error_result
-from onetool.serve.direct._cache import ResultCache, cut_result
+from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools, data_answer
 from onetool.serve.direct._registries import Registries
 from onetool.serve.direct._search import (
@@ -42,7 +49,7 @@ from onetool.serve.direct._search import (
 )
 from onetool.serve.fanout import face_server
 from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
-from onetool.text import closest, shown_name
+from onetool.text import closest, mcp_name, shown_name
 from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
@@ -63,12 +70,12 @@ def direct_names(
 ) -> dict[str, tuple[str, str]]:
     """Each direct name -> its (server, upstream tool name); names are unique and at most MAX_NAME long.
 
-    A tool is ``server + separator + tool`` when that fits and no earlier tool (or reserved name) has it;
-    otherwise it is that name cut short plus ``_`` and a hash of the full name, so the same tool keeps the same
-    name from one listing to the next.
+    A tool is ``server + separator + tool``, each part as :func:`onetool.text.mcp_name` makes it (within MCP's
+    tool-name charset), when that fits and no earlier tool (or reserved name) has it; otherwise it is that name cut
+    short plus ``_`` and a hash of the full name, so the same tool keeps the same name from one listing to the next.
     """
     pairs = list(dict.fromkeys(tools))  # an upstream that lists a name twice has one tool of that name
-    full = [f"{server}{separator}{tool}" for server, tool in pairs]
+    full = [f"{mcp_name(server)}{separator}{mcp_name(tool)}" for server, tool in pairs]
     taken = set(reserved)
     chosen: list[str | None] = []
     for name in full:
@@ -106,10 +113,13 @@ class DirectCatalogue:
             for t in tools:
                 by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
         names = direct_names(by_name, separator)
+        _warn_renamed(names)
         self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
         self.names = {pair: name for name, pair in names.items()}
         """(server, upstream name) -> the tool's name here."""
-        self.listed = [by_name[pair].model_copy(update={"name": name}) for name, pair in names.items()]
+        self.listed = [
+            without_output_schema(by_name[pair]).model_copy(update={"name": name}) for name, pair in names.items()
+        ]
         # The key holds ids of the upstream Tool objects; keeping them alive means no new object can reuse one.
         self._visible = visible
         self.key = _key(visible)
@@ -125,6 +135,23 @@ class DirectCatalogue:
             f"Upstream tools are named server{self.separator}tool; "
             f"servers with tools now: {', '.join(self.servers) or 'none'} (tools/list has them all). A server that is "
             "disabled, disconnected or quarantined lists no tools: upstream_servers(operation='list') says why."
+        )
+
+
+def _warn_renamed(names: Mapping[str, tuple[str, str]]) -> None:
+    """One WARNING per server some of whose tool names (or its own) are listed renamed, naming a few of them."""
+    renamed: dict[str, list[str]] = {}
+    for name, (server, tool) in names.items():
+        if mcp_name(server) != server or mcp_name(tool) != tool:
+            renamed.setdefault(server, []).append(f"'{shown_name(tool)}' as '{name}'")
+    for server, which in renamed.items():
+        more = f" and {len(which) - 3} more" if len(which) > 3 else ""
+        logger.bind(server=server).warning(
+            "server '{}': {} outside MCP's tool-name charset ([A-Za-z0-9_.-]), listed on /mcp/direct renamed: {}{}",
+            shown_name(server),
+            "a name is" if len(which) == 1 else f"{len(which)} names are",
+            ", ".join(which[:3]),
+            more,
         )
 
 
@@ -230,13 +257,18 @@ class DirectFace:
         status = registry.server_status(server) if server is not None else None
         if status is not None and status.status is ServerState.DISCONNECTED:
             # It lost its connection, so it lists no tools: the call path tries to reconnect it.
-            raise status.unavailable(name[len(status.name) + len(self._separator) :])
+            raise status.unavailable(name[len(mcp_name(status.name)) + len(self._separator) :])
+        held = max((h for h in registry.held if name.startswith(mcp_name(h) + self._separator)), key=len, default=None)
+        if held is not None:  # listed nowhere, but named: an operator holds it for review
+            raise ServerHeld(held, registry.held[held])
         raise UnknownTool(self.catalogue().unknown(name))
 
     def _server_of(self, name: str) -> str | None:
         """The server ``name`` would be a tool of (``server<separator>tool``): the longest such name."""
-        servers = [s.name for s in self._gateway.registry.servers() if name.startswith(s.name + self._separator)]
-        return max(servers, key=len, default=None)
+        servers = [
+            s.name for s in self._gateway.registry.servers() if name.startswith(mcp_name(s.name) + self._separator)
+        ]
+        return max(servers, key=lambda s: len(mcp_name(s)), default=None)
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == "run":
@@ -273,8 +305,10 @@ def build_direct_server(
     lists every upstream tool or only its management tools, ``search_tools`` and ``call_tool`` among them."""
     face = DirectFace(gateway, separator, management, expose)
     server = face_server(
+        "direct",
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,

@@ -54,7 +54,10 @@ INSPECT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "server_name": {"type": "string", "description": "A server listed above"},
-        "tool_name": {"type": ["string", "null"], "description": "One of its tools; omit for all of them"},
+        "tool_name": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "One of its tools; omit for all of them",
+        },
         "query": {
             "type": "string",
             "description": "Instead of a server: a task in a few words (`create a GitHub issue`); returns the best "
@@ -69,7 +72,9 @@ EXEC_INPUT_SCHEMA: dict[str, Any] = {
         "server_name": {"type": "string", "description": "A server listed by inspect"},
         "tool_name": {"type": "string", "description": "One of its tools"},
         "arguments": {
-            "type": ["object", "string", "null"],
+            # anyOf, not a list of types: strict clients (Gemini's function declarations, the Inspector's --strict)
+            # take one type per schema.
+            "anyOf": [{"type": "object"}, {"type": "string"}, {"type": "null"}],
             "description": "The tool's arguments, of the types inspect shows (an object, or the same as JSON text)",
         },
     },
@@ -107,10 +112,16 @@ class _View:
             self._snapshot = _Snapshot(registry, servers, describe_inspect(servers))
         return self._snapshot
 
+    def server(self, name: str, registry: Registry) -> InspectServer[CatalogueTool]:
+        """The server ``name`` in ``registry``: UnknownPack with the closest names, or ServerHeld for one an
+        operator holds for review."""
+        if (held := registry.held_error(name)) is not None:
+            raise held
+        return find_server(self.of(registry).servers, name)
+
     def find(self, server: str, tool: str, registry: Registry) -> PackTool:
         """exec's names in ``registry``: the tool, or UnknownPack / UnknownTool with the closest names."""
-        current = self.of(registry)
-        found = find_server(current.servers, server)
+        found = self.server(server, registry)
         try:
             return find_tool(found, tool).tool
         except UnknownTool:
@@ -155,7 +166,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
                 "(`create a GitHub issue`) to find tools of every server"
             )
         current = view.current()
-        find_server(current.servers, server_name)  # a wrong name is answered at once, on the loop
+        view.server(server_name, current.registry)  # a wrong name is answered at once, on the loop
         schemas = partial(
             inspect_schemas, current.servers, server_name, tool_name, max_description_len=options.max_description_len
         )
@@ -205,8 +216,10 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
     return face_server(
+        "inspect",
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),

@@ -13,7 +13,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
 
 from onetool.logs import logger
+from onetool.registry import UpstreamTool
 from onetool.relay import RunClient
+from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
 from onetool.serve._requests import LogLevels, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
@@ -66,6 +68,34 @@ async def call_run(
         return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
 
+def unknown_tool(gateway: Gateway, name: str) -> str:
+    """What the run face answers a call of a tool other than ``run``. A ``server:tool`` name (a direct-face name, as
+    a client that rewrote /mcp/direct to /mcp sends it) also gets where that name is served, and the snippet that
+    calls the same tool here."""
+    text = f"Unknown tool {shown_name(name)!r}: this endpoint has one tool, `run`, which runs Python code."
+    http = gateway.config.http
+    registry = gateway.registry
+    prefixed = [s.name for s in registry.servers() if name.startswith(s.name + http.direct_separator)]
+    held = [h for h in registry.held if name.startswith(h + http.direct_separator)]
+    if held:
+        return f"{text} Its {registry.held_error(max(held, key=len))}."
+    if not prefixed:
+        return text
+    server = max(prefixed, key=len)
+    if http.enable_direct_endpoint:
+        text += (
+            f" Names such as {shown_name(name)!r} are those of the direct endpoint: connect to {DIRECT_ALIAS} on this "
+            f"gateway (also {DIRECT_PATH}, which some clients rewrite to /mcp) to call each upstream tool by itself."
+        )
+    remote = name[len(server) + len(http.direct_separator) :]
+    for pack in registry.packs.values():
+        for tool in pack.tools.values():
+            if isinstance(tool, UpstreamTool) and tool.server == server and tool.remote_name == remote:
+                call = f"{tool.pack}.{tool.name}"
+                return f"{text} Here, call `run` with code `{call}(...)`: proxy.describe('{call}') gives its arguments."
+    return text
+
+
 def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
     """The MCP server with one tool, ``run``, backed by ``gateway``."""
     levels = LogLevels()
@@ -75,12 +105,14 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         if params.name != "run":
-            return error_result(f"Unknown tool {shown_name(params.name)!r}: this server has one tool, `run`.")
+            return error_result(unknown_tool(gateway, params.name))
         return await call_run(gateway, params.arguments, levels.client(ctx))
 
     server = face_server(
+        "run",
         gateway.subscribe,
         gateway.drain,
+        settled=gateway.settled,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.

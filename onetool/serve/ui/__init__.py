@@ -38,4 +38,4 @@ def console_routes(gateway: Gateway, listener: Listener, admin_token: str, autho
     from onetool.serve.ui._session import Sessions
 
     logger.info("operator console at {} (sign in with the admin token)", listener.url("/ui/"))
-    return ui_routes(gateway, listener, Sessions(admin_token, secure=listener.tls is not None), authorize)
+    return ui_routes(gateway, Sessions(admin_token, secure=listener.tls is not None), authorize)

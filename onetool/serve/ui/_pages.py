@@ -3,11 +3,13 @@
 Every change goes through the control plane's own operations (:class:`onetool.control.ServerControl`, as the admin
 API's do), made by the actor "api", and sends the browser back (303) to the page it came from, with what happened
 shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs page's live list (SSE)
-and a confirmation before removing a server.
+and a confirmation before removing a server. Whatever a template prints is marked where a reader would not see a
+character (:func:`_shown`, every template's finalize): upstreams and models write most of it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +18,7 @@ from urllib.parse import urlsplit
 
 import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -27,7 +30,7 @@ from onetool.errors import ArgumentError, ControlError, StateError
 from onetool.logs import logger
 from onetool.metrics import RECENT_CALLS
 from onetool.search import MAX_QUERY_CHARS
-from onetool.serve.http import Listener, Routes, host_check
+from onetool.serve.http import Routes
 from onetool.serve.ui._review import review
 from onetool.serve.ui._session import Session, Sessions
 from onetool.state.records import Actor
@@ -49,17 +52,34 @@ _LIVE_SECONDS = 300.0
 """A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown)."""
 _KEEPALIVE = 15.0
 
-_templates = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape())
-# Upstream text with its invisible characters named (Jinja2 escapes the rest); epoch seconds as ISO time.
-_templates.filters["visible"] = visible
+
+def _shown(value: Any) -> Any:
+    """What every ``{{ expression }}`` of every template prints: a text with each character a reader would not see
+    named (:func:`onetool.text.visible`, line breaks too), as names, errors, audit entries and tool tables come from
+    upstreams and models; Jinja2 then escapes it. HTML a template or filter made already (``lines``, ``exact``, a
+    macro) is left as it is."""
+    if value is None or isinstance(value, bool | int | float) or hasattr(value, "__html__"):
+        return value
+    return visible(str(value), keep="")
+
+
+def _lines(text: Any) -> Markup:
+    """A text of several lines (a description, a schema, code; a list of lines, such as stderr's), its line breaks
+    and tabs kept, every other character a reader would not see named; escaped."""
+    joined = text if isinstance(text, str) else "\n".join(map(str, text))
+    return escape(visible(joined))
+
+
+_templates = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=select_autoescape(), finalize=_shown)
+_templates.filters["lines"] = _lines
+_templates.filters["json"] = lambda value: _lines(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+# A value a form sends back (a held tool's name): exact, escaped, unmarked.
+_templates.filters["exact"] = escape
 _templates.filters["isotime"] = lambda epoch: datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
-def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authorize: Authorize) -> Routes:
+def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Routes:
     control = gateway.control
-    hosts = host_check(listener)
-    allowed_hosts = set(hosts.allowed_hosts) if hosts is not None else None
-    allowed_origins = set(hosts.allowed_origins) if hosts is not None else None
 
     def render(request: Request, template: str, session: Session | None, status: int = 200, **context: Any) -> Response:
         html = _templates.get_template(template).render(
@@ -70,24 +90,12 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
         )
         return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
-    def refused(request: Request) -> Response | None:
-        """A request this gateway's Host (and, on a POST, Origin) rules turn away: DNS rebinding, another site."""
-        if allowed_hosts is not None and request.headers.get("host") not in allowed_hosts:
-            return Response("unknown Host", status_code=421)
-        origin = request.headers.get("origin")
-        foreign = origin is not None and allowed_origins is not None and origin not in allowed_origins
-        if request.method == "POST" and foreign:
-            return Response("cross-origin request refused", status_code=403)
-        return None
-
     def page(
         handler: Callable[[Request, Session], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
         """A page for a signed-in browser: others go to the sign-in page; a POST needs the session's CSRF token."""
 
         async def endpoint(request: Request) -> Response:
-            if (refusal := refused(request)) is not None:
-                return refusal
             session = sessions.of(request)
             if session is None:
                 if request.method != "GET":
@@ -105,15 +113,11 @@ def ui_routes(gateway: Gateway, listener: Listener, sessions: Sessions, authoriz
     # ----- signing in ------------------------------------------------------------------------------
 
     async def login_form(request: Request) -> Response:
-        if (refusal := refused(request)) is not None:
-            return refusal
         if sessions.of(request) is not None:
             return RedirectResponse("/ui/servers", status_code=303)
         return render(request, "login.html", None)
 
     async def login(request: Request) -> Response:
-        if (refusal := refused(request)) is not None:
-            return refusal
         token = (await request.form()).get("token")
         if not isinstance(token, str) or not sessions.token_matches(token):
             logger.warning("console: a sign-in with a wrong admin token")

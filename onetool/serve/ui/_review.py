@@ -56,7 +56,7 @@ def review(held: HeldTool) -> ToolReview:
     schema = json.dumps(held.input_schema, indent=2, ensure_ascii=False)
     return ToolReview(
         server=held.server,
-        tool=visible(held.tool, keep=""),
+        tool=held.tool,  # as its form sends it back; the page marks what a reader would not see
         reason=held.reason,
         description=visible(held.description[:MAX_SCANNED]),
         input_schema=visible(schema[:MAX_SCANNED]),

@@ -16,11 +16,11 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
-from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from onetool.config import ServerConfig
@@ -28,6 +28,7 @@ from onetool.logs import logger
 from onetool.stdio_lines import LineReader, LineWriter, parse_line
 from onetool.upstream._stderr import bounded_lines
 from onetool.upstream.ancestry import inherited
+from onetool.upstream.environment import passed_environment
 from onetool.upstream.transports._base import Link, Streams
 from onetool.upstream.transports._process import StdioChild, stop_process_group
 
@@ -36,19 +37,28 @@ def resolve_command(config: ServerConfig, env: dict[str, str]) -> str:
     """The executable's path, searched on the child's PATH, then beside OneTool's own interpreter, or a clear error.
 
     The second place finds servers installed into OneTool's virtualenv (``mcp-server-time``) when
-    ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do.
+    ``.venv/bin/onetool`` is run without activating the venv, as MCP clients do. A command that is a path is that
+    file, or an OSError that says what is wrong with it (its ``filename`` the full path).
     """
     assert config.command is not None
-    if os.sep in config.command and config.cwd is not None:
+    if os.sep in config.command:
         # A relative path (`./server.sh`) is relative to where the server runs, not to our own directory.
-        return shutil.which(str(config.cwd / config.command)) or _not_found(config.command)
+        path = config.cwd / config.command if config.cwd is not None else Path(config.command)
+        return shutil.which(str(path)) or _unusable(path.absolute())
     own_bin = os.path.dirname(sys.executable)
     found = shutil.which(config.command, path=env.get("PATH")) or shutil.which(config.command, path=own_bin)
-    return found or _not_found(config.command)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", config.command)
+    return found
 
 
-def _not_found(command: str) -> NoReturn:
-    raise FileNotFoundError(errno.ENOENT, "command not found", command)
+def _unusable(path: Path) -> NoReturn:
+    """Why the file a command names cannot be started."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if path.exists():
+        raise PermissionError(errno.EACCES, "is not executable", str(path))
+    raise FileNotFoundError(errno.ENOENT, "does not exist", str(path))
 
 
 @asynccontextmanager
@@ -60,7 +70,8 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
     ``link.children`` records its process group until the group has ended.
     """
     name, config, stderr, children = link.name, link.config, link.stderr, link.children
-    env = get_default_environment() | inherited() | config.env
+    passed = passed_environment(os.environ)
+    env = passed | inherited() | config.env
     command = resolve_command(config, env)
     process = await anyio.open_process(
         [command, *config.args],
@@ -75,6 +86,8 @@ async def open_stdio(link: Link) -> AsyncIterator[Streams]:
         children.add(name, process.pid)
     child = link.child = StdioChild(process, stderr)
     log = logger.bind(server=name, pid=process.pid)
+    # Names only: a proxy URL's credentials never reach the log (onetool.upstream.environment).
+    log.debug("started; from the gateway's environment: {}", ", ".join(sorted(passed)) or "nothing")
     assert process.stdin is not None and process.stdout is not None
     reader = _StdoutReader(process.stdout, log, child, config.max_message_bytes, link.too_long)
     writer = _StdinWriter(process.stdin, reader)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
@@ -15,6 +16,7 @@ from sandbox.worker._exports import EXPORTS
 from sandbox.worker._guards import SnippetClass, make_globals, make_guards
 from sandbox.worker._jsonable import to_json
 from sandbox.worker._modules import NAMESPACES
+from sandbox.worker._record import Record
 from sandbox.worker.policy import GUARD_NAMES, RESULT_NAME, CompileFailure, compile_restricted
 from tests.sandbox.conftest import PACKS, make_on_call
 from tests.sandbox.worker.strict import footholds
@@ -95,23 +97,23 @@ def test_guard_tokens_differ_per_compile() -> None:
 # --- 5. str.format -----------------------------------------------------------------------------------------
 
 FORMAT_ROUTES = [
-    "'{0.__class__}'.format(1)",
-    "'{x.__class__}'.format_map({'x': 1})",
-    "str.format('{0.__class__}', 1)",
-    "str.format_map('{x.__class__}', {'x': 1})",
-    "type('').format('{0.__class__}', 1)",
-    "getattr(str, 'format')('{0.__class__}', 1)",
-    "getattr('{0.__class__}', 'format')(1)",
-    "class S(str):\n    pass\nS('{0.__class__}').format(1)",
-    "class S(str):\n    pass\nS.format('{0.__class__}', 1)",
-    "class S(str):\n    pass\nsuper(S, S).format('{0.__class__}', 1)",
-    "class S(str):\n    def f(self):\n        return super(S, self).format(1)\nS('{0.__class__}').f()",
-    "class S(str):\n    def f(self):\n        return super().format_map({'x': 1})\nS('{x.__class__}').f()",
-    "list(map(str.format, ['{0.__class__}'], [1]))",
-    "import itertools\nlist(itertools.starmap(str.format, [('{0.__class__}', 1)]))",
-    "'{0:{1.__class__}}'.format(1, 2)",
-    "'{0[0].__class__}'.format([1])",
-    "'{0.format}'.format('{0.__class__}')",  # the handed-out method is ours: a repr, no traversal
+    "'{0.__class__.__base__}'.format(1)",
+    "'{x.__class__.__base__}'.format_map({'x': 1})",
+    "str.format('{0.__class__.__base__}', 1)",
+    "str.format_map('{x.__class__.__base__}', {'x': 1})",
+    "type('').format('{0.__class__.__base__}', 1)",
+    "getattr(str, 'format')('{0.__class__.__base__}', 1)",
+    "getattr('{0.__class__.__base__}', 'format')(1)",
+    "class S(str):\n    pass\nS('{0.__class__.__base__}').format(1)",
+    "class S(str):\n    pass\nS.format('{0.__class__.__base__}', 1)",
+    "class S(str):\n    pass\nsuper(S, S).format('{0.__class__.__base__}', 1)",
+    "class S(str):\n    def f(self):\n        return super(S, self).format(1)\nS('{0.__class__.__base__}').f()",
+    "class S(str):\n    def f(self):\n        return super().format_map({'x': 1})\nS('{x.__class__.__base__}').f()",
+    "list(map(str.format, ['{0.__class__.__base__}'], [1]))",
+    "import itertools\nlist(itertools.starmap(str.format, [('{0.__class__.__base__}', 1)]))",
+    "'{0:{1.__class__.__base__}}'.format(1, 2)",
+    "'{0[0].__class__.__base__}'.format([1])",
+    "'{0.format}'.format('{0.__class__.__base__}')",  # the handed-out method is ours: a repr, no traversal
 ]
 
 
@@ -120,7 +122,7 @@ def test_every_route_to_str_format_goes_through_the_guard(code: str) -> None:
     try:
         value, _ = run_lang(code)
     except PolicyError as exc:
-        assert "'__class__' is not allowed" in str(exc)
+        assert "'__base__' is not allowed" in str(exc)  # __class__ reads as type(): the step after it is refused
     else:
         assert "SafeFormats.__init__.<locals>.bound_format" in value and "class" not in value
 
@@ -204,6 +206,65 @@ def test_type_answers_for_types_the_snippet_can_name() -> None:
     assert run_lang(code)[0] == [True, None, True, False, True, True, True, True, True]
     with pytest.raises(PolicyError, match="type\\(\\) of a 'function' object is not available"):
         run_lang("type(lambda: 0)")
+
+
+# --- the dunders a snippet may read -----------------------------------------------------------------------
+
+
+def test_error_handling_reads_names_docs_and_classes() -> None:
+    code = (
+        "class X:\n    'an X'\n    def f(self):\n        'f of X'\n"
+        "try:\n    1/0\nexcept Exception as e:\n    caught = e\n"
+        "[type(caught).__name__, caught.__class__.__name__, caught.__class__ is ZeroDivisionError,"
+        " getattr(caught, '__class__') is ZeroDivisionError, '{0.__class__.__name__}'.format(caught),"
+        " X.__name__, X.__doc__, X().__class__ is X, X().f.__name__, X().f.__doc__, len.__name__,"
+        " (1).__class__ is int, ToolError.__name__, hasattr(1, '__class__')]"
+    )
+    assert run_lang(code)[0] == [
+        "ZeroDivisionError",
+        "ZeroDivisionError",
+        True,
+        True,
+        "ZeroDivisionError",
+        "X",
+        "an X",
+        True,
+        "f",
+        "f of X",
+        "len",
+        True,
+        "ToolError",
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "refused"),
+    [
+        ("(lambda: 0).__class__", "type() of a 'function' object is not available"),
+        ("int.__class__", "type() of a 'type' object is not available"),
+        ("class X:\n    pass\nX.__class__", "type() of a 'SnippetClass' object is not available"),
+        ("import json\njson.__class__", "type() of a 'ModuleNamespace' object is not available"),
+        ("getattr((1).__class__, '__base__')", "'__base__' is not allowed"),
+        ("def g():\n    yield\nx = g()\nnext(x)\ngetattr(x, 'gi_frame').__name__", "'gi_frame' is not allowed"),
+        ("class X:\n    pass\nsetattr(X(), '__class__', int)", "'__class__' is not allowed"),
+    ],
+)
+def test_the_readable_dunders_lead_nowhere(code: str, refused: str) -> None:
+    with pytest.raises(PolicyError, match=re.escape(refused)):
+        run_lang(code)
+
+
+@pytest.mark.parametrize("code", ["x = []\nx.__class__ = dict", "def f(): pass\nf.__name__ = 'g'", "del len.__doc__"])
+def test_the_readable_dunders_are_read_only(code: str) -> None:
+    with pytest.raises(CompileFailure, match="is not allowed"):
+        run_lang(code)
+
+
+def test_a_record_key_never_reads_as_a_dunder() -> None:
+    """A pack's JSON object reads its keys as attributes; ``__name__`` and ``__doc__`` stay the object's own."""
+    record = Record({"__name__": "forged", "__doc__": "forged", "name": "real"})
+    assert run_lang("r.__doc__, getattr(r, '__name__', 'none'), r.name", r=record)[0] == (None, "none", "real")
 
 
 # --- to_json against the snippet's subclasses --------------------------------------------------------------

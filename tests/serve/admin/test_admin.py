@@ -55,7 +55,12 @@ async def test_bad_requests_say_what_is_wrong(tmp_path: Path) -> None:
         status, body = admin(served.url, "POST", "/admin/servers/nope/enable")
         assert status == 404 and body["error"] == "unknown server 'nope'; servers: time"
         status, body = admin(served.url, "DELETE", "/admin/servers/time")
-        assert status == 400 and "comes from the config file" in body["error"] and "disable" in body["error"]
+        assert (status, body["error"]) == (
+            400,
+            f"server 'time' comes from the config file {tmp_path / 'onetool.yaml'}: remove it from the file, then "
+            "`onetool reload` (or SIGHUP to the gateway); with `watch: true` in the file, a save applies at once; or "
+            "disable it with `onetool servers disable time`",
+        )
         status, body = admin(served.url, "POST", "/admin/servers/time/explode")
         assert status == 404 and "actions: enable, disable, restart, quarantine, approve" in body["error"]
         status, body = admin(served.url, "POST", "/admin/run", {"code": "1 +"})

@@ -16,7 +16,7 @@ from mcp import Client, types
 from onetool.config import Config
 from onetool.gateway import Gateway
 from onetool.serve.direct import build_direct_server
-from onetool.serve.direct._cache import ResultCache
+from onetool.serve.direct._cache import OUTPUT_SCHEMA_NOTE, ResultCache
 from tests.conftest import FIXTURES, PYTHON
 from tests.fixtures.big_server import numbered
 from tests.gateways import text_of
@@ -110,15 +110,23 @@ async def test_an_envelope_keeps_its_shape_holding_the_cut_text(client: Client) 
     assert len(text_of(result)) < 2 * LIMIT
 
 
-async def test_structured_content_past_the_limit_under_a_schema_is_an_error_saying_why(client: Client) -> None:
+async def test_structured_content_past_the_limit_under_a_schema_is_a_success_the_sdk_accepts(client: Client) -> None:
+    """A tool whose outputSchema no cut would match is listed without it (its description says so), so a cut
+    result is a success without structured content: the SDK client validates it against the listing."""
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert listed["big:table"].output_schema is None and OUTPUT_SCHEMA_NOTE in (listed["big:table"].description or "")
+    assert listed["big:text"].output_schema is not None  # the envelope of a string: a cut keeps its shape
     result = await client.call_tool("big:table", {"rows": 2_000})
-    assert result.is_error
-    assert result.structured_content is None
+    assert not result.is_error and result.structured_content is None
     text = text_of(result)
-    assert "[onetool] The tool succeeded, but its structuredContent is too large" in text
+    assert "[result cut: showing" in text and "isError" not in text
     key, offset = key_of(result)
     rest = await read_all(client, key, offset)
     assert json.loads(text[:offset] + rest) == {"rows": [{"id": i, "name": f"row {i:09d}"} for i in range(2_000)]}
+    small = await client.call_tool("big:table", {"rows": 2})
+    assert small.structured_content == {
+        "rows": [{"id": 0, "name": "row 000000000"}, {"id": 1, "name": "row 000000001"}]
+    }
 
 
 async def test_short_text_beside_large_structured_content_keeps_the_text_and_cuts_the_json(client: Client) -> None:

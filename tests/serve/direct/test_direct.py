@@ -29,8 +29,10 @@ from mcp import Client, StdioServerParameters, stdio_client, types
 from mcp.client.session import ClientRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
+from onetool.control import EXECUTION_ENV
 from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
+from onetool.serve.direct._cache import OUTPUT_SCHEMA_NOTE, keeps_output_schema
 from onetool.text import unseen
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients
@@ -175,6 +177,31 @@ def test_a_name_taken_by_another_tool_gets_a_different_unique_one() -> None:
     assert dotted["a.b.c"] == ("a.b", "c") and len(dotted) == 2
 
 
+@pytest.mark.parametrize("separator", [":", "__", "."])
+def test_a_name_outside_the_mcp_charset_is_renamed_into_it_stably_and_uniquely(separator: str) -> None:
+    """SEP-986: a tool name is 1-128 of A-Z a-z 0-9 _ . -. A server's or a tool's name with a terminal escape, a quote
+    and a newline, a space, a bidi override or a dot-free Unicode letter is listed within it, never raw; a name that
+    is renamed keeps its new name across listings, and two that differ only by such characters stay apart."""
+    tools = [
+        ("evil", "esc\x1b]0;title\x07"),
+        ("evil", 'quote"\nnewline'),
+        ("evil", "get weather"),
+        ("evil", "get\u202eweather"),
+        ("evil", "café"),
+        ("evil", "get_weather"),
+        ("my server", "ok"),
+    ]
+    mapping = direct_names(tools, separator)
+    assert sorted(mapping.values()) == sorted(tools)
+    part = r"[A-Za-z0-9_.-]+"
+    assert all(re.fullmatch(f"{part}{re.escape(separator)}{part}", n) and len(n) <= MAX_NAME for n in mapping)
+    assert mapping[f"evil{separator}get_weather"] == ("evil", "get_weather")  # a name within it is kept as it is
+    assert direct_names(list(reversed(tools)), separator) == mapping  # stable, whatever the order
+    renamed = {pair: name for name, pair in mapping.items()}
+    assert renamed[("evil", "get weather")].startswith(f"evil{separator}get_weather_")
+    assert renamed[("my server", "ok")].startswith("my_server_")
+
+
 def test_a_management_tool_name_is_never_given_to_an_upstream_tool() -> None:
     mapping = direct_names([("x", "y")], ":", reserved={"x:y"})
     ((name, pair),) = mapping.items()
@@ -229,17 +256,22 @@ async def test_lists_management_tools_then_every_visible_upstream_tool(direct: D
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_definitions_are_the_upstreams_own(direct: Direct, mode: str) -> None:
-    """Title, description, schemas, icons, _meta and every annotation, as the upstream lists them."""
+    """Title, description, schemas, icons, _meta and every annotation, as the upstream lists them; but an
+    outputSchema no cut result would match, which is left out and said so (a cut result stays a success)."""
     async with direct.client(mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         # `execution` exists only in the 2025-11-25 era: a 2026-era client cannot be sent it.
         differ_by_era = {"name"} | ({"execution"} if client.protocol_version == "2026-07-28" else set())
-    compared = 0
+    compared = dropped = 0
     for server, spec in (("everything", EVERYTHING), ("time", TIME)):
         async with upstream(spec, mode) as up:
             originals = (await up.list_tools()).tools
         for original in originals:
             mine = listed[f"{server}:{original.name}"]
+            if original.output_schema is not None and not keeps_output_schema(original.output_schema):
+                assert mine.output_schema is None and (mine.description or "").endswith(OUTPUT_SCHEMA_NOTE)
+                dropped += 1
+                original = original.model_copy(update={"output_schema": None, "description": mine.description})
             assert mine.model_dump(exclude=differ_by_era) == original.model_dump(exclude=differ_by_era), original.name
             for hint in ("title", "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"):
                 theirs = getattr(original.annotations, hint, None)
@@ -249,7 +281,7 @@ async def test_definitions_are_the_upstreams_own(direct: Direct, mode: str) -> N
     # The fixtures do use the fields compared above.
     annotated = [t for n, t in listed.items() if n.startswith("everything:") and t.annotations]
     assert any(t.annotations and t.annotations.read_only_hint for t in annotated)
-    assert any(t.output_schema for n, t in listed.items() if n.startswith(("everything:", "time:")))
+    assert dropped >= 2  # time:get_current_time and everything:get-structured-content declare one
 
 
 CALLS = [
@@ -299,7 +331,7 @@ async def test_arguments_are_checked_before_the_upstream_is_called(direct: Direc
         missing = await client.call_tool("fx:count", {})
         unknown = await client.call_tool("fx:count", {"items": [], "colour": "red"})
         fine = await client.call_tool("fx:count", {"items": ["a", "b"]})
-    assert nested.is_error and text_of(nested).startswith("fx:count: argument 'items.1': 2 is not of type 'string'")
+    assert nested.is_error and text_of(nested).startswith("fx:count: argument 'items.1': 2 is not of type \"string\"")
     assert missing.is_error and "missing required argument 'items'" in text_of(missing)
     assert unknown.is_error and "unknown argument 'colour'" in text_of(unknown)
     assert not fine.is_error and text_of(fine) == "2"
@@ -414,7 +446,7 @@ async def test_management_tools_offer_no_approval(direct: Direct) -> None:
     assert "cannot approve" in (tools["quarantine_security"].description or "")
     assert tools["quarantine_security"].annotations and tools["quarantine_security"].annotations.read_only_hint
     assert refused.is_error and text_of(refused).startswith(
-        "upstream_servers: argument 'operation': 'approve' is not one of"
+        "upstream_servers: argument 'operation': \"approve\" is not one of"
     )
     assert extra.is_error and "unknown argument 'approve'" in text_of(extra)
 
@@ -463,6 +495,9 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
         "http": {"enable_direct_endpoint": True, "direct_separator": "__"},
         "servers": {LONG: {**FAULT, "env": {"ONETOOL_TEST_MARKER": marker}}},
     }
+    # Every tool the fixture lists, as it lists them: each keeps a name of its own once shortened.
+    async with Client(StdioServerParameters(command=FAULT["command"], args=FAULT["args"])) as fixture:
+        expected = len((await fixture.list_tools()).tools)
     served = start_http_gateway(tmp_path, config, marker)
     try:
         async with Client(direct_url(served), read_timeout_seconds=60) as client:
@@ -470,7 +505,7 @@ async def test_separator_and_long_names_for_strict_clients(tmp_path: Path) -> No
             strict = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
             assert all(strict.match(t.name) for t in tools), [t.name for t in tools]
             upstream_tools = [t for t in tools if t.name.startswith(LONG[:40])]
-            assert len(upstream_tools) == 13 and len({t.name for t in upstream_tools}) == 13
+            assert len(upstream_tools) == expected and len({t.name for t in upstream_tools}) == expected
             # echo is the read-only tool with a `message` argument; its shortened name leads back to it exactly.
             (echo,) = [
                 t
@@ -553,7 +588,7 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
     marker = direct.folder / "poisoned-started"
     script = f"open({str(marker)!r}, 'w').close(); import runpy, sys; sys.argv.append('--poisoned'); "
     script += f"runpy.run_path({str(FIXTURES / 'rug_server.py')!r}, run_name='__main__')"
-    spec = {"command": PYTHON, "args": ["-c", script], "env": {"SECRET_TOKEN": "s3cret-value"}}
+    spec = {"command": PYTHON, "args": ["-c", script], "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"}}
     async with era_clients(direct.url) as clients:
         added = await call_json(clients.modern, "upstream_servers", {"operation": "add", "name": "newfx", "spec": spec})
         assert added["server"]["status"] == "proposed" and "nothing runs it until" in added["note"]
@@ -561,13 +596,15 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
         assert not marker.exists()
         listed = await call_json(clients.legacy, "upstream_servers", {"operation": "list"})
         (proposal,) = [s for s in listed["servers"] if s["name"] == "newfx"]
+        # A model wrote every value of its proposal: all are shown, and a variable that changes what runs is flagged.
         assert proposal["launch"] == {
             "command": PYTHON,
             "args": ["-c", script],
             "cwd": None,
-            "env_keys": ["SECRET_TOKEN"],
+            "env_keys": ["MODEL_VALUE", "NODE_OPTIONS"],
+            "env": {"MODEL_VALUE": "v1", "NODE_OPTIONS": "--require x.js"},
+            "flagged_env": [{"key": "NODE_OPTIONS", "why": EXECUTION_ENV["NODE_OPTIONS"]}],
         }
-        assert "s3cret-value" not in str(listed)
 
         # An operator approves: it starts, still quarantined, and its tools are reviewed as data.
         await anyio.to_thread.run_sync(direct.admin, "/admin/servers/newfx/approve")
@@ -601,9 +638,11 @@ async def test_a_proposed_server_runs_only_once_approved_and_its_review_is_escap
 
         # Connected for review, yet neither listed nor callable on any face.
         assert not any(n.startswith("newfx:") for n in await names(clients.modern))
+        held = "server 'newfx' is unavailable: held for review by an operator (quarantined)"
         refused = await clients.modern.call_tool("newfx:weather", {"city": "x"})
-        assert refused.is_error and "unknown tool 'newfx:weather'" in text_of(refused)
-        assert (await clients.modern.call_tool("run", {"code": "newfx.weather(city='x')"})).is_error
+        assert refused.is_error and text_of(refused).startswith(held)
+        ran = await clients.modern.call_tool("run", {"code": "newfx.weather(city='x')"})
+        assert ran.is_error and held in text_of(ran)
         await anyio.to_thread.run_sync(direct.admin, "/admin/servers/newfx", "DELETE")
         after = await call_json(clients.modern, "upstream_servers", {"operation": "list"})
         assert "newfx" not in [s["name"] for s in after["servers"]]

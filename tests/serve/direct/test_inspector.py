@@ -113,3 +113,14 @@ def test_without_the_alias_the_cli_reaches_the_run_face(served: ServedGateway, t
     """Why the aliases exist: /mcp/direct is rewritten to /mcp by the CLI."""
     listed = inspector(served, "/mcp/direct", tmp_path, "--method", "tools/list")
     assert [t["name"] for t in listed["tools"]] == ["run"]
+
+
+def test_a_direct_name_sent_to_the_run_face_is_told_where_it_is_served(served: ServedGateway, tmp_path: Path) -> None:
+    """The rewritten /mcp/direct call of `fx:echo` reaches the run face, which names the alias that works and the
+    snippet that calls the same tool there."""
+    call = ["--method", "tools/call", "--tool-name", "fx:echo", "--tool-arg", "message=hi"]
+    answer = inspector(served, "/mcp/direct", tmp_path, *call)
+    assert answer.get("isError") is True
+    text = text_of(answer)
+    assert text.startswith("Unknown tool 'fx:echo': this endpoint has one tool, `run`")
+    assert "connect to /direct/mcp on this gateway" in text and "call `run` with code `fx.echo(...)`" in text

@@ -187,7 +187,7 @@ async def test_inspect_local_pack(inspecting: ServedGateway) -> None:
             {"server_name": "time", "tool_name": "current_time"},
             "server 'time' has no tool 'current_time'. Did you mean 'get_current_time'? Its tools: get_current_time,",
         ),
-        ({"server_name": 7}, "inspect: argument 'server_name': 7 is not of type 'string'"),
+        ({"server_name": 7}, "inspect: argument 'server_name': 7 is not of type \"string\""),
         ({"server": "time"}, "inspect got unknown argument 'server'; it accepts: server_name, tool_name"),
     ],
 )
@@ -267,10 +267,10 @@ async def test_exec_result_cut_at_max_output(inspecting: ServedGateway) -> None:
 @pytest.mark.parametrize(
     ("server", "tool", "arguments", "message"),
     [
-        ("fx", "add", {"a": "one", "b": 2}, "fx.add: argument 'a': 'one' is not of type 'integer'"),
+        ("fx", "add", {"a": "one", "b": 2}, 'fx.add: argument \'a\': "one" is not of type "integer"'),
         ("fx", "add", {"a": 1}, "fx.add is missing required argument 'b'"),
         ("fx", "add", {"a": 1, "b": 2, "c": 3}, "fx.add got unknown argument 'c'; it accepts: a, b"),
-        ("fx", "count", {"items": ["a", 2]}, "fx.count: argument 'items.1': 2 is not of type 'string'"),
+        ("fx", "count", {"items": ["a", 2]}, "fx.count: argument 'items.1': 2 is not of type \"string\""),
     ],
 )
 async def test_exec_validates_before_the_upstream_is_called(
@@ -365,8 +365,8 @@ async def admin_action(served: ServedGateway, server: str, action: str) -> dict[
 
 
 async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_path: Path) -> None:
-    """Quarantine through the admin API: the server leaves inspect's description, inspect and exec answer as for
-    an unknown server (no upstream call is made), and every client hears it; approval brings it back."""
+    """Quarantine through the admin API: the server leaves inspect's description, inspect and exec answer that an
+    operator holds it for review (no upstream call is made), and every client hears it; approval brings it back."""
     config = {**SMALL_CONFIG, "http": {"enable_inspect_endpoint": True}}
     served = start_http_gateway(tmp_path, config, f"quar-{uuid.uuid4().hex}")
     current_time = {"server_name": "time", "tool_name": "get_current_time", "arguments": {"timezone": "UTC"}}
@@ -382,10 +382,10 @@ async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_pat
                 description = await described(client)
                 assert "Server: time" not in description and "get_current_time" not in description
                 assert "  Server: fx - fault fixture server, mode ok\n" in description
-            unknown = "unknown server 'time'. Available servers: fx, proxy"
+            held = "server 'time' is unavailable: held for review by an operator (quarantined)"
             for tool, arguments in (("inspect", {"server_name": "time"}), ("exec", current_time)):
                 refused = await clients.legacy.call_tool(tool, arguments)
-                assert refused.is_error and text_of(refused).startswith(unknown), text_of(refused)
+                assert refused.is_error and text_of(refused).startswith(held), text_of(refused)
             assert tool_calls(served, "time", "get_current_time") == calls
 
             clients.drain()
@@ -433,7 +433,7 @@ async def test_stdio_mode_inspect(stdio_inspect: StdioServerParameters, era: Era
         )
     assert inspected(found)["input"] == "{a: integer, b: integer}"
     assert decoded(added) == 3
-    assert wrong.is_error and text_of(wrong) == "fx.add: argument 'a': '1' is not of type 'integer'"
+    assert wrong.is_error and text_of(wrong) == 'fx.add: argument \'a\': "1" is not of type "integer"'
 
 
 @pytest.mark.parametrize("era", ERAS)
