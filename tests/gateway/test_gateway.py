@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from onetool.config import Config
+from onetool.describe import BUDGET_BYTES, describe_run, json_size
 from onetool.gateway import Gateway
 from tests.conftest import FIXTURES, PYTHON, spans
 from tests.gateways import gateway_config, text_of
@@ -59,15 +60,21 @@ async def test_hostile_code_gets_an_error_not_a_file() -> None:
 async def test_description_lists_every_pack() -> None:
     async with Gateway(make_config()) as gw:
         text = gw.describe_run()
+        # The same catalogue given room: each pack in the compact form, down to its tools' purposes.
+        roomy = describe_run(gw.registry, gw.limits, budget=20_000)
     assert text.startswith("Run Python that calls tools as `pack.tool(arg=value)`.")
+    assert json_size(text) <= BUDGET_BYTES and 'proxy.search("what you need")' in text
+    for pack in ("time", "brave", "broken_helper", "fx", "proxy"):
+        assert f"\n{pack}:" in text
     for line in (
-        "\ntime:\n  get_current_time(timezone) # current time in specific timezone\n",
-        "\nbrave:\n  echo(message) # Local echo",
-        "\n  list_servers() # Every server and its live status\n",
-        "\nbroken_helper:\n  divide(a, b) # a / b\n",
+        "\ntime:\n  get_current_time(timezone: str) -> {timezone: str, datetime: str, ",
+        "\n  echo(message: str) # Local echo: wins over the upstream tool of the same name.\n",
+        "\n  list_servers() # Every server and its live status.\n",
+        "\nbroken_helper:\n  divide(a: float, b: float) # a / b.\n",
     ):
-        assert line in text
+        assert line in roomy, roomy
     assert "off: [server disabled" in text
+    assert "Shortened to fit" in text and "Shortened to fit" not in roomy
 
 
 async def test_a_pack_whose_name_starts_with_a_digit_is_callable() -> None:

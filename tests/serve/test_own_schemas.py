@@ -29,6 +29,7 @@ async def own_schemas() -> dict[str, dict[str, Any]]:
     faces: dict[str, Any] = {"run": build_run_server, "inspect": build_inspect_server}
     for mode in ("read-only", "propose", "full"):
         faces[f"direct {mode}"] = lambda gw, mode=mode: build_direct_server(gw, ":", mode)
+    faces["direct expose=search"] = lambda gw: build_direct_server(gw, ":", "propose", "search")  # call_tool too
     schemas: dict[str, dict[str, Any]] = {}
     async with Gateway(Config.model_validate({"registries": REGISTRIES}), warm_workers=0) as gateway:
         for face, build in faces.items():

@@ -65,7 +65,7 @@ async def test_a_stdio_client_that_lists_once_after_initialize_sees_every_quick_
     async with Client(stdio_gateway(tmp_path, {"servers": QUICK}), mode=mode, read_timeout_seconds=60) as client:  # type: ignore[arg-type]
         description = (await client.list_tools()).tools[0].description or ""
     assert "connecting" not in description
-    assert "\n  echo(message: str)" in description and "\n  get_current_time(" in description
+    assert "\n  echo(message" in description and "\n  get_current_time(" in description
 
 
 async def test_a_server_hung_in_initialize_delays_the_first_list_by_startup_wait_at_most(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ async def test_a_server_hung_in_initialize_delays_the_first_list_by_startup_wait
         async with Client(params, read_timeout_seconds=60) as client:
             description = (await client.list_tools()).tools[0].description or ""
             assert "hangs: [server connecting]" in description
-            assert "\n  echo(message: str)" in description
+            assert "\n  echo(message" in description
             assert text_of(await client.call_tool("run", {"code": "1 + 1"})) == "2"
 
 
@@ -212,7 +212,7 @@ async def test_past_startup_wait_a_run_waits_for_a_server_still_connecting_and_c
             await clients.delays(0)  # each era heard tools/list_changed when the server came up
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
-                assert "\nlate:\n" in after and "\n  echo(message: str)" in after
+                assert "\nlate:\n" in after and "\n  echo(message" in after
         assert until(lambda: get(served.url, "/ready")[0] == 200)
     finally:
         assert stop(served.proc) == 0

@@ -226,7 +226,8 @@ async def test_the_tools_page_searches_what_snippets_can_call(served: ServedGate
         await expect(page.get_by_role("heading", name="Tools", exact=True)).to_be_visible()
         every = page.get_by_role("table")
         await expect(every).to_contain_text("time.get_current_time")
-        await expect(every).not_to_contain_text("rug.")  # quarantined: not a tool anyone can call
+        # Held (quarantined alone; its change rejected after the tests above): not a tool anyone can call.
+        await expect(every).not_to_contain_text("rug.lookup")
         await page.get_by_label("Find tools for a task").fill("what time is it now <script>alert(1)</script>")
         await page.get_by_role("button", name="Search").click()
         first = page.get_by_role("row").nth(1)
