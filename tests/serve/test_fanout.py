@@ -1,17 +1,23 @@
-"""The fan-out's one SDK-private hook: it must keep finding each client's connection, and its end."""
+"""The fan-out's SDK-private hooks: it must keep finding each client's connection, and its end; and the SDK's
+default span per message, which an untraced face drops."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.server import Server, ServerRequestContext
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
-from mcp.types import ListToolsResult, PaginatedRequestParams
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
+from onetool.drain import Drain
 from onetool.serve._requests import connection_of
+from onetool.serve.fanout import face_server
 
 
 async def test_connection_of_is_one_connection_per_client_and_unwinds_when_it_leaves() -> None:
@@ -40,3 +46,30 @@ async def test_connection_of_is_one_connection_per_client_and_unwinds_when_it_le
             while len(ended) < n:
                 await anyio.sleep(0.01)
     assert ended == [1, 2]
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_face_keeps_the_sdks_span_per_message_only_when_traced(traced: bool) -> None:
+    async def no_tools(ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=[])
+
+    async def nothing(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        return CallToolResult(content=[])
+
+    async def settled() -> None:
+        return None
+
+    # The SDK's default, which the face opts out of: if it moves or changes, this says so first.
+    assert [type(m) for m in Server("probe").middleware] == [OpenTelemetryMiddleware]
+    face = face_server(
+        "run",
+        lambda: contextlib.nullcontext(),  # type: ignore[arg-type, return-value]  # never entered here
+        Drain(),
+        settled=settled,
+        traced=traced,
+        on_list_tools=no_tools,
+        on_call_tool=nothing,
+        get_tool_input_schema=lambda _name: None,
+    )
+    spans = [m for m in face.middleware if isinstance(m, OpenTelemetryMiddleware)]
+    assert len(spans) == int(traced) and len(face.middleware) == 4 + int(traced)

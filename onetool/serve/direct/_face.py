@@ -309,6 +309,7 @@ def build_direct_server(
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,
+        traced=gateway.config.otel is not None,
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,

@@ -220,6 +220,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,
+        traced=gateway.config.otel is not None,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),

@@ -113,6 +113,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
         gateway.subscribe,
         gateway.drain,
         settled=gateway.settled,
+        traced=gateway.config.otel is not None,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
