@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from onetool.cli import build_parser
+from onetool.logs import log_level
 from tests.conftest import TIME_SERVER
 from tests.gateways import ONETOOL, gateway_config, write_config
 
@@ -237,13 +238,31 @@ def test_log_level_from_environment_goes_to_stderr_only(tmp_path: Path) -> None:
     assert "run runId=" in loud.stderr and "status=SUCCESS" in loud.stderr
 
 
-@pytest.mark.parametrize("level", ["warn", "WARNING", "Fatal", "critical", "error", "info", "silent", "OFF"])
-def test_log_level_names_in_any_case(tmp_path: Path, level: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "level"),
+    [
+        ("warn", "WARNING"),
+        ("WARNING", "WARNING"),
+        ("Fatal", "CRITICAL"),
+        ("critical", "CRITICAL"),
+        ("error", "ERROR"),
+        (" Info ", "INFO"),
+        ("silent", None),
+        ("OFF", None),
+        ("debug", "DEBUG"),
+    ],
+)
+def test_log_level_names_in_any_case(name: str, level: str | None) -> None:
+    assert log_level(name) == level
+
+
+@pytest.mark.parametrize("level", ["Info", "OFF"])
+def test_a_log_level_named_in_any_case_sets_what_a_command_logs(tmp_path: Path, level: str) -> None:
     proc = onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
     assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
     served = onetool("serve", cwd=tmp_path, stdin="", env={"LOG_LEVEL": level})  # stdio, at once at its end
     assert served.returncode == 0
-    assert ("serving MCP over stdio" in served.stderr) is (level.lower() == "info"), served.stderr
+    assert ("serving MCP over stdio" in served.stderr) is (level == "Info"), served.stderr
 
 
 REFUSED = "is not a log level: use debug, info, warning (warn), error, critical (fatal) or silent (off)\n"
@@ -297,9 +316,11 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     [["servers"], ["tools"], ["stubs"], ["check"], ["status"], ["run", "-c", "'x' * 100"], ["completion", "bash"]],
     ids=lambda command: command[0],
 )
-def test_a_reader_gone_ends_every_printing_command_quietly(config: Path, command: list[str]) -> None:
+def test_a_reader_gone_ends_every_printing_command_quietly(tmp_path: Path, command: list[str]) -> None:
     """`onetool servers | head -3`: the reader left; the command ends with status 0 and says nothing (see
-    onetool.cli.main for why 0). Its stdout is a pipe nobody reads from the start, so its first write fails."""
+    onetool.cli.main for why 0). Its stdout is a pipe nobody reads from the start, so its first write fails. The
+    config has no servers: what is printed is the proxy pack's, the config's lines, the run's value."""
+    config = write_config(tmp_path, {"servers": {}})
     unread, stdout = os.pipe()
     os.close(unread)
     try:
