@@ -39,7 +39,7 @@ from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
 from onetool.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.runs import Runs
-from onetool.search import ToolIndex
+from onetool.search import ToolIndex, semantic_model
 from onetool.startup import FirstWave, default_startup_wait
 from onetool.state import StateStore
 from onetool.state.paths import legacy_notice
@@ -88,6 +88,13 @@ class Gateway:
     async def __aenter__(self) -> Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.
         self._local = load_local_packs(self.config.packs.dirs)
+        # Also before any process starts: search.semantic on without the extra is a config error. In a thread:
+        # the model loads in a few tenths of a second, while the front already answers.
+        model = await anyio.to_thread.run_sync(semantic_model, self.config.search.semantic)
+        if model is not None:
+            self.index.close()
+            self.index = ToolIndex(model)
+            logger.info("tool search ranks by meaning too (search.semantic: {})", self.config.search.semantic)
         async with AsyncExitStack() as stack:
             if self.config.otel is not None:  # first: the upstreams' first connects are spans too
                 from onetool.traces import traced
