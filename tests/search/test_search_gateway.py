@@ -89,6 +89,15 @@ async def test_a_pack_name_lists_that_packs_tools(served: ServedGateway) -> None
     assert len(found) == 10 and all(t.startswith("everything.") for t in found), found
 
 
+async def test_with_the_semantic_extra_tools_are_ranked_by_meaning_too(served: ServedGateway) -> None:
+    """The dev extra installs the model: a word one tool has finds that tool first, then the nearest in meaning
+    (BM25 alone finds that one tool only), and the tokenizer never complains of the gateway's forks."""
+    found = await run_value(served, '[h["tool"] for h in proxy.search("gzip", limit=3)]')
+    assert len(found) == 3 and found[0] == "everything.gzip_file_as_resource", found
+    assert "tool search ranks by meaning too (search.semantic: auto)" in served.log.read_text()
+    assert "tokenizers" not in (served.log.parent / "gateway.stderr").read_text()
+
+
 async def test_quarantined_and_denied_tools_are_never_found(served: ServedGateway) -> None:
     queries = ("weather forecast", "convert time zones", "look up a term")
     found = await run_value(served, f'[h["tool"] for q in {queries!r} for h in proxy.search(q, 50)]')
@@ -222,3 +231,21 @@ def test_onetool_tools_search_prints_the_best_tools(tmp_path: Path) -> None:
     assert done.stdout.startswith("time.get_current_time(timezone: str)")
     nothing = cli("tools", "--config", str(config), "--search", "the")
     assert nothing.returncode == 2 and "no word to search for" in nothing.stderr
+
+
+def test_onetool_tools_search_ranks_as_search_semantic_says(tmp_path: Path) -> None:
+    """``convert`` is a word of one tool: off, BM25 finds that one alone (fused, the nearest in meaning would
+    follow, as on the gateway above). With ``on`` and a model package this version cannot read (one shadowing
+    the installed), the command refuses before any server starts."""
+    servers = {"time": {"command": TIME_SERVER}}
+    search = ("tools", "--search", "convert", "--limit", "5")
+    off = cli(*search, "--config", str(write_config(tmp_path, {"servers": servers, "search": {"semantic": "off"}})))
+    assert off.returncode == 0, off.stderr
+    assert [line.split("(")[0] for line in off.stdout.splitlines() if not line.startswith(" ")] == ["time.convert_time"]
+    shadow = tmp_path / "shadow" / "wordllama"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    config = write_config(tmp_path, {"servers": servers, "search": {"semantic": "on"}})
+    refused = cli(*search, "--config", str(config), env={"PYTHONPATH": str(shadow.parent)})
+    assert refused.returncode == 2 and refused.stdout == "", refused
+    assert "search.semantic is on, but " in refused.stderr and "pip install 'onetool[semantic]'" in refused.stderr
