@@ -9,8 +9,8 @@ The model is WordLlama's ``l2_supercat`` (MIT: Llama 2's token embeddings distil
 32,000 tokens x 256 dimensions, float16), which ships inside the ``wordllama`` wheel with its tokenizer. Its
 files are read where the package is installed, and the package itself is never imported: its import sets the
 root logger up (``logging.basicConfig`` at INFO), and its loader looks for the tokenizer in a folder the wheel
-does not have and then downloads it. The weights are mapped, not read: the pages of the tokens a catalogue and
-its queries use are the ones in memory, and they are the file's (shared, dropped under pressure).
+does not have and then downloads it. The weights are mapped, not read: their pages in memory are the file's,
+shared with every process that maps it and dropped under memory pressure.
 
 :func:`fuse` is the fusion: each tool's BM25 score over the best one's, and its cosine between the catalogue's
 least and most similar tools, count equally (:data:`BM25_SHARE`).
@@ -33,18 +33,16 @@ from tokenizers import Tokenizer
 from onetool.registry import LocalTool, Tool, UpstreamTool
 from onetool.search._words import spelled
 
-__all__ = ["BM25_SHARE", "MODEL", "Model", "ModelMissing", "Vectors", "fuse", "meaning"]
+__all__ = ["BM25_SHARE", "Model", "ModelMissing", "Vectors", "fuse", "meaning"]
 
 PACKAGE = "wordllama"
 """The PyPI package the model ships in (``pip install onetool[semantic]`` pins its version)."""
 WEIGHTS = "weights/l2_supercat_256.safetensors"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 TENSOR = "embedding.weight"
-MODEL = "wordllama l2_supercat, 256 dimensions"
-"""The model, as the log names it."""
 BM25_SHARE = 0.5
-"""What BM25 counts in a tool's fused score; its cosine counts the rest. Equal, not tuned: the bench's recall@5
-is the same from 0.4 to 0.5 (bench/search_bench.py)."""
+"""What BM25 counts in a tool's fused score; its cosine counts the rest. Equal, not tuned: on the bench's tasks
+recall@5 is the same from 0.4 to 0.5, lower at 0.3 and 0.6."""
 DECIMALS = 6
 """A fused score is rounded to this many decimals before ranking, so that equal tools tie (and go by their
 rowid, a hash of their name) whatever order the floating-point sums were made in."""
