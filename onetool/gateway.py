@@ -88,8 +88,8 @@ class Gateway:
     async def __aenter__(self) -> Gateway:
         # Local packs first: a broken pack file is a config error, found before any process starts.
         self._local = load_local_packs(self.config.packs.dirs)
-        # Also before any process starts: search.semantic on without the extra is a config error. In a thread:
-        # the model loads in a few tenths of a second, while the front already answers.
+        # Also before any process starts: search.semantic on without the extra is a config error. The model
+        # loads in about 0.2 s (once per process), in a thread: an application embedding the gateway goes on.
         model = await anyio.to_thread.run_sync(semantic_model, self.config.search.semantic)
         if model is not None:
             self.index.close()

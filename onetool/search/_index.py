@@ -37,7 +37,7 @@ from onetool.search._words import words
 from onetool.text import one_line, shown_name, visible
 
 if TYPE_CHECKING:
-    from onetool.search._semantic import Model
+    from onetool.search._semantic import Model, Vectors
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_QUERY_WORDS", "Hit", "ToolIndex", "Visible"]
 
@@ -114,7 +114,7 @@ class ToolIndex:
     the module's docstring)."""
 
     def __init__(self, model: Model | None = None) -> None:
-        self._vectors = None
+        self._vectors: Vectors | None = None
         if model is not None:
             from onetool.search._semantic import Vectors
 
@@ -179,10 +179,11 @@ class ToolIndex:
             raise ArgumentError(f"limit must be 1 to {MAX_LIMIT}, got {limit}")
         widened = related(terms)[:MAX_RELATED]
         match = " OR ".join(f'"{term}"' for term in [*terms * ORIGINAL_REPEATS, *widened])
+        vectors = self._vectors
         ranked = (
             self._ranked(match, limit if visible is None else -1)
-            if self._vectors is None
-            else self._fused(query, match)
+            if vectors is None
+            else self._fused(vectors, query, match)
         )
         found: list[Hit] = []
         for rowid in ranked:
@@ -202,18 +203,17 @@ class ToolIndex:
         )
         return (rowid for (rowid,) in rows)
 
-    def _fused(self, query: str, match: str) -> list[int]:
+    def _fused(self, vectors: Vectors, query: str, match: str) -> list[int]:
         """Every rowid, by BM25 and meaning fused (:func:`._semantic.fuse`); none when ``match`` finds none."""
         from onetool.search._semantic import fuse
 
-        assert self._vectors is not None
         bm25 = {
             rowid: -score
             for rowid, score in self._db.execute(f"SELECT rowid, {self._rank} FROM tools WHERE tools MATCH ?", (match,))
         }
         if not bm25:
             return []
-        return fuse(self._vectors.rowids, self._vectors.cosines(query), bm25)
+        return fuse(vectors.rowids, vectors.cosines(query), bm25)
 
     def find(self, query: str | None, limit: str | None = None, server: str | None = None) -> list[Hit]:
         """A search as a URL's query string gives it (the admin API, the console, the CLI): every tool without a

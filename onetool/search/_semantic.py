@@ -1,8 +1,8 @@
 """The semantic half of the ranking (the ``semantic`` extra): what a query means, beside the words it shares.
 
-BM25 finds a tool when a task shares its words or their everyday synonyms; "land the approved PR" and "how high
-above sea level is Denver" share none with ``merge_pull_request`` and ``maps_elevation``. Here each tool and each
-query is a vector, the mean of its tokens' rows in a static embedding model, and closeness is their cosine: a
+BM25 finds a tool when a task shares its words or their everyday synonyms: "who is in our Notion workspace"
+shares only the pack's name with Notion's ``API-get-users``, 26th by BM25 alone. Here each tool and each query
+is a vector, the mean of its tokens' rows in a static embedding model, and closeness is their cosine: a
 lookup and a product, no neural network run and nothing fetched.
 
 The model is WordLlama's ``l2_supercat`` (MIT: Llama 2's token embeddings distilled for sentence similarity;
@@ -91,7 +91,7 @@ class Model:
         return mean / norm if norm > 0 else mean
 
     def mapped_bytes(self) -> int:
-        """The size of the weights' mapping (file pages: only those read are in memory)."""
+        """The size of the weights' mapping (the file's pages, those read in memory)."""
         return int(self._weights.nbytes)
 
 
@@ -177,8 +177,9 @@ def _param_names(tool: Tool) -> list[str]:
 
 
 def fuse(rowids: npt.NDArray[np.int64], cosines: Vector, bm25: dict[int, float]) -> list[int]:
-    """Every tool's rowid, best first: BM25 (``bm25``: rowid to score, higher better; the tools the query's
-    words matched) over its best, and the cosine min-max scaled over the catalogue, :data:`BM25_SHARE` each."""
+    """Every tool's rowid, best first, by its BM25 score (``bm25``: rowid to score, higher better, for the tools
+    the query's words matched) over the best one's, counting :data:`BM25_SHARE`, and its cosine min-max scaled
+    over the catalogue, counting the rest."""
     low, high = float(cosines.min()), float(cosines.max())
     fused = (1 - BM25_SHARE) * (cosines - low) / ((high - low) or 1.0)
     if bm25:
@@ -188,4 +189,5 @@ def fuse(rowids: npt.NDArray[np.int64], cosines: Vector, bm25: dict[int, float])
         fused[np.searchsorted(rowids, matched)] += BM25_SHARE * scores / (best if best > 0 else 1.0)
     # Best first; among equal (rounded) scores, by rowid.
     order = np.lexsort((rowids, -np.round(fused, DECIMALS)))
-    return [int(r) for r in rowids[order]]
+    ranked: list[int] = rowids[order].tolist()
+    return ranked
