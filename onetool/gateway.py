@@ -76,6 +76,8 @@ class Gateway:
         self._registry = Registry({})
         self.index = ToolIndex()
         """The registry's tools by what they do (:mod:`onetool.search`): every face searches it."""
+        self._ranking = anyio.Event()
+        """Set once the index ranks as ``search.semantic`` says (by meaning too, the model loaded)."""
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
@@ -86,15 +88,14 @@ class Gateway:
         """Which tool calls are in flight on the faces, and the stop that lets them finish (``onetool serve``)."""
 
     async def __aenter__(self) -> Gateway:
-        # Local packs first: a broken pack file is a config error, found before any process starts.
-        self._local = load_local_packs(self.config.packs.dirs)
-        # Also before any process starts: search.semantic on without the extra is a config error. The model
-        # loads in about 0.2 s (once per process), in a thread: an application embedding the gateway goes on.
-        model = await anyio.to_thread.run_sync(semantic_model, self.config.search.semantic)
-        if model is not None:
-            self.index.close()
-            self.index = ToolIndex(model)
-            logger.info("tool search ranks by meaning too (search.semantic: {})", self.config.search.semantic)
+        try:
+            # Local packs first: a broken pack file is a config error, found before any process starts.
+            self._local = load_local_packs(self.config.packs.dirs)
+            if self.config.search.semantic == "on":  # so is this one without the extra
+                await self._load_model()
+        except BaseException:
+            self.index.close()  # no __aexit__ follows a failed __aenter__
+            raise
         async with AsyncExitStack() as stack:
             if self.config.otel is not None:  # first: the upstreams' first connects are spans too
                 from onetool.traces import traced
@@ -138,6 +139,10 @@ class Gateway:
             tasks = await stack.enter_async_context(anyio.create_task_group())
             tasks.start_soon(self._watch, changes)
             tasks.start_soon(self._end_wave, self.startup_wait())
+            if self.config.search.semantic == "auto":
+                tasks.start_soon(self._load_model)
+            else:
+                self._ranking.set()
             # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
             tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
@@ -173,8 +178,28 @@ class Gateway:
 
     async def settled(self) -> None:
         """Return once every enabled server's first connection attempt has ended (connected or failed), or
-        ``startup_wait`` passed: what shows or resolves the catalogue awaits this first."""
+        ``startup_wait`` passed, and the index ranks as ``search.semantic`` says: what shows or resolves the
+        catalogue awaits this first."""
         await self._wave.wait()
+        await self._ranking.wait()
+
+    async def _load_model(self) -> None:
+        """Let the index rank by meaning too, when ``search.semantic`` asks and the extra is installed. The model
+        loads in about 0.2 s, in a thread (once per process): with ``auto``, while the servers connect, so that
+        it delays no start; with ``on``, before anything starts, since its absence is a config error."""
+        mode = self.config.search.semantic
+        try:
+            model = await anyio.to_thread.run_sync(semantic_model, mode, abandon_on_cancel=True)
+            if model is not None:
+                self.index.use(model)  # embeds what the index holds already
+                logger.info("tool search ranks by meaning too (search.semantic: {})", mode)
+        except Exception as e:
+            if mode == "on":
+                raise
+            # auto: a model that cannot be read (a broken install) leaves the ranking by words
+            logger.warning("tool search ranks by words only: the semantic model could not be loaded: {}", e)
+        finally:
+            self._ranking.set()
 
     def settling(self) -> list[str]:
         """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""

@@ -109,16 +109,13 @@ class _Pack:
 
 
 class ToolIndex:
-    """The tools of one registry, searchable; by meaning too with a ``model`` (see :func:`.semantic_model`). Used
+    """The tools of one registry, searchable; by meaning too with a ``model`` (:func:`.semantic_model`; or one
+    given later to :meth:`use`). Used
     from the event loop only (the SQLite connection is not shared between threads); every step is bounded (see
     the module's docstring)."""
 
     def __init__(self, model: Model | None = None) -> None:
         self._vectors: Vectors | None = None
-        if model is not None:
-            from onetool.search._semantic import Vectors
-
-            self._vectors = Vectors(model)
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
@@ -126,6 +123,8 @@ class ToolIndex:
         self._packs: dict[str, _Pack] = {}
         self._hits: dict[int, Hit] = {}
         self._rank = f"bm25(tools, {', '.join(map(str, WEIGHTS))})"
+        if model is not None:
+            self.use(model)
 
     def __len__(self) -> int:
         return len(self._hits)
@@ -134,6 +133,19 @@ class ToolIndex:
     def semantic(self) -> bool:
         """Whether it ranks by meaning too."""
         return self._vectors is not None
+
+    def use(self, model: Model) -> None:
+        """Rank by meaning too from now on: the tools the index holds are embedded now (the gateway's model is
+        loaded after its index was first built), and each pack that changes later when it is re-indexed."""
+        if self._vectors is not None:
+            return
+        from onetool.search._semantic import Vectors
+
+        vectors = Vectors(model)
+        for name, kept in self._packs.items():
+            vectors.put(name, [(rowid, self._hits[rowid].target) for rowid in kept.rows])
+        vectors.stack()
+        self._vectors = vectors
 
     def vector_bytes(self) -> int:
         """What the tools' vectors take (none without the semantic extra); the model's pages are not counted."""

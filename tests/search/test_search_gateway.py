@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from onetool.config import Config
+from onetool.errors import ConfigError
+from onetool.gateway import Gateway
+from onetool.search import _semantic
 from tests.admin_api import admin, cli
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of, until, write_config
@@ -96,6 +100,26 @@ async def test_with_the_semantic_extra_tools_are_ranked_by_meaning_too(served: S
     assert len(found) == 3 and found[0] == "everything.gzip_file_as_resource", found
     assert "tool search ranks by meaning too (search.semantic: auto)" in served.log.read_text()
     assert "tokenizers" not in (served.log.parent / "gateway.stderr").read_text()
+
+
+async def test_search_semantic_decides_how_the_gateway_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto loads the model while the servers connect (what waits for the catalogue waits for it); off never
+    does; on without a model this version can read is a config error before anything starts."""
+    for mode, semantic in (("off", False), ("auto", True)):
+        async with Gateway(Config.model_validate({"search": {"semantic": mode}}), warm_workers=1) as gateway:
+            await gateway.settled()
+            assert gateway.index.semantic is semantic
+    monkeypatch.setattr(_semantic, "PACKAGE", "onetool_no_such_model_package")
+    _semantic.shared_model.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"search.semantic is on, but .* is not installed"):
+            async with Gateway(Config.model_validate({"search": {"semantic": "on"}})):
+                pass
+        async with Gateway(Config(), warm_workers=1) as gateway:
+            await gateway.settled()
+            assert not gateway.index.semantic
+    finally:
+        _semantic.shared_model.cache_clear()
 
 
 async def test_quarantined_and_denied_tools_are_never_found(served: ServedGateway) -> None:

@@ -67,6 +67,16 @@ def test_a_task_in_other_words_is_found_by_meaning(bm25: ToolIndex, fused: ToolI
     assert tool in tools(fused, task, 3)
 
 
+def test_a_model_given_later_ranks_as_one_given_at_first(catalogue: Registry, model: Model, fused: ToolIndex) -> None:
+    """The gateway's index is built before its model has loaded, then told to use it."""
+    with closing(indexed(catalogue)) as later:
+        assert not later.semantic
+        later.use(model)
+        assert later.semantic
+        for task in ("who is in our Notion workspace", "list my GitHub repos", "send an email"):
+            assert tools(later, task, 20) == tools(fused, task, 20)
+
+
 def test_a_query_whose_words_no_tool_has_still_finds_nothing(bm25: ToolIndex, fused: ToolIndex) -> None:
     """Every tool has a cosine with any query: the nearest to noise are not an answer."""
     for query in ("xyzzy plugh", "bake a chocolate cake"):
