@@ -76,8 +76,6 @@ class Gateway:
         self._registry = Registry({})
         self.index = ToolIndex()
         """The registry's tools by what they do (:mod:`onetool.search`): every face searches it."""
-        self._ranking = anyio.Event()
-        """Set once the index ranks as ``search.semantic`` says (by meaning too, the model loaded)."""
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
         self._stack = AsyncExitStack()
@@ -140,9 +138,8 @@ class Gateway:
             tasks.start_soon(self._watch, changes)
             tasks.start_soon(self._end_wave, self.startup_wait())
             if self.config.search.semantic == "auto":
+                self.index.model_coming()
                 tasks.start_soon(self._load_model)
-            else:
-                self._ranking.set()
             # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
             tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
@@ -178,15 +175,14 @@ class Gateway:
 
     async def settled(self) -> None:
         """Return once every enabled server's first connection attempt has ended (connected or failed), or
-        ``startup_wait`` passed, and the index ranks as ``search.semantic`` says: what shows or resolves the
-        catalogue awaits this first."""
+        ``startup_wait`` passed: what shows or resolves the catalogue awaits this first."""
         await self._wave.wait()
-        await self._ranking.wait()
 
     async def _load_model(self) -> None:
         """Let the index rank by meaning too, when ``search.semantic`` asks and the extra is installed. The model
         loads in about 0.2 s, in a thread (once per process): with ``auto``, while the servers connect, so that
-        it delays no start; with ``on``, before anything starts, since its absence is a config error."""
+        it delays no start nor any run that does not search (searches wait for it: ``ToolIndex.ready``); with
+        ``on``, before anything starts, since its absence is a config error."""
         mode = self.config.search.semantic
         try:
             model = await anyio.to_thread.run_sync(semantic_model, mode, abandon_on_cancel=True)
@@ -199,7 +195,7 @@ class Gateway:
             # auto: a model that cannot be read (a broken install) leaves the ranking by words
             logger.warning("tool search ranks by words only: the semantic model could not be loaded: {}", e)
         finally:
-            self._ranking.set()
+            self.index.model_settled()
 
     def settling(self) -> list[str]:
         """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from onetool.errors import ArgumentError
 from onetool.registry import LocalTool, Pack, Registry, Tool, UpstreamTool
 from onetool.search._related import related
@@ -116,6 +118,7 @@ class ToolIndex:
 
     def __init__(self, model: Model | None = None) -> None:
         self._vectors: Vectors | None = None
+        self._coming: anyio.Event | None = None
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
@@ -133,6 +136,21 @@ class ToolIndex:
     def semantic(self) -> bool:
         """Whether it ranks by meaning too."""
         return self._vectors is not None
+
+    def model_coming(self) -> None:
+        """A model is being loaded for this index: :meth:`ready` waits until :meth:`model_settled`."""
+        self._coming = anyio.Event()
+
+    def model_settled(self) -> None:
+        """The model that was coming is in use, or none will come: :meth:`ready` returns at once."""
+        if self._coming is not None:
+            self._coming.set()
+
+    async def ready(self) -> None:
+        """Return once the index ranks as it will (a model being loaded, in use): every search of a face awaits
+        this first, so that the first search of a gateway ranks as the later ones."""
+        if self._coming is not None:
+            await self._coming.wait()
 
     def use(self, model: Model) -> None:
         """Rank by meaning too from now on: the tools the index holds are embedded now (the gateway's model is

@@ -103,11 +103,13 @@ async def test_with_the_semantic_extra_tools_are_ranked_by_meaning_too(served: S
 
 
 async def test_search_semantic_decides_how_the_gateway_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """auto loads the model while the servers connect (what waits for the catalogue waits for it); off never
-    does; on without a model this version can read is a config error before anything starts."""
+    """auto loads the model while the servers connect, and a search waits for it (a run that does not search
+    does not); off never loads it; on without a model this version can read is a config error before anything
+    starts."""
     for mode, semantic in (("off", False), ("auto", True)):
         async with Gateway(Config.model_validate({"search": {"semantic": mode}}), warm_workers=1) as gateway:
-            await gateway.settled()
+            found = await gateway.run("[h['tool'] for h in proxy.search('list the servers')]")
+            assert not found.is_error and "proxy.list_servers" in text_of(found)
             assert gateway.index.semantic is semantic
     monkeypatch.setattr(_semantic, "PACKAGE", "onetool_no_such_model_package")
     _semantic.shared_model.cache_clear()
@@ -116,7 +118,7 @@ async def test_search_semantic_decides_how_the_gateway_ranks(monkeypatch: pytest
             async with Gateway(Config.model_validate({"search": {"semantic": "on"}})):
                 pass
         async with Gateway(Config(), warm_workers=1) as gateway:
-            await gateway.settled()
+            await gateway.index.ready()
             assert not gateway.index.semantic
     finally:
         _semantic.shared_model.cache_clear()

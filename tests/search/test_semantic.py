@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 
 from onetool.errors import ConfigError
@@ -75,6 +76,28 @@ def test_a_model_given_later_ranks_as_one_given_at_first(catalogue: Registry, mo
         assert later.semantic
         for task in ("who is in our Notion workspace", "list my GitHub repos", "send an email"):
             assert tools(later, task, 20) == tools(fused, task, 20)
+
+
+@pytest.mark.anyio
+async def test_a_search_waits_for_a_model_on_its_way(catalogue: Registry, model: Model) -> None:
+    """The gateway loads its model while the servers connect: a face's search awaits ``ready()`` first."""
+    ranked: list[bool] = []
+
+    async def search() -> None:
+        await index.ready()
+        ranked.append(index.semantic)
+
+    with closing(indexed(catalogue)) as index:
+        await index.ready()  # no model coming: at once
+        index.model_coming()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(search)
+            for _ in range(10):
+                await anyio.sleep(0)
+            assert ranked == []
+            index.use(model)
+            index.model_settled()
+        assert ranked == [True]
 
 
 def test_a_query_whose_words_no_tool_has_still_finds_nothing(bm25: ToolIndex, fused: ToolIndex) -> None:
