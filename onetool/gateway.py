@@ -138,8 +138,10 @@ class Gateway:
             tasks.start_soon(self._watch, changes)
             tasks.start_soon(self._end_wave, self.startup_wait())
             if self.config.search.semantic == "auto":
+                # The model (about 50 MiB and 0.2 s of CPU) is loaded for the first search, not for a gateway
+                # whose callers never search; that search waits for it.
                 self.index.model_coming()
-                tasks.start_soon(self._load_model)
+                tasks.start_soon(self._load_model_when_searched)
             # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
             tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
@@ -178,11 +180,16 @@ class Gateway:
         ``startup_wait`` passed: what shows or resolves the catalogue awaits this first."""
         await self._wave.wait()
 
+    async def _load_model_when_searched(self) -> None:
+        await self.index.searched()
+        await self._load_model()
+
     async def _load_model(self) -> None:
         """Let the index rank by meaning too, when ``search.semantic`` asks and the extra is installed. The model
-        loads in about 0.2 s, in a thread (once per process): with ``auto``, while the servers connect, so that
-        it delays no start nor any run that does not search (searches wait for it: ``ToolIndex.ready``); with
-        ``on``, before anything starts, since its absence is a config error."""
+        loads in about 0.2 s, in a thread (once per process): with ``auto``, when the gateway is first searched, so
+        that it delays no start nor any run that does not search, and a gateway nobody searches holds none of it
+        (searches wait for it: ``ToolIndex.ready``); with ``on``, before anything starts, since its absence is a
+        config error."""
         mode = self.config.search.semantic
         try:
             model = await anyio.to_thread.run_sync(semantic_model, mode, abandon_on_cancel=True)

@@ -119,6 +119,7 @@ class ToolIndex:
     def __init__(self, model: Model | None = None) -> None:
         self._vectors: Vectors | None = None
         self._coming: anyio.Event | None = None
+        self._wanted = anyio.Event()
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
@@ -138,8 +139,14 @@ class ToolIndex:
         return self._vectors is not None
 
     def model_coming(self) -> None:
-        """A model is being loaded for this index: :meth:`ready` waits until :meth:`model_settled`."""
+        """A model will be loaded for this index once it is first searched (:meth:`searched`): :meth:`ready`
+        waits until :meth:`model_settled`."""
         self._coming = anyio.Event()
+        self._wanted = anyio.Event()
+
+    async def searched(self) -> None:
+        """Return once a search has waited on :meth:`ready` (a model was coming): the time to load it."""
+        await self._wanted.wait()
 
     def model_settled(self) -> None:
         """The model that was coming is in use, or none will come: :meth:`ready` returns at once."""
@@ -147,9 +154,10 @@ class ToolIndex:
             self._coming.set()
 
     async def ready(self) -> None:
-        """Return once the index ranks as it will (a model being loaded, in use): every search of a face awaits
-        this first, so that the first search of a gateway ranks as the later ones."""
+        """Return once the index ranks as it will (a model coming is in use, or will not come): every search of a
+        face awaits this first, so that the first search of a gateway ranks as the later ones."""
         if self._coming is not None:
+            self._wanted.set()
             await self._coming.wait()
 
     def use(self, model: Model) -> None:

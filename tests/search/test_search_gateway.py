@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -103,11 +104,14 @@ async def test_with_the_semantic_extra_tools_are_ranked_by_meaning_too(served: S
 
 
 async def test_search_semantic_decides_how_the_gateway_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """auto loads the model while the servers connect, and a search waits for it (a run that does not search
-    does not); off never loads it; on without a model this version can read is a config error before anything
-    starts."""
+    """auto loads the model for the first search, which waits for it (a gateway nobody searches never loads
+    it: a run that does not search does not); off never loads it; on without a model this version can read is a
+    config error before anything starts."""
     for mode, semantic in (("off", False), ("auto", True)):
         async with Gateway(Config.model_validate({"search": {"semantic": mode}}), warm_workers=1) as gateway:
+            assert not (await gateway.run("1 + 1")).is_error
+            await anyio.sleep(0.5)  # what a load at start would have taken, and more
+            assert not gateway.index.semantic
             found = await gateway.run("[h['tool'] for h in proxy.search('list the servers')]")
             assert not found.is_error and "proxy.list_servers" in text_of(found)
             assert gateway.index.semantic is semantic
