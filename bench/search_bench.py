@@ -3,30 +3,36 @@ the catalogue, what it costs in memory, and what a task costs in each face when 
 
 - Recall@1, @5 and @10 over the search catalogue (tests/fixtures/search_catalogue.json: 568 tools of 30 real
   servers from npm and PyPI) for the tasks of tests/fixtures/search_tasks.json (a task is found when any of the
-  tools that do it is among the first k).
-- Speed at 1,000 tools (the catalogue and copies of its servers): one search of the index (p50 / p90 over the
-  tasks); one ``proxy.search`` inside a run, through a real gateway (the run's time over a hundred searches); the
-  index's update after one server's catalogue changed.
-- Memory of the index at 1,000 tools: the Python objects it made (tracemalloc) and its SQLite database's pages.
+  tools that do it is among the first k): by BM25 alone (``search.semantic: off``), by meaning alone (the
+  ``semantic`` extra's vectors, cosine only) and both fused (what a gateway with the extra does).
+- Speed at 1,000 tools (the catalogue and copies of its servers), BM25 alone and fused: one search of the index
+  (p50 / p90 over the tasks); one ``proxy.search`` inside a run, through a real gateway (the run's time over a
+  hundred searches); the index's update after one server's catalogue changed.
+- Memory of the index at 1,000 tools: the Python objects it made (tracemalloc; the tools' vectors among them)
+  and its SQLite database's pages; the model's apart, in a fresh process: its mapped file, the pages of it a
+  catalogue and its searches read, and what loading it (numpy, tokenizers, the tokenizer) adds to the RSS.
 - Bytes of a task end to end, search then call, through a real in-process gateway serving the 30 recorded servers
   (tests/fixtures/recorded_server.py, real names and schemas): ``run`` (its tool list, a run of proxy.search, a
   run of the call), /mcp/direct with ``direct.expose: search`` (its list, search_tools, call_tool), inspect (its
   list, inspect(query=), exec), against direct exposure (every tool listed, then the call), as the model reads
   them (see tokens_bench).
 
-``python -m bench.search_bench`` prints the table; ``make bench`` runs :func:`run` with the others.
+``python -m bench.search_bench`` prints the table (``--index``: the rows without a gateway, in seconds); ``make
+bench`` runs :func:`run` with the others.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import json
+import subprocess
 import sys
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from contextlib import closing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp import Client, types
@@ -37,11 +43,14 @@ from onetool.config import Config, to_identifier
 from onetool.gateway import Gateway
 from onetool.logs import setup_logging
 from onetool.registry import Pack, Registry
-from onetool.search import ToolIndex
+from onetool.search import ToolIndex, semantic_model
 from onetool.serve.direct import build_direct_server
 from onetool.serve.inspect import build_inspect_server
 from onetool.serve.run import build_run_server
-from tests.search_catalogue import FIXTURES, recall, recorded, registry, tasks, tool_count
+from tests.search_catalogue import FIXTURES, recorded, registry, tasks, tool_count
+
+if TYPE_CHECKING:
+    from onetool.search import Model
 
 AT = 1_000
 """Tools in the catalogue the speed and memory rows are measured at."""
@@ -69,21 +78,68 @@ SHOWN = 5
 
 
 def recall_rows() -> list[Row]:
+    label = f"{tool_count()} real tools, {len(tasks())} tasks"
+    model = semantic_model("auto")
     with closing(ToolIndex()) as index:
         index.update(registry())
-        label = f"{tool_count()} real tools, {len(tasks())} tasks"
-        return [
-            Row("search", f"recall@{k} ({label})", f"{recall(index, tasks(), k):.3f}", "≥ 0.9" if k == 5 else "")
-            for k in (1, 5, 10)
-        ]
+        rows = [_recall_row(f"BM25 alone ({label})", [_found(index, case.task) for case in tasks()])]
+    if model is None:
+        return [*rows, Row("search", "recall by meaning", "the semantic extra is not installed")]
+    with closing(ToolIndex(model)) as index:
+        index.update(registry())
+        fused = [_found(index, case.task) for case in tasks()]
+    return [
+        *rows,
+        _recall_row("by meaning alone (cosine)", _by_meaning(model)),
+        _recall_row("BM25 and meaning fused (search.semantic)", fused),
+    ]
+
+
+def _found(index: ToolIndex, task: str) -> list[str]:
+    return [hit.tool for hit in index.search(task, 10)]
+
+
+def _by_meaning(model: Model) -> list[list[str]]:
+    """Each task's first ten tools by cosine alone, as the index's vectors rank them."""
+    from onetool.search._semantic import Vectors
+
+    vectors = Vectors(model)
+    names: dict[int, str] = {}
+    for pack in registry().packs.values():
+        rows = [(len(names) + i, tool) for i, tool in enumerate(pack.tools.values())]
+        names.update((rowid, f"{pack.name}.{tool.name}") for rowid, tool in rows)
+        vectors.put(pack.name, rows)
+    vectors.stack()
+    ranked = []
+    for case in tasks():
+        cosines = vectors.cosines(case.task)
+        ranked.append([names[int(vectors.rowids[i])] for i in cosines.argsort()[::-1][:10]])
+    return ranked
+
+
+def _recall_row(label: str, found: list[list[str]]) -> Row:
+    """Recall@1 / @5 / @10 of the tasks' first ten tools ``found``."""
+    shares = [
+        sum(any(t in got[:k] for t in case.tools) for case, got in zip(tasks(), found, strict=True)) for k in (1, 5, 10)
+    ]
+    value = " / ".join(f"{n / len(found):.3f}" for n in shares)
+    return Row("search", f"recall@1 / @5 / @10, {label}", value, "@5 ≥ 0.9")
 
 
 def index_rows() -> list[Row]:
+    model = semantic_model("auto")
+    rows = _index_rows(None, "BM25")
+    if model is not None:
+        rows += _index_rows(model, "fused") + model_rows()
+    return rows
+
+
+def _index_rows(model: Model | None, ranking: str) -> list[Row]:
     big = registry(at_least=AT)
     tools = sum(len(p.tools) for p in big.packs.values())
     gc.collect()
     tracemalloc.start()
-    index = ToolIndex()
+    index = ToolIndex(model)
     started = time.perf_counter()
     index.update(big)
     built = time.perf_counter() - started
@@ -108,15 +164,62 @@ def index_rows() -> list[Row]:
             started = time.perf_counter()
             index.update(registry_now)
             updates.append(time.perf_counter() - started)
+        vectors = index.vector_bytes()
+    memory = f"{objects / 2**20:.1f} + {database / 2**20:.1f} MB"
     return [
-        Row("search", f"index {tools:,} tools from scratch", f"{built * 1000:.0f} ms"),
-        Row("search", f"one search, {tools:,} tools (median / p90)", median_p90(searches), "p50 < 5 ms"),
-        Row("search", f"update after one server changed, {tools:,} tools", median_p90(updates), "< 50 ms"),
+        Row("search", f"{ranking}: index {tools:,} tools from scratch", f"{built * 1000:.0f} ms"),
+        Row("search", f"{ranking}: one search, {tools:,} tools (median / p90)", median_p90(searches), "p50 < 5 ms"),
+        Row("search", f"{ranking}: update after one server changed, {tools:,} tools", median_p90(updates), "< 50 ms"),
         Row(
             "search",
-            f"memory of the index, {tools:,} tools: its Python objects + its SQLite pages",
-            f"{objects / 2**20:.1f} + {database / 2**20:.1f} MB",
+            f"{ranking}: memory of the index, {tools:,} tools: its Python objects + its SQLite pages",
+            memory + (f" (its vectors {vectors / 2**20:.1f} MB of the objects)" if vectors else ""),
             "< 20 MB",
+        ),
+    ]
+
+
+_MODEL_MEMORY = f"""
+import json, resource, sys
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
+sys.path.insert(0, {str(FIXTURES.parent.parent)!r})
+from tests.search_catalogue import registry, tasks
+from onetool.search import ToolIndex, semantic_model
+from onetool.search._semantic import WEIGHTS
+before = rss()
+model = semantic_model("on")
+loaded = rss()
+index = ToolIndex(model)
+index.update(registry(at_least={AT}))
+for case in tasks():
+    index.search(case.task)
+mapped = 0
+lines = iter(open("/proc/self/smaps").read().splitlines())
+for line in lines:
+    if line.rstrip().endswith(WEIGHTS.rsplit("/", 1)[-1]):
+        for field in lines:
+            if field.startswith("Rss:"):
+                mapped += int(field.split()[1]) * 1024
+                break
+print(json.dumps({{"load": loaded - before, "mapped": model.mapped_bytes(), "resident": mapped}}))
+"""
+
+
+def model_rows() -> list[Row]:
+    """The model's memory, in a process of its own (what importing numpy and tokenizers adds is the process's)."""
+    done = subprocess.run([sys.executable, "-c", _MODEL_MEMORY], capture_output=True, text=True, check=True)
+    figures = json.loads(done.stdout)
+    return [
+        Row(
+            "search",
+            f"the model: its file mapped / of it resident after indexing {AT:,} tools and the tasks' searches",
+            f"{figures['mapped'] / 2**20:.1f} / {figures['resident'] / 2**20:.1f} MB",
+        ),
+        Row(
+            "search",
+            "the model: RSS its loading adds (numpy, tokenizers, the tokenizer)",
+            f"{figures['load'] / 2**20:.1f} MB",
         ),
     ]
 
@@ -231,7 +334,7 @@ async def run() -> list[Row]:
 
 
 async def main() -> None:
-    rows = await run()
+    rows = recall_rows() + index_rows() if sys.argv[1:] == ["--index"] else await run()
     widths = [max(len(r[i]) for r in rows) for i in range(1, 4)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row[1:], widths, strict=True)).rstrip())

@@ -39,7 +39,7 @@ from onetool.registry import Pack, Registry, load_local_packs
 from onetool.relay import RunClient
 from onetool.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.runs import Runs
-from onetool.search import ToolIndex
+from onetool.search import ToolIndex, semantic_model
 from onetool.startup import FirstWave, default_startup_wait
 from onetool.state import StateStore
 from onetool.state.paths import legacy_notice
@@ -86,8 +86,14 @@ class Gateway:
         """Which tool calls are in flight on the faces, and the stop that lets them finish (``onetool serve``)."""
 
     async def __aenter__(self) -> Gateway:
-        # Local packs first: a broken pack file is a config error, found before any process starts.
-        self._local = load_local_packs(self.config.packs.dirs)
+        try:
+            # Local packs first: a broken pack file is a config error, found before any process starts.
+            self._local = load_local_packs(self.config.packs.dirs)
+            if self.config.search.semantic == "on":  # so is this one without the extra
+                await self._load_model()
+        except BaseException:
+            self.index.close()  # no __aexit__ follows a failed __aenter__
+            raise
         async with AsyncExitStack() as stack:
             if self.config.otel is not None:  # first: the upstreams' first connects are spans too
                 from onetool.traces import traced
@@ -131,6 +137,11 @@ class Gateway:
             tasks = await stack.enter_async_context(anyio.create_task_group())
             tasks.start_soon(self._watch, changes)
             tasks.start_soon(self._end_wave, self.startup_wait())
+            if self.config.search.semantic == "auto":
+                # The model (about 50 MiB and 0.2 s of CPU) is loaded for the first search, not for a gateway
+                # whose callers never search; that search waits for it.
+                self.index.model_coming()
+                tasks.start_soon(self._load_model_when_searched)
             # Replicas: what another gateway (or `onetool servers ...`) changes in the store is applied here too.
             tasks.start_soon(self.control.follow)
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
@@ -168,6 +179,30 @@ class Gateway:
         """Return once every enabled server's first connection attempt has ended (connected or failed), or
         ``startup_wait`` passed: what shows or resolves the catalogue awaits this first."""
         await self._wave.wait()
+
+    async def _load_model_when_searched(self) -> None:
+        await self.index.searched()
+        await self._load_model()
+
+    async def _load_model(self) -> None:
+        """Let the index rank by meaning too, when ``search.semantic`` asks and the extra is installed. The model
+        loads in about 0.2 s, in a thread (once per process): with ``auto``, when the gateway is first searched, so
+        that it delays no start nor any run that does not search, and a gateway nobody searches holds none of it
+        (searches wait for it: ``ToolIndex.ready``); with ``on``, before anything starts, since its absence is a
+        config error."""
+        mode = self.config.search.semantic
+        try:
+            model = await anyio.to_thread.run_sync(semantic_model, mode, abandon_on_cancel=True)
+            if model is not None:
+                self.index.use(model)  # embeds what the index holds already
+                logger.info("tool search ranks by meaning too (search.semantic: {})", mode)
+        except Exception as e:
+            if mode == "on":
+                raise
+            # auto: a model that cannot be read (a broken install) leaves the ranking by words
+            logger.warning("tool search ranks by words only: the semantic model could not be loaded: {}", e)
+        finally:
+            self.index.model_settled()
 
     def settling(self) -> list[str]:
         """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""

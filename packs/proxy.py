@@ -58,6 +58,7 @@ async def search(query: str, limit: int = DEFAULT_LIMIT, *, ctx: PackContext) ->
 
     Say the task in a few words ("create a GitHub issue"). Each result has tool (call it as written:
     pack.tool(...)), signature, description and server; at most limit (1 to 50) results."""
+    await ctx.index.ready()
     return [hit.to_dict() for hit in ctx.index.search(query, limit)]
 
 

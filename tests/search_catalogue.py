@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
@@ -17,6 +17,9 @@ from onetool.config import to_identifier
 from onetool.registry import Pack, Registry
 from onetool.registry._registry import upstream_tools
 from onetool.search import ToolIndex
+
+if TYPE_CHECKING:
+    from onetool.search import Model
 from onetool.upstream import ServerState, ServerStatus
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -90,8 +93,8 @@ def registry(servers: Iterable[str] | None = None, at_least: int = 0) -> Registr
         copy += 1
 
 
-def indexed(reg: Registry | None = None) -> ToolIndex:
-    index = ToolIndex()
+def indexed(reg: Registry | None = None, model: Model | None = None) -> ToolIndex:
+    index = ToolIndex(model)
     index.update(reg or registry())
     return index
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from onetool.config import Config, ServerConfig
     from onetool.registry import Registry
+    from onetool.search import Model
     from onetool.upstream import UpstreamPool
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, setup, with_pool
@@ -35,7 +36,11 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return attach_failed("tools", e)
     config = setup(args, "ERROR")
     if args.search is not None:
-        return int(with_pool(config, lambda _control, _pool, registry: _search(registry, args)))
+        from onetool.search import semantic_model
+
+        # Ranked as the config's gateway would rank (search.semantic); a config error before any server starts.
+        model = semantic_model(config.search.semantic)
+        return int(with_pool(config, lambda _control, _pool, registry: _search(model, registry, args)))
     packs = with_pool(config, lambda _control, _pool, registry: [p.listing() for p in registry.packs.values()])
     return _print_packs(packs, args.server)
 
@@ -58,12 +63,12 @@ def _print_packs(packs: list[dict[str, Any]], wanted: str | None) -> int:
     return EXIT_OK
 
 
-def _search(registry: Registry, args: argparse.Namespace) -> int:
+def _search(model: Model | None, registry: Registry, args: argparse.Namespace) -> int:
     """``onetool tools --search`` without a running gateway: the registry connected here, indexed once."""
     from onetool.errors import ArgumentError
     from onetool.search import ToolIndex
 
-    index = ToolIndex()
+    index = ToolIndex(model)
     try:
         index.update(registry)
         hits = index.find(args.search, str(args.limit), args.server)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from onetool.errors import ConfigError
 from onetool.hosts import plain_http_host
@@ -500,6 +500,25 @@ class InspectConfig(_Strict):
     )
 
 
+Semantic = Literal["auto", "on", "off"]
+
+
+class SearchConfig(_Strict):
+    """How the tool index ranks (``proxy.search``, ``search_tools``, ``inspect(query=...)`` and the others)."""
+
+    semantic: Semantic = Field(
+        default="auto",
+        description="auto: also rank by meaning when the semantic extra (pip install 'onetool[semantic]') is "
+        "installed; on: the same, and a gateway without it does not start; off: BM25 over words only",
+    )
+
+    @field_validator("semantic", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: object) -> object:
+        """YAML reads an unquoted ``on`` and ``off`` as true and false."""
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+
 class UiConfig(_Strict):
     """The operator's console at ``/ui`` (``http.ui`` turns it on or off)."""
 
@@ -598,6 +617,7 @@ class Config(_Strict):
     http: HttpConfig = Field(default_factory=HttpConfig)
     state: StateConfig = Field(default_factory=StateConfig)
     inspect: InspectConfig = Field(default_factory=InspectConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
     direct: DirectConfig = Field(default_factory=DirectConfig)
     registries: list[RegistryConfig] = Field(
         default_factory=list, description="MCP registries /mcp/direct's search_servers searches"

@@ -12,6 +12,11 @@ What it holds is what the registry holds, which the control plane's one visibili
 further with ``visible`` (a face that shows only upstream tools; a caller's profile, later). Ties are broken by a
 hash of the tool's name, so every replica with the same catalogue gives the same answer.
 
+With the ``semantic`` extra (``search.semantic``, :mod:`._extra`), each tool is also a vector of what it means
+(:mod:`._semantic`, embedded when its pack is indexed) and a search ranks every tool by BM25 and by its vector's
+closeness to the query's, fused; a query none of whose words (or their related words) any tool has still finds
+nothing, so a word no tool knows is not answered with the tools nearest to noise.
+
 Work is bounded by constants before it starts: a query's characters (:data:`MAX_QUERY_CHARS`) and words
 (:data:`MAX_QUERY_WORDS`), the results (:data:`MAX_LIMIT`), and the text of each tool read into the index.
 """
@@ -23,13 +28,18 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from onetool.errors import ArgumentError
 from onetool.registry import LocalTool, Pack, Registry, Tool, UpstreamTool
 from onetool.search._related import related
 from onetool.search._words import words
 from onetool.text import one_line, shown_name, visible
+
+if TYPE_CHECKING:
+    from onetool.search._semantic import Model, Vectors
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_QUERY_WORDS", "Hit", "ToolIndex", "Visible"]
 
@@ -101,10 +111,15 @@ class _Pack:
 
 
 class ToolIndex:
-    """The tools of one registry, searchable. Used from the event loop only (the SQLite connection is not shared
-    between threads); every step is bounded (see the module's docstring)."""
+    """The tools of one registry, searchable; by meaning too with a ``model`` (:func:`.semantic_model`; or one
+    given later to :meth:`use`). Used
+    from the event loop only (the SQLite connection is not shared between threads); every step is bounded (see
+    the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: Model | None = None) -> None:
+        self._vectors: Vectors | None = None
+        self._coming: anyio.Event | None = None
+        self._wanted = anyio.Event()
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             f"CREATE VIRTUAL TABLE tools USING fts5({', '.join(FIELDS)}, tokenize='unicode61 remove_diacritics 0')"
@@ -112,9 +127,55 @@ class ToolIndex:
         self._packs: dict[str, _Pack] = {}
         self._hits: dict[int, Hit] = {}
         self._rank = f"bm25(tools, {', '.join(map(str, WEIGHTS))})"
+        if model is not None:
+            self.use(model)
 
     def __len__(self) -> int:
         return len(self._hits)
+
+    @property
+    def semantic(self) -> bool:
+        """Whether it ranks by meaning too."""
+        return self._vectors is not None
+
+    def model_coming(self) -> None:
+        """A model will be loaded for this index once it is first searched (:meth:`searched`): :meth:`ready`
+        waits until :meth:`model_settled`."""
+        self._coming = anyio.Event()
+        self._wanted = anyio.Event()
+
+    async def searched(self) -> None:
+        """Return once a search has waited on :meth:`ready` (a model was coming): the time to load it."""
+        await self._wanted.wait()
+
+    def model_settled(self) -> None:
+        """The model that was coming is in use, or none will come: :meth:`ready` returns at once."""
+        if self._coming is not None:
+            self._coming.set()
+
+    async def ready(self) -> None:
+        """Return once the index ranks as it will (a model coming is in use, or will not come): every search of a
+        face awaits this first, so that the first search of a gateway ranks as the later ones."""
+        if self._coming is not None:
+            self._wanted.set()
+            await self._coming.wait()
+
+    def use(self, model: Model) -> None:
+        """Rank by meaning too from now on: the tools the index holds are embedded now (the gateway's model is
+        loaded after its index was first built), and each pack that changes later when it is re-indexed."""
+        if self._vectors is not None:
+            return
+        from onetool.search._semantic import Vectors
+
+        vectors = Vectors(model)
+        for name, kept in self._packs.items():
+            vectors.put(name, [(rowid, self._hits[rowid].target) for rowid in kept.rows])
+        vectors.stack()
+        self._vectors = vectors
+
+    def vector_bytes(self) -> int:
+        """What the tools' vectors take (none without the semantic extra); the model's pages are not counted."""
+        return self._vectors.nbytes() if self._vectors is not None else 0
 
     def database_bytes(self) -> int:
         """What the SQLite side of the index takes (its pages; the hits are Python objects beside it)."""
@@ -141,8 +202,10 @@ class ToolIndex:
                     continue
                 if kept is not None:
                     self._drop(name)
-                self._packs[name] = _Pack(key, tuple(self._add(pack, instructions)))
+                self._packs[name] = _Pack(key, self._add(pack, instructions))
                 changed.append(name)
+        if changed and self._vectors is not None:
+            self._vectors.stack()
         return changed
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT, visible: Visible | None = None) -> list[Hit]:
@@ -154,20 +217,41 @@ class ToolIndex:
             raise ArgumentError(f"limit must be 1 to {MAX_LIMIT}, got {limit}")
         widened = related(terms)[:MAX_RELATED]
         match = " OR ".join(f'"{term}"' for term in [*terms * ORIGINAL_REPEATS, *widened])
-        # Among equal ranks, by rowid: a hash of the tool's name (not the order the packs came in), so every
-        # replica answers the same; reading a column to sort by would cost each row found its content.
-        rows = self._db.execute(
-            f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY {self._rank}, rowid LIMIT ?",
-            (match, limit if visible is None else -1),
+        vectors = self._vectors
+        ranked = (
+            self._ranked(match, limit if visible is None else -1)
+            if vectors is None
+            else self._fused(vectors, query, match)
         )
         found: list[Hit] = []
-        for (rowid,) in rows:
+        for rowid in ranked:
             hit = self._hits[rowid]
             if visible is None or visible(hit.target):
                 found.append(hit)
                 if len(found) == limit:
                     break
         return found
+
+    def _ranked(self, match: str, limit: int) -> Iterator[int]:
+        """The rowids ``match`` finds, by BM25 (``limit`` -1: all of them)."""
+        # Among equal ranks, by rowid: a hash of the tool's name (not the order the packs came in), so every
+        # replica answers the same; reading a column to sort by would cost each row found its content.
+        rows = self._db.execute(
+            f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY {self._rank}, rowid LIMIT ?", (match, limit)
+        )
+        return (rowid for (rowid,) in rows)
+
+    def _fused(self, vectors: Vectors, query: str, match: str) -> list[int]:
+        """Every rowid, by BM25 and meaning fused (:func:`._semantic.fuse`); none when ``match`` finds none."""
+        from onetool.search._semantic import fuse
+
+        bm25 = {
+            rowid: -score
+            for rowid, score in self._db.execute(f"SELECT rowid, {self._rank} FROM tools WHERE tools MATCH ?", (match,))
+        }
+        if not bm25:
+            return []
+        return fuse(vectors.rowids, vectors.cosines(query), bm25)
 
     def find(self, query: str | None, limit: str | None = None, server: str | None = None) -> list[Hit]:
         """A search as a URL's query string gives it (the admin API, the console, the CLI): every tool without a
@@ -184,7 +268,14 @@ class ToolIndex:
         """Every tool of the index (that ``visible`` lets through), by name."""
         return sorted((h for h in self._hits.values() if visible is None or visible(h.target)), key=lambda h: h.tool)
 
-    def _add(self, pack: Pack, instructions: str) -> Iterator[int]:
+    def _add(self, pack: Pack, instructions: str) -> tuple[int, ...]:
+        """Index ``pack``'s tools (and embed them, with a model); their rowids."""
+        rows = tuple(self._rows(pack, instructions))
+        if self._vectors is not None:
+            self._vectors.put(pack.name, [(rowid, self._hits[rowid].target) for rowid in rows])
+        return rows
+
+    def _rows(self, pack: Pack, instructions: str) -> Iterator[int]:
         about = " ".join(words(instructions[:MAX_INSTRUCTIONS_CHARS]))
         for tool in pack.tools.values():
             hit = Hit(f"{pack.name}.{tool.name}", tool)
@@ -217,6 +308,8 @@ class ToolIndex:
             self._db.execute(f"DELETE FROM tools WHERE rowid IN ({marks})", kept.rows)
         for rowid in kept.rows:
             del self._hits[rowid]
+        if self._vectors is not None:
+            self._vectors.drop(name)
 
 
 def query_terms(query: str) -> list[str]:

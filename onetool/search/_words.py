@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import Stemmer
 
-__all__ = ["MAX_WORD_CHARS", "stem", "words"]
+__all__ = ["MAX_WORD_CHARS", "spelled", "stem", "words"]
 
 MAX_WORD_CHARS = 40
 """A longer run of letters is no word a user types (a hash, base64): it is left out."""
@@ -65,6 +65,13 @@ def words(text: str, *, split_camel: bool = True) -> list[str]:
         if split_camel and word != token and _CAMEL.search(token):
             out.extend(stem(part) for part in _CAMEL.sub(" ", token).lower().split() if _kept(part))
     return out
+
+
+def spelled(text: str) -> str:
+    """``text``'s words as a sentence, for a model that reads words rather than stems: identifiers split
+    (``getFileContents`` and ``get_file_contents`` are ``get File Contents`` and ``get file contents``), every
+    mark and every word longer than MAX_WORD_CHARS left out, case and stop words kept."""
+    return " ".join(word for word in _WORD.findall(_CAMEL.sub(" ", text)) if len(word) <= MAX_WORD_CHARS)
 
 
 def _joined(match: re.Match[str]) -> str:

@@ -132,6 +132,16 @@ def test_a_management_mode_is_one_of_three(tmp_path: Path) -> None:
     assert "direct.management" in msg and "'read-only', 'propose' or 'full'" in msg
 
 
+def test_search_semantic_is_auto_on_or_off(tmp_path: Path) -> None:
+    assert Config().search.semantic == "auto"
+    # YAML reads an unquoted on and off as true and false
+    assert load_config(write(tmp_path, "search:\n  semantic: off\n")).search.semantic == "off"
+    assert load_config(write(tmp_path, "search:\n  semantic: on\n")).search.semantic == "on"
+    assert load_config(write(tmp_path, "search:\n  semantic: 'off'\n")).search.semantic == "off"
+    msg = error_of(write(tmp_path, "search:\n  semantic: yes please\n"))
+    assert "search.semantic" in msg and "'auto', 'on' or 'off'" in msg
+
+
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "server: {}\n"))
     assert "server: unknown key; did you mean 'servers'?" in msg

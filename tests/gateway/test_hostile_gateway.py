@@ -694,6 +694,10 @@ async def test_an_exception_text_costs_the_gateway_log_time_linear_in_its_length
         (f"proxy.search('\\x1b[m\\x07' + chr({0xD800}) + '\\u202e')", "no word to search for"),
         # a thousand-word query is cut to its first words, and the widest limit is bounded
         ("proxy.search(' '.join(['echo'] * 199), limit=50)", None),
+        # a word the index has, so the model reads the rest: a lone surrogate, and rare characters that are
+        # thousands of byte tokens (the model averages the first 256)
+        (f"proxy.search('echo ' + chr({0xD800}) + ' sum\u202e numbers', limit=5)", None),
+        (f"proxy.search('echo ' + (chr({0x17000}) * 39 + ' ') * 24, limit=50)", None),
         ("proxy.search('echo', limit=10**100)", "limit must be 1 to 50"),
     ],
 )

@@ -1,21 +1,26 @@
 """The ranking rules of the tool index, on the search catalogue (568 real tools of 30 real servers, no process
 started): words, short queries, ties, determinism, updates pack by pack, visibility, escaping, hostile queries,
-and a floor under recall on the tasks written in a user's words."""
+and a floor under recall on the tasks written in a user's words. Each holds for BM25 alone (``search.semantic:
+off``) and fused with the semantic extra's model (installed with the dev extra)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
 from contextlib import closing
+from typing import TYPE_CHECKING
 
 import pytest
 
 from onetool.errors import ArgumentError
 from onetool.registry import Pack, Registry, UpstreamTool
-from onetool.search import MAX_LIMIT, ToolIndex
+from onetool.search import MAX_LIMIT, ToolIndex, semantic_model
 from onetool.search._related import related
 from onetool.search._words import words
 from tests.search_catalogue import indexed, recall, recorded, registry, server_pack, tasks, tool_count
+
+if TYPE_CHECKING:
+    from onetool.search import Model
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +28,22 @@ def catalogue() -> Registry:
     return registry()
 
 
+@pytest.fixture(scope="module", params=["bm25", "fused"])
+def model(request: pytest.FixtureRequest) -> Model | None:
+    """The ranking: BM25 alone, or fused with the model."""
+    return semantic_model("on") if request.param == "fused" else None
+
+
 @pytest.fixture(scope="module")
-def index(catalogue: Registry) -> Iterator[ToolIndex]:
-    with closing(indexed(catalogue)) as made:
+def index(catalogue: Registry, model: Model | None) -> Iterator[ToolIndex]:
+    with closing(indexed(catalogue, model)) as made:
         yield made
 
 
 @pytest.fixture
-def fresh(catalogue: Registry) -> Iterator[ToolIndex]:
+def fresh(catalogue: Registry, model: Model | None) -> Iterator[ToolIndex]:
     """An index of the catalogue this test may change."""
-    with closing(indexed(catalogue)) as made:
+    with closing(indexed(catalogue, model)) as made:
         yield made
 
 
@@ -74,12 +85,14 @@ def test_user_words_find_the_tool(index: ToolIndex) -> None:
     assert "github.create_pull_request" in tools(index, "open a PR on GitHub from my branch", 3)
 
 
-def test_equal_scores_come_in_one_order_whatever_order_the_packs_came_in(catalogue: Registry) -> None:
+def test_equal_scores_come_in_one_order_whatever_order_the_packs_came_in(
+    catalogue: Registry, model: Model | None
+) -> None:
     twin = {"name": "lookup", "description": "Look up a glossary term.", "inputSchema": {"type": "object"}}
     twins = [server_pack(name, {"tools": [twin], "instructions": None}) for name in ("zeta", "alpha", "mid", "kappa")]
     orders = []
     for packs in (twins, twins[::-1], twins[1:] + twins[:1]):
-        with closing(ToolIndex()) as index:
+        with closing(ToolIndex(model)) as index:
             for pack, status in packs:  # one pack at a time, as servers connect
                 index.update(
                     Registry({**{p.name: p for p, _ in packs[: packs.index((pack, status))]}, pack.name: pack})
@@ -89,7 +102,7 @@ def test_equal_scores_come_in_one_order_whatever_order_the_packs_came_in(catalog
         f"{n}.lookup" for n in ("alpha", "kappa", "mid", "zeta")
     ]
     # The whole catalogue, its packs indexed one at a time in the opposite order: the same answers.
-    with closing(indexed(catalogue)) as one, closing(ToolIndex()) as other:
+    with closing(indexed(catalogue, model)) as one, closing(ToolIndex(model)) as other:
         names = list(catalogue.packs)
         for i in range(len(names)):
             other.update(Registry({n: catalogue.packs[n] for n in names[len(names) - 1 - i :]}, {}))
@@ -122,14 +135,14 @@ def test_visibility_narrows_what_is_found(index: ToolIndex) -> None:
     assert index.search("github", 5, lambda tool: False) == []
 
 
-def test_descriptions_come_back_escaped() -> None:
+def test_descriptions_come_back_escaped(model: Model | None) -> None:
     hostile = {
         "name": "paint",
         "description": "Paint a wall red.\x1b[31m\x1b]52;c;cm0gLXJm\x07 \u202edone\u2066",
         "inputSchema": {"type": "object", "properties": {"x\nevil": {"type": "string"}}},
     }
     pack, status = server_pack("evil", {"tools": [hostile], "instructions": None})
-    with closing(indexed(Registry({pack.name: pack}, {"evil": status}))) as index:
+    with closing(indexed(Registry({pack.name: pack}, {"evil": status}), model)) as index:
         [hit] = index.search("paint a wall")
     for text in (hit.description, hit.signature):
         assert not any(c in text for c in "\x1b\x07\u202e\u2066\n"), text
@@ -171,6 +184,8 @@ def test_queries_and_limits_are_bounded(index: ToolIndex) -> None:
 
 
 def test_recall_on_the_tasks_stays_above_its_floor(index: ToolIndex) -> None:
-    """A regression floor a little under what `make bench` measures (recall@5 0.79, @10 0.88)."""
-    assert recall(index, tasks(), 5) >= 0.75
-    assert recall(index, tasks(), 10) >= 0.85
+    """A regression floor a little under what `make bench` measures: BM25 alone recall@1 / @5 / @10 0.42 / 0.79 /
+    0.88, fused 0.52 / 0.90 / 0.96."""
+    floors = (0.48, 0.87, 0.93) if index.semantic else (0.38, 0.75, 0.85)
+    found = [recall(index, tasks(), k) for k in (1, 5, 10)]
+    assert all(share >= floor for share, floor in zip(found, floors, strict=True)), found

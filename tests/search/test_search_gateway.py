@@ -12,9 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
+from onetool.config import Config
+from onetool.errors import ConfigError
+from onetool.gateway import Gateway
+from onetool.search import _semantic
 from tests.admin_api import admin, cli
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of, until, write_config
@@ -87,6 +92,40 @@ async def test_results_carry_the_signature_and_purpose_the_description_shows(ser
 async def test_a_pack_name_lists_that_packs_tools(served: ServedGateway) -> None:
     found = await run_value(served, '[h["tool"] for h in proxy.search("everything", limit=10)]')
     assert len(found) == 10 and all(t.startswith("everything.") for t in found), found
+
+
+async def test_with_the_semantic_extra_tools_are_ranked_by_meaning_too(served: ServedGateway) -> None:
+    """The dev extra installs the model: a word one tool has finds that tool first, then the nearest in meaning
+    (BM25 alone finds that one tool only), and the tokenizer never complains of the gateway's forks."""
+    found = await run_value(served, '[h["tool"] for h in proxy.search("gzip", limit=3)]')
+    assert len(found) == 3 and found[0] == "everything.gzip_file_as_resource", found
+    assert "tool search ranks by meaning too (search.semantic: auto)" in served.log.read_text()
+    assert "tokenizers" not in (served.log.parent / "gateway.stderr").read_text()
+
+
+async def test_search_semantic_decides_how_the_gateway_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto loads the model for the first search, which waits for it (a gateway nobody searches never loads
+    it: a run that does not search does not); off never loads it; on without a model this version can read is a
+    config error before anything starts."""
+    for mode, semantic in (("off", False), ("auto", True)):
+        async with Gateway(Config.model_validate({"search": {"semantic": mode}}), warm_workers=1) as gateway:
+            assert not (await gateway.run("1 + 1")).is_error
+            await anyio.sleep(0.5)  # what a load at start would have taken, and more
+            assert not gateway.index.semantic
+            found = await gateway.run("[h['tool'] for h in proxy.search('list the servers')]")
+            assert not found.is_error and "proxy.list_servers" in text_of(found)
+            assert gateway.index.semantic is semantic
+    monkeypatch.setattr(_semantic, "PACKAGE", "onetool_no_such_model_package")
+    _semantic.shared_model.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"search.semantic is on, but .* is not installed"):
+            async with Gateway(Config.model_validate({"search": {"semantic": "on"}})):
+                pass
+        async with Gateway(Config(), warm_workers=1) as gateway:
+            await gateway.index.ready()
+            assert not gateway.index.semantic
+    finally:
+        _semantic.shared_model.cache_clear()
 
 
 async def test_quarantined_and_denied_tools_are_never_found(served: ServedGateway) -> None:
@@ -222,3 +261,21 @@ def test_onetool_tools_search_prints_the_best_tools(tmp_path: Path) -> None:
     assert done.stdout.startswith("time.get_current_time(timezone: str)")
     nothing = cli("tools", "--config", str(config), "--search", "the")
     assert nothing.returncode == 2 and "no word to search for" in nothing.stderr
+
+
+def test_onetool_tools_search_ranks_as_search_semantic_says(tmp_path: Path) -> None:
+    """``convert`` is a word of one tool: off, BM25 finds that one alone (fused, the nearest in meaning would
+    follow, as on the gateway above). With ``on`` and a model package this version cannot read (one shadowing
+    the installed), the command refuses before any server starts."""
+    servers = {"time": {"command": TIME_SERVER}}
+    search = ("tools", "--search", "convert", "--limit", "5")
+    off = cli(*search, "--config", str(write_config(tmp_path, {"servers": servers, "search": {"semantic": "off"}})))
+    assert off.returncode == 0, off.stderr
+    assert [line.split("(")[0] for line in off.stdout.splitlines() if not line.startswith(" ")] == ["time.convert_time"]
+    shadow = tmp_path / "shadow" / "wordllama"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    config = write_config(tmp_path, {"servers": servers, "search": {"semantic": "on"}})
+    refused = cli(*search, "--config", str(config), env={"PYTHONPATH": str(shadow.parent)})
+    assert refused.returncode == 2 and refused.stdout == "", refused
+    assert "search.semantic is on, but " in refused.stderr and "pip install 'onetool[semantic]'" in refused.stderr

@@ -180,6 +180,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
         params = request.query_params
         if "query" not in params:
             return {"packs": [pack.listing() for pack in gateway.registry.packs.values()]}
+        await gateway.index.ready()
         try:
             found = gateway.index.find(params["query"], params.get("limit"), params.get("server"))
         except ArgumentError as e:

@@ -241,6 +241,7 @@ class DirectFace:
         try:
             bound = await _SEARCH_SCHEMAS[name].bind(name, [], arguments)
             if name == SEARCH_TOOLS:
+                await self._gateway.index.ready()
                 answer = search_tools(self._gateway.index, bound, self.catalogue().names)
                 return data_answer(answer, compact=True)
             target, inner = call_target(bound)

@@ -158,6 +158,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         if query is not None:
             if server_name is not None or tool_name is not None:
                 raise ArgumentError("inspect: give either a query or a server_name (and tool_name), not both")
+            await gateway.index.ready()
             found = search(gateway.index, calls.registry, query, limit, max_description_len=options.max_description_len)
             return data_result(found, max_chars=max_chars)
         if server_name is None:

@@ -185,6 +185,7 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
 
     async def tools(request: Request, session: Session) -> Response:
         query = request.query_params.get("query", "")
+        await gateway.index.ready()
         try:
             hits, error = gateway.index.find(query, request.query_params.get("limit")), None
         except ArgumentError as e:
