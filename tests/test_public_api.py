@@ -64,7 +64,16 @@ PUBLIC: dict[str, list[str]] = {
         "read_resource",
         "search",
     ],
-    "onetool.search": ["DEFAULT_LIMIT", "Hit", "MAX_LIMIT", "MAX_QUERY_CHARS", "ToolIndex", "Visible"],
+    "onetool.search": [
+        "DEFAULT_LIMIT",
+        "Hit",
+        "MAX_LIMIT",
+        "MAX_QUERY_CHARS",
+        "Model",
+        "ToolIndex",
+        "Visible",
+        "semantic_model",
+    ],
     "sandbox": [
         "ALLOWED_MODULES",
         "ArgumentError",
