@@ -36,11 +36,10 @@ from onetool.logs import logger
 from onetool.serve._drain import DrainGuard
 
 __all__ = [
-    "AccessLog",
+    "Front",
     "HostGuard",
     "Listener",
     "Routes",
-    "SecurityHeaders",
     "host_rule",
     "listen",
     "mcp_routes",
@@ -189,8 +188,12 @@ frame the console (a page on another port of localhost is same-site, so its cook
 could be stolen), and no answer is taken for another type than it says."""
 
 
-class SecurityHeaders:
-    """ASGI wrapper: :data:`SECURITY_HEADERS` on every HTTP response, unless the route set one itself."""
+class Front:
+    """ASGI wrapper every HTTP response passes through: :data:`SECURITY_HEADERS` on it, unless the route set one
+    itself, and one DEBUG ``http.request`` record per request, with its method, path, status and duration. Never
+    the query string (an OAuth callback's carries the code) nor a header (tokens)."""
+
+    _MAX_PATH = 200
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -199,16 +202,25 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        status = 0
 
         async def sending(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
                 headers += [(name, value) for name, value in SECURITY_HEADERS if name not in present]
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self._app(scope, receive, sending)
+        started = time.perf_counter()
+        try:
+            await self._app(scope, receive, sending)
+        finally:
+            duration = round(time.perf_counter() - started, 4)
+            path = scope["path"][: self._MAX_PATH]
+            logger.bind(method=scope["method"], path=path, status=status, duration=duration).debug("http.request")
 
 
 def bearer_matches(headers: Headers, token: str) -> bool:
@@ -235,36 +247,6 @@ class BearerGuard:
             headers={"WWW-Authenticate": "Bearer"},
         )
         await response(scope, receive, send)
-
-
-class AccessLog:
-    """ASGI wrapper: one DEBUG ``http.request`` record per HTTP request, with its method, path, status and
-    duration. Never the query string (an OAuth callback's carries the code) nor a header (tokens)."""
-
-    _MAX_PATH = 200
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-        status = 0
-
-        async def sending(message: Any) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        started = time.perf_counter()
-        try:
-            await self._app(scope, receive, sending)
-        finally:
-            duration = round(time.perf_counter() - started, 4)
-            path = scope["path"][: self._MAX_PATH]
-            logger.bind(method=scope["method"], path=path, status=status, duration=duration).debug("http.request")
 
 
 @dataclass(frozen=True)
@@ -321,7 +303,7 @@ async def serve_http(
     carries :data:`SECURITY_HEADERS`.
     """
     starlette = Starlette(routes=[route for contribution in routes for route in contribution.routes])
-    app = AccessLog(SecurityHeaders(HostGuard(starlette, host_rule(listener))))
+    app = Front(HostGuard(starlette, host_rule(listener)))
     web = UvicornServer(app, limits, listener.tls)
     stopped = anyio.Event()
     failure: list[Exception] = []
