@@ -106,14 +106,20 @@ def _shortened(name: str, taken: set[str]) -> str:
 class DirectCatalogue:
     """One snapshot of what /mcp/direct lists and routes: rebuilt when the visible tools change."""
 
-    def __init__(self, visible: Mapping[str, Sequence[types.Tool]], separator: str) -> None:
+    def __init__(
+        self, visible: Mapping[str, Sequence[types.Tool]], separator: str, before: DirectCatalogue | None = None
+    ) -> None:
+        """``before``: the snapshot this one replaces; a server's renamed tools are warned of once, not again on
+        every rebuild while they stay the same."""
         self.separator = separator
         by_name: dict[tuple[str, str], types.Tool] = {}
         for server, tools in visible.items():
             for t in tools:
                 by_name.setdefault((server, t.name), t)  # a name listed twice: the first one
         names = direct_names(by_name, separator)
-        _warn_renamed(names)
+        self.renamed = _renamed(names)
+        """server -> its tools listed renamed (``'tool' as 'name'``)."""
+        _warn_renamed(self.renamed, {} if before is None else before.renamed)
         self.tools = {name: _tool(name, server, by_name[server, tool]) for name, (server, tool) in names.items()}
         self.names = {pair: name for name, pair in names.items()}
         """(server, upstream name) -> the tool's name here."""
@@ -138,13 +144,20 @@ class DirectCatalogue:
         )
 
 
-def _warn_renamed(names: Mapping[str, tuple[str, str]]) -> None:
-    """One WARNING per server some of whose tool names (or its own) are listed renamed, naming a few of them."""
+def _renamed(names: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """The servers some of whose tool names (or their own) are listed renamed, with those tools."""
     renamed: dict[str, list[str]] = {}
     for name, (server, tool) in names.items():
         if mcp_name(server) != server or mcp_name(tool) != tool:
             renamed.setdefault(server, []).append(f"'{shown_name(tool)}' as '{name}'")
+    return {server: tuple(which) for server, which in renamed.items()}
+
+
+def _warn_renamed(renamed: Mapping[str, tuple[str, ...]], warned: Mapping[str, tuple[str, ...]]) -> None:
+    """One WARNING per server whose renamed tools are not those already ``warned`` of, naming a few of them."""
     for server, which in renamed.items():
+        if warned.get(server) == which:
+            continue
         more = f" and {len(which) - 3} more" if len(which) > 3 else ""
         logger.bind(server=server).warning(
             "server '{}': {} outside MCP's tool-name charset ([A-Za-z0-9_.-]), listed on /mcp/direct renamed: {}{}",
@@ -197,7 +210,7 @@ class DirectFace:
         if registry is not self._seen:
             visible = {view.name: gw.visible_tools(view.name) for view in gw.control.list()}
             if _key(visible) != self._catalogue.key:
-                self._catalogue = DirectCatalogue(visible, self._separator)
+                self._catalogue = DirectCatalogue(visible, self._separator, self._catalogue)
             self._seen = registry
         return self._catalogue
 

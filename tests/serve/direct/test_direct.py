@@ -33,6 +33,7 @@ from onetool.control import EXECUTION_ENV
 from onetool.serve import RUN_INPUT_SCHEMA
 from onetool.serve.direct import MAX_NAME, direct_names
 from onetool.serve.direct._cache import OUTPUT_SCHEMA_NOTE, keeps_output_schema
+from onetool.serve.direct._face import DirectCatalogue
 from onetool.text import unseen
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients
@@ -200,6 +201,21 @@ def test_a_name_outside_the_mcp_charset_is_renamed_into_it_stably_and_uniquely(s
     renamed = {pair: name for name, pair in mapping.items()}
     assert renamed[("evil", "get weather")].startswith(f"evil{separator}get_weather_")
     assert renamed[("my server", "ok")].startswith("my_server_")
+
+
+def test_renamed_tools_are_warned_of_once_per_change_not_on_every_rebuild(log_records: list[dict[str, Any]]) -> None:
+    def tool(name: str) -> types.Tool:
+        return types.Tool(name=name, input_schema={"type": "object"})
+
+    def warned() -> list[str]:
+        return [r["extra"]["server"] for r in log_records if r["level"] == "WARNING" and "renamed" in r["message"]]
+
+    first = DirectCatalogue({"evil": [tool("get weather")], "fine": [tool("ok")]}, ":")
+    assert warned() == ["evil"]
+    again = DirectCatalogue({"evil": [tool("get weather")], "fine": [tool("ok"), tool("more")]}, ":", first)
+    assert warned() == ["evil"]  # the catalogue changed, evil's renamed tools did not
+    DirectCatalogue({"evil": [tool("get weather"), tool("new one")], "fine": [tool("ok")]}, ":", again)
+    assert warned() == ["evil", "evil"]
 
 
 def test_a_management_tool_name_is_never_given_to_an_upstream_tool() -> None:
