@@ -61,7 +61,7 @@ test-oldest: $(NODE_SERVERS)
 	    echo "make: the sandbox subset on $$($(OLDEST) -c 'import sys; print(sys.executable, sys.version.split()[0])')"; \
 	    [ -f $(OLD_VENV)/.installed ] && [ $(OLD_VENV)/.installed -nt pyproject.toml ] || { \
 	        $(OLDEST) -m venv $(OLD_VENV) && $(OLD_VENV)/bin/pip install --quiet --upgrade pip \
-	        && $(OLD_VENV)/bin/pip install --quiet -e '.[dev]' && touch $(OLD_VENV)/.installed; } \
+	        && $(OLD_VENV)/bin/pip install --quiet -e '.[test]' && touch $(OLD_VENV)/.installed; } \
 	    && PATH="$(CURDIR)/$(OLD_VENV)/bin:$$PATH" $(OLD_VENV)/bin/pytest -q -n $(WORKERS) --dist loadfile $(OLDEST_SUBSET); \
 	fi
 
