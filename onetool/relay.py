@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from onetool.upstream import UpstreamPool
     from onetool.upstream.connection import ProgressCallback
 
-__all__ = ["MAX_LOGS", "MAX_LOG_TEXT", "ProgressClient", "Relay", "RunClient"]
+__all__ = ["MAX_LOGS", "MAX_LOG_TEXT", "ProgressClient", "Relay", "RunClient", "relayed"]
 
 QUEUE = 64
 """Reports waiting for a slow client; more are dropped."""
@@ -85,6 +85,17 @@ class ProgressClient:
     async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
         """Nobody to ask: a terminal's progress line, an NDJSON stream."""
         return None
+
+
+@contextlib.asynccontextmanager
+async def relayed(client: RunClient | None, pool: UpstreamPool, tasks: TaskGroup) -> AsyncIterator[Relay | None]:
+    """A :class:`Relay` to ``client`` around a run or a face's call, or None when the client wants neither progress
+    nor even the gravest log message: then it costs nothing."""
+    if client is None or not (client.wants_progress or client.wants_log("emergency")):
+        yield None
+        return
+    async with Relay(client, pool, tasks) as relay:
+        yield relay
 
 
 Report = Callable[[], Awaitable[None]]

@@ -6,7 +6,6 @@ outcome shaped as ``run``'s MCP result. Every face that offers ``run`` (``/mcp``
 from __future__ import annotations
 
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -22,7 +21,7 @@ from onetool.logs import LogSpan, logger
 from onetool.precheck import check_sites, too_long
 from onetool.registry import Registry, Tool, UpstreamTool
 from onetool.registry.schema import CheckBudget
-from onetool.relay import Relay, RunClient
+from onetool.relay import Relay, RunClient, relayed
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.runlog import RunLog, RunRecord
 from onetool.upstream.elicit import Elicit
@@ -69,11 +68,7 @@ class Runs:
     async def _run(self, code: str, client: RunClient | None, span: LogSpan) -> types.CallToolResult:
         registry = self.calls.registry
         media: set[str] = set()
-        # A client that wants neither progress nor even the gravest log message costs the run nothing.
-        relay = None
-        if client is not None and (client.wants_progress or client.wants_log("emergency")):
-            relay = Relay(client, self.calls.pool, self.tasks)
-        async with relay or nullcontext():
+        async with relayed(client, self.calls.pool, self.tasks) as relay:
             outcome = await self._sandboxed(code, registry, media, relay, client)
         span.add(calls=outcome.calls)
         if outcome.error is not None:

@@ -34,6 +34,7 @@ from onetool.config import Exposure, Management, to_identifier
 from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
+from onetool.relay import relayed
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools, data_answer
@@ -242,7 +243,11 @@ class DirectFace:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
             progress = client.progress if client is not None and client.wants_progress else None
             elicit = client.elicit if client is not None else None
-            result = await self._gateway.calls.result(target, [], arguments, on_progress=progress, on_elicit=elicit)
+            # The server's log messages during the call reach its client too, as a run's do.
+            async with relayed(client, self._gateway.calls.pool, self._gateway.runs.tasks) as relay:
+                if relay is not None:
+                    relay.follow(target.server)
+                result = await self._gateway.calls.result(target, [], arguments, on_progress=progress, on_elicit=elicit)
         except ModelError as e:
             return error_result(str(e))
         cache = self._management.cache

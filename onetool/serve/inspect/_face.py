@@ -41,8 +41,9 @@ from onetool.inspect.compress import compress
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
+from onetool.relay import relayed
 from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
-from onetool.serve._requests import RequestClient, error_result
+from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 
@@ -138,6 +139,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
     options = gateway.config.inspect
     max_chars = gateway.config.sandbox.max_output
     view = _View(calls)
+    levels = LogLevels()
 
     async def list_tools(_: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
         current = view.current()
@@ -190,7 +192,11 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         target = await calls.find(partial(view.find, server_name, tool_name), server=server_name, tool=tool_name)
         label = f"{server_name}.{tool_name}"
         if isinstance(target, UpstreamTool):
-            result = await calls.result(target, [], arguments or {}, label=label, on_elicit=client.elicit)
+            # The server's log messages during the call reach its client, as a run's do.
+            async with relayed(client, calls.pool, gateway.runs.tasks) as relay:
+                if relay is not None:
+                    relay.follow(target.server)
+                result = await calls.result(target, [], arguments or {}, label=label, on_elicit=client.elicit)
             shape = partial(exec_result, max_chars=max_chars, output_schema=target.output_schema)
             return await shaped(shape, result, value_size(result))
         value = await calls.value(target, [], arguments or {}, label=label, on_elicit=client.elicit)
@@ -207,7 +213,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
             # The caller: what an upstream asks its user during exec goes to it.
-            return await handler(RequestClient(ctx, None), **arguments)
+            return await handler(levels.client(ctx), **arguments)
         except ModelError as e:
             return error_result(str(e))
         except Exception as exc:
@@ -216,7 +222,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             logger.opt(exception=exc).error("the inspect face failed on {}", params.name)
             return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
-    return face_server(
+    server = face_server(
         "inspect",
         gateway.subscribe,
         gateway.drain,
@@ -226,6 +232,8 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
     )
+    levels.install(server)
+    return server
 
 
 def search(index: ToolIndex, registry: Registry, query: str, limit: int, *, max_description_len: int) -> dict[str, Any]:

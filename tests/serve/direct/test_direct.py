@@ -450,6 +450,28 @@ async def test_progress_reaches_the_caller_of_an_upstream_tool_and_of_run(direct
     assert snippet == [(1.0, 2.0, "half")]
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # logging/setLevel, deprecated at 2026-07-28
+async def test_the_servers_log_messages_reach_the_caller_at_its_level(direct: Direct, mode: str) -> None:
+    """As a run's do: the caller's level is logging/setLevel on a handshake-era connection, the request's opt-in on
+    a 2026-era one; the message is tagged with the server and on one line."""
+    logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async with direct.client(mode, logging_callback=on_log, log_level="info") as client:
+        if mode == "legacy":
+            await client.set_logging_level("info")
+        below = await client.call_tool("fx:say", {"level": "debug", "message": "too quiet"})
+        said = await client.call_tool("fx:say", {"level": "warning", "message": "disk\nfull"})
+        with anyio.fail_after(10):
+            while not logs:
+                await anyio.sleep(0.02)
+    assert not below.is_error and not said.is_error, (text_of(below), text_of(said))
+    assert [(log.level, log.logger, log.data) for log in logs] == [("warning", "fx", "fx: disk full")]
+
+
 async def test_management_tools_offer_no_approval(direct: Direct) -> None:
     async with direct.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

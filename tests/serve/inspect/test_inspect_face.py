@@ -232,6 +232,31 @@ async def test_exec_takes_arguments_as_json_text_too(inspecting: ServedGateway, 
         assert result.is_error and text_of(result).startswith(message), text_of(result)
 
 
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # logging/setLevel, deprecated at 2026-07-28
+async def test_exec_passes_the_servers_log_messages_to_the_caller_at_its_level(
+    inspecting: ServedGateway, era: Era
+) -> None:
+    logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async with Client(
+        inspect_url(inspecting), mode=era, read_timeout_seconds=60, logging_callback=on_log, log_level="info"
+    ) as client:
+        if era == "legacy":
+            await client.set_logging_level("info")
+        for level, message in (("debug", "too quiet"), ("error", "it broke")):
+            arguments = {"level": level, "message": message}
+            said = await client.call_tool("exec", {"server_name": "fx", "tool_name": "say", "arguments": arguments})
+            assert not said.is_error, text_of(said)
+        with anyio.fail_after(10):
+            while not logs:
+                await anyio.sleep(0.02)
+    assert [(log.level, log.logger, log.data) for log in logs] == [("error", "fx", "fx: it broke")]
+
+
 async def test_exec_local_pack_list_round_trips_through_toon(inspecting: ServedGateway) -> None:
     result = await exec_(inspecting, "brave", "web_search", {"query": "mcp", "count": 2})
     assert text_of(result) == "[2]{title,rank}:\n  mcp #1,1\n  mcp #2,2"
