@@ -46,6 +46,7 @@ from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
+from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
@@ -114,10 +115,13 @@ class _View:
         return self._snapshot
 
     def server(self, name: str, registry: Registry) -> InspectServer[CatalogueTool]:
-        """The server ``name`` in ``registry``: UnknownPack with the closest names, or ServerHeld for one an
-        operator holds for review."""
+        """The server ``name`` in ``registry``: UnknownPack with the closest names, ServerHeld for one an
+        operator holds for review, UpstreamUnavailable for one that is disabled (it exists: not unknown)."""
         if (held := registry.held_error(name)) is not None:
             raise held
+        status = registry.server_status(name)
+        if status is not None and status.status is ServerState.DISABLED:
+            raise status.unavailable()
         return find_server(self.of(registry).servers, name)
 
     def find(self, server: str, tool: str, registry: Registry) -> PackTool:

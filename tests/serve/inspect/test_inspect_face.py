@@ -182,7 +182,7 @@ async def test_inspect_local_pack(inspecting: ServedGateway) -> None:
     [
         ({"server_name": "tme"}, "unknown server 'tme'. Did you mean 'time'? Available servers: brave, broken_helper,"),
         ({"server_name": "broken-server"}, "server 'broken-server' is unavailable: it failed to connect"),
-        ({"server_name": "off"}, "unknown server 'off'."),
+        ({"server_name": "off"}, "server 'off' is unavailable: disabled"),
         (
             {"server_name": "time", "tool_name": "current_time"},
             "server 'time' has no tool 'current_time'. Did you mean 'get_current_time'? Its tools: get_current_time,",
