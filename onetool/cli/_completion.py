@@ -156,15 +156,22 @@ _FUNCTION = """_onetool_servers() {{
 }}
 _onetool() {{
     {setup}
-    local cmd="" word i config="" given=0
+    local cmd="" word i config="" given=0 option=""
     local known=" {known} " valued=" {valued} "
+    # bash splits `--config=FILE` into three words at the '=' (COMP_WORDBREAKS): the value is the word after it.
+    [[ $cur == = ]] && cur=""
+    [[ $prev == = ]] && prev=${{{words}[{current}-2]}}
     for ((i = {first}; i < {current}; i++)); do
         word=${{{words}[i]}}
-        if [[ "$valued" == *" ${{{words}[i-1]}} "* ]]; then
-            [[ ${{{words}[i-1]}} == --config ]] && config=$word
+        if [[ -n $option ]]; then
+            [[ $word == = ]] && continue
+            [[ $option == --config ]] && config=$word
+            option=""
             continue
         fi
-        if [[ "$known" == *" $word "* ]]; then
+        if [[ "$valued" == *" $word "* ]]; then
+            option=$word
+        elif [[ "$known" == *" $word "* ]]; then
             cmd="${{cmd:+$cmd }}$word"
             given=0
         elif [[ $word == --config=* ]]; then

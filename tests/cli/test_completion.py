@@ -144,6 +144,9 @@ def test_bash_server_names_follow_the_command_line(project: Path, tmp_path_facto
     assert bash_complete(project, "servers", "show", "t") == ["time"]
     assert bash_complete(project, "servers", "show", "--config", "other.yaml", "") == ["other"]
     assert bash_complete(project, "--config", "other.yaml", "servers", "show", "") == ["other"]
+    # `--config=FILE`, which bash splits at the '=' into three words.
+    assert bash_complete(project, "servers", "show", "--config", "=", "other.yaml", "") == ["other"]
+    assert bash_complete(project, "servers", "show", "--config", "=", "oth") == ["other.yaml"]
     # Once the server is named, the options; a new server's name is the user's own.
     assert "time" not in bash_complete(project, "servers", "show", "gh", "") and "--json" in bash_complete(
         project, "servers", "show", "gh", ""
