@@ -176,7 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     tools.set_defaults(func=cmd_tools)
 
     stubs = sub.add_parser(
-        "stubs", parents=[common], help="write a typed Python module of every pack, to type-check snippets against"
+        "stubs",
+        parents=[common, remote],
+        help="write a typed Python module of every pack, to type-check snippets against (of the running gateway, if "
+        "any)",
     )
     stubs.add_argument("--filter", metavar="NAMES", help="comma-separated servers, packs or server__tool names")
     stubs.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")

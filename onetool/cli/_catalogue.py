@@ -93,10 +93,27 @@ def _print_hits(query: str, hits: list[dict[str, Any]]) -> int:
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:
-    from onetool.stubs import parse_filter, tools_module
+    """The module of the running gateway's packs (as `run` and `tools` find it), else of the servers connected
+    here."""
+    from urllib.parse import urlencode
 
-    config = setup(args, "ERROR")
-    text = with_pool(config, lambda _control, _pool, registry: tools_module(registry, parse_filter(args.filter)))
+    from onetool.errors import AttachError, NotRunning
+
+    text = None
+    try:
+        target = locate(args)
+        if target is not None:
+            query = f"?{urlencode({'filter': args.filter})}" if args.filter else ""
+            text = target.request("GET", f"/admin/stubs{query}")["module"]
+    except NotRunning:
+        pass  # a stale discovery file: no gateway runs
+    except AttachError as e:
+        return attach_failed("stubs", e)
+    if text is None:
+        from onetool.stubs import parse_filter, tools_module
+
+        config = setup(args, "ERROR")
+        text = with_pool(config, lambda _control, _pool, registry: tools_module(registry, parse_filter(args.filter)))
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK

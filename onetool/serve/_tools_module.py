@@ -28,6 +28,13 @@ _MAX_CACHED = 64
 _MAX_FILTER_CHARS = 10_000
 
 
+def filter_too_long(raw: str | None) -> str | None:
+    """Why a ``filter`` of the module is refused (a client chooses it), or None."""
+    if raw is not None and len(raw) > _MAX_FILTER_CHARS:
+        return f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools"
+    return None
+
+
 class ToolsModuleCache:
     """The module text per filter, for the current registry only."""
 
@@ -75,11 +82,8 @@ class _ModuleApp:
 
     async def _module(self, request: Request) -> Response:
         raw = request.query_params.get("filter")
-        if raw is not None and len(raw) > _MAX_FILTER_CHARS:
-            return PlainTextResponse(
-                f"filter is {len(raw):,} characters; at most {_MAX_FILTER_CHARS:,}: name fewer servers and tools",
-                status_code=400,
-            )
+        if (too_long := filter_too_long(raw)) is not None:
+            return PlainTextResponse(too_long, status_code=400)
         if self._settled is not None:
             await self._settled()
         return Response(await self._cache.text(parse_filter(raw)), media_type=MEDIA_TYPE)

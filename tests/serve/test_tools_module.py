@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
@@ -100,31 +101,32 @@ def test_with_a_token_the_module_needs_the_bearer_like_mcp(tmp_path: Path) -> No
         assert stop(served.proc) == 0
 
 
-def test_onetool_stubs_writes_the_same_module(tmp_path: Path) -> None:
+def test_onetool_stubs_writes_the_same_module_attached_or_standalone(tmp_path: Path) -> None:
     marker = f"st-{uuid.uuid4().hex}"
     config = gateway_config(marker)
     config["servers"] = {"time": config["servers"]["time"], "fx": config["servers"]["fx"]}
-    path = write_config(tmp_path, config)
+    path = str(write_config(tmp_path, config))
     out = tmp_path / "tools.py"
-    done = subprocess.run(
-        [ONETOOL, "stubs", "--config", str(path), "--filter", "time,fx__echo", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert classes_of(out.read_text()) == {"Fx": ["echo"], "Time": ["get_current_time", "convert_time"]}
-    assert type_check(tmp_path, out.read_text(), 'fx.echo(message="hi")\n') == []
-    printed = subprocess.run(
-        [ONETOOL, "stubs", "--config", str(path), "--filter", "time,fx__echo"], capture_output=True, text=True
-    )
-    assert printed.returncode == 0 and printed.stdout == out.read_text()
-    refused = subprocess.run(
-        [ONETOOL, "stubs", "--config", str(path), "-o", str(tmp_path / "no" / "such" / "dir.py")],
-        capture_output=True,
-        text=True,
-    )
-    assert refused.returncode == 2 and "cannot write" in refused.stderr
+
+    def stubs(*extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        command = [ONETOOL, "stubs", "--config", path, *extra]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
+
+    served = start_http_gateway(tmp_path, config, marker)
+    try:
+        # Through the gateway serving the config (its discovery file), as `tools` and `run` go.
+        done = stubs("--filter", "time,fx__echo", "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        assert classes_of(out.read_text()) == {"Fx": ["echo"], "Time": ["get_current_time", "convert_time"]}
+        assert type_check(tmp_path, out.read_text(), 'fx.echo(message="hi")\n') == []
+        assert served.log.read_text().count("path=/admin/stubs") == 1
+        refused = stubs("-o", str(tmp_path / "no" / "such" / "dir.py"))
+        assert refused.returncode == 2 and "cannot write" in refused.stderr
+    finally:
+        assert stop(served.proc) == 0
+    # With no gateway, the servers are connected here: the same module.
+    printed = stubs("--filter", "time,fx__echo", env={"ONETOOL_RUNTIME_DIR": str(tmp_path / "none")})
+    assert printed.returncode == 0 and printed.stdout == out.read_text(), printed.stderr
 
 
 async def test_the_module_is_rendered_once_per_catalogue_and_filter(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,8 @@
                                            `onetool tools` prints); with ?query=...&limit=N(&server=NAME) the best
                                            N tools (default 10, at most 50) for a task in a few words, best first
                                            (onetool.search): tool (pack.tool), signature, description, server
+    GET    /admin/stubs                    {"module": the typed module of every pack (what `onetool stubs` writes,
+                                           as GET /runtime/tools.py serves it)}; ?filter=NAMES selects
     GET    /admin/held                     every held tool, for review
     POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
                                            happened to each server, and the keys that wait for a restart; 400
@@ -42,6 +44,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
@@ -50,8 +53,10 @@ from starlette.types import Receive, Scope, Send
 from onetool.errors import ArgumentError, ConfigError, ControlError, StateError
 from onetool.relay import ProgressClient
 from onetool.serve._drain import drained
+from onetool.serve._tools_module import filter_too_long
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
+from onetool.stubs import parse_filter, tools_module
 
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
@@ -187,6 +192,14 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             raise ControlError(str(e)) from None
         return {"tools": [hit.to_dict() for hit in found]}
 
+    async def stubs(request: Request) -> Any:
+        raw = request.query_params.get("filter")
+        if (too_long := filter_too_long(raw)) is not None:
+            raise ControlError(too_long)
+        await gateway.settled()
+        # Hundreds of tools take milliseconds to render: off the event loop, which serves every run.
+        return {"module": await anyio.to_thread.run_sync(tools_module, gateway.registry, parse_filter(raw))}
+
     async def held(_request: Request) -> Any:
         return {"held": [h.to_dict() for h in control.held()]}
 
@@ -213,6 +226,7 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
             Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
             Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
             Route("/tools", json_endpoint(tools), methods=["GET"]),
+            Route("/stubs", json_endpoint(stubs), methods=["GET"]),
             Route("/held", json_endpoint(held), methods=["GET"]),
             Route("/reload", json_endpoint(reload), methods=["POST"]),
             Route("/run", json_endpoint(run), methods=["POST"]),
