@@ -42,6 +42,7 @@ from mcp.server import ServerRequestContext
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    SERVER_INFO_META_KEY,
     BlobResourceContents,
     CompleteRequestParams,
     CompleteResult,
@@ -83,7 +84,7 @@ from onetool.text import closest, cut, mcp_name, one_line, shown_name, visible
 if TYPE_CHECKING:
     from onetool.gateway import Gateway
 
-__all__ = ["ALIAS_SCHEME", "PAGE_SIZE", "CatalogueItems", "alias", "items_of"]
+__all__ = ["ALIAS_SCHEME", "PAGE_SIZE", "CatalogueItems", "alias", "items_of", "shown_uri"]
 
 Ctx = ServerRequestContext[Any, Any]
 Kind = Literal["prompts", "resources", "templates"]
@@ -112,6 +113,16 @@ def alias(server: str, uri: str) -> str:
     return f"{ALIAS_SCHEME}://{mcp_name(server)}/{quote(uri, safe='')}"
 
 
+def shown_uri(server: str, uri: str) -> str:
+    """``uri`` itself, or its :func:`alias` when a reader could not see it whole (a control or bidi character, a
+    terminal escape) or it is too long to route: the alias is plain ASCII and reads back the same resource."""
+    return uri if _plain(uri) else alias(server, uri)
+
+
+def _plain(uri: str) -> bool:
+    return len(uri) <= _MAX_URI and visible(uri, keep="") == uri
+
+
 _SHARED: weakref.WeakKeyDictionary[Gateway, CatalogueItems] = weakref.WeakKeyDictionary()
 
 
@@ -130,6 +141,8 @@ class CatalogueItems:
         self._gateway = gateway
         self._cache: dict[tuple[str, Kind], list[Any]] = {}
         self._seen: Registry | None = None
+        # How often each (server, kind) was forgotten: a list fetched across a change is not cached.
+        self._forgotten: dict[tuple[str, Kind], int] = {}
         self._held: dict[tuple[str, str], int] = {}  # (server, upstream URI) -> subscribers here
         self._holding = anyio.Lock()
 
@@ -159,6 +172,7 @@ class CatalogueItems:
         """Drop what is cached of ``server``'s ``kinds``: it said they changed."""
         for kind in kinds:
             self._cache.pop((server, kind), None)
+            self._forgotten[server, kind] = self._forgotten.get((server, kind), 0) + 1
 
     async def _lists(self, kind: Kind) -> dict[str, list[Any]]:
         registry = self._gateway.registry
@@ -166,41 +180,44 @@ class CatalogueItems:
             self._cache.clear()
             self._seen = registry
         servers = self.servers("prompts" if kind == "prompts" else "resources")
-        missing = [s for s in servers if (s, kind) not in self._cache]
+        lists = {s: self._cache[s, kind] for s in servers if (s, kind) in self._cache}
+        missing = [s for s in servers if s not in lists]
         if missing:
             async with anyio.create_task_group() as tg:
                 for server in missing:
-                    tg.start_soon(self._fetch, server, kind)
-        return {s: self._cache.get((s, kind), []) for s in servers}
+                    tg.start_soon(self._fetch, server, kind, lists)
+        return {s: lists.get(s, []) for s in servers}
 
-    async def _fetch(self, server: str, kind: Kind) -> None:
+    async def _fetch(self, server: str, kind: Kind, into: dict[str, list[Any]]) -> None:
+        """``server``'s list of ``kind`` into ``into``, and into the cache unless it changed meanwhile."""
         pool = self._gateway.pool
         fetches: dict[Kind, Callable[[str], Awaitable[list[Any]]]] = {
             "prompts": pool.list_prompts,
             "resources": pool.list_resources,
             "templates": pool.list_resource_templates,
         }
-        fetch = fetches[kind]
-        seen = self._gateway.registry
+        seen = (self._gateway.registry, self._forgotten.get((server, kind), 0))
         try:
-            items = await fetch(server)
+            items = (await fetches[kind](server))[:_MAX_ITEMS]
         except ModelError as e:
             # Listed without it this time; asked again next time.
             logger.bind(server=server).warning("server '{}': its {} are not listed: {}", server, kind, e)
             return
-        if self._gateway.registry is seen:
-            self._cache[server, kind] = items[:_MAX_ITEMS]
+        into[server] = items
+        if (self._gateway.registry, self._forgotten.get((server, kind), 0)) == seen:
+            self._cache[server, kind] = items
 
     # ----- prompts --------------------------------------------------------------------------------
 
-    async def prompts(self) -> tuple[list[Prompt], dict[str, tuple[str, str]]]:
-        """Every visible prompt as listed, and each listed name -> (server, the upstream's name)."""
+    async def prompts(self) -> tuple[list[Prompt], dict[str, tuple[str, Prompt]]]:
+        """Every visible prompt as listed, and each listed name -> (server, the upstream's prompt)."""
         pairs: dict[tuple[str, str], Prompt] = {}
         for server, prompts in (await self._lists("prompts")).items():
             for p in prompts:
                 pairs.setdefault((server, p.name), p)
         names = namespaced(pairs, self._separator)
-        return [_prompt(name, server, pairs[server, upstream]) for name, (server, upstream) in names.items()], names
+        routes = {name: (server, pairs[server, upstream]) for name, (server, upstream) in names.items()}
+        return [_prompt(name, prompt) for name, (_, prompt) in routes.items()], routes
 
     async def list_prompts(self, ctx: Ctx, params: PaginatedRequestParams | None) -> ListPromptsResult:
         listed, _ = await self.prompts()
@@ -208,16 +225,18 @@ class CatalogueItems:
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
     async def get_prompt(self, ctx: Ctx, params: GetPromptRequestParams) -> GetPromptResult:
-        server, upstream = await self._prompt_route(params.name)
-        arguments = params.arguments or {}
-        result = await self._ask(
-            server, f"prompts/get '{upstream}'", partial(_get_prompt, upstream, arguments), retry=True
-        )
+        server, prompt = await self._prompt_route(params.name)
+        arguments = {_argument(prompt, k): v for k, v in (params.arguments or {}).items()}
+        send = partial(_get_prompt, prompt.name, arguments)
+        result = await self._ask(server, f"prompts/get '{prompt.name}'", send, retry=True)
         budget = _Budget(self._gateway.config.sandbox.max_output)
-        messages = [PromptMessage(role=m.role, content=_content(m.content, budget)) for m in result.messages]
-        return GetPromptResult(description=_description(result.description), messages=messages, _meta=result.meta)
+        uri_of = partial(shown_uri, server)
+        messages = [PromptMessage(role=m.role, content=_content(m.content, budget, uri_of)) for m in result.messages]
+        return GetPromptResult(
+            description=_description(result.description), messages=messages, _meta=_unstamped(result.meta)
+        )
 
-    async def _prompt_route(self, name: str) -> tuple[str, str]:
+    async def _prompt_route(self, name: str) -> tuple[str, Prompt]:
         _, names = await self.prompts()
         route = names.get(name)
         if route is None:
@@ -244,14 +263,17 @@ class CatalogueItems:
         for server, resources in lists.items():
             for r in resources:
                 uri = r.uri if len(owners[r.uri]) == 1 else alias(server, r.uri)
+                uri = shown_uri(server, uri)
                 if uri not in routes:
                     routes[uri] = (server, r.uri)
                     listed.append(_resource(uri, self._named(server, r.name), r))
         return listed, routes
 
     async def templates(self) -> list[tuple[str, ResourceTemplate]]:
-        """Every visible resource template, with its server."""
-        return [(server, t) for server, ts in (await self._lists("templates")).items() for t in ts]
+        """Every visible resource template, with its server; but one whose template a reader could not see whole
+        (a control or bidi character): what it matches is read by the gateway's form of its URIs."""
+        lists = await self._lists("templates")
+        return [(server, t) for server, ts in lists.items() for t in ts if _plain(t.uri_template)]
 
     async def list_resources(self, ctx: Ctx, params: PaginatedRequestParams | None) -> ListResourcesResult:
         listed, _ = await self.resources()
@@ -269,9 +291,11 @@ class CatalogueItems:
         server, upstream = await self.route(params.uri)
         result = await self._ask(server, "resources/read", partial(_read, upstream), retry=True)
         budget = _Budget(self._gateway.config.sandbox.max_output)
-        # Its own URI as the client named it; any other (a sub-resource) as the server did: a read routes it back.
-        contents = [_contents(c, budget, params.uri if c.uri == upstream else c.uri) for c in result.contents]
-        return ReadResourceResult(contents=contents, _meta=result.meta)
+        # Its own URI as the client named it; any other (a sub-resource) as a listing would: a read routes it back.
+        contents = [
+            _contents(c, budget, params.uri if c.uri == upstream else shown_uri(server, c.uri)) for c in result.contents
+        ]
+        return ReadResourceResult(contents=contents, _meta=_unstamped(result.meta))
 
     async def route(self, uri: str) -> tuple[str, str]:
         """(server, the upstream's URI) of a URI a client names: an alias, a listed URI or one a template matches."""
@@ -334,8 +358,9 @@ class CatalogueItems:
         """``completion/complete`` for a listed prompt's argument or a template's, asked of its server."""
         ref = params.ref
         if isinstance(ref, PromptReference):
-            server, name = await self._prompt_route(ref.name)
-            upstream_ref: PromptReference | ResourceTemplateReference = PromptReference(name=name)
+            server, prompt = await self._prompt_route(ref.name)
+            upstream_ref: PromptReference | ResourceTemplateReference = PromptReference(name=prompt.name)
+            argument = {"name": _argument(prompt, params.argument.name), "value": params.argument.value}
         else:
             owners = sorted({s for s, t in await self.templates() if t.uri_template == ref.uri})
             if len(owners) != 1:
@@ -345,7 +370,7 @@ class CatalogueItems:
                     f"{why} the resource template {shown_name(ref.uri)!r} (resources/templates/list has them)",
                 )
             server, upstream_ref = owners[0], ResourceTemplateReference(uri=ref.uri)
-        argument = {"name": params.argument.name, "value": params.argument.value}
+            argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
         send = partial(_complete, upstream_ref, argument, context)
         result = await self._ask(server, "completion/complete", send, retry=True)
@@ -371,6 +396,13 @@ class CatalogueItems:
 # ----- shaping: what an upstream wrote, as a client is shown it ---------------------------------------------
 
 
+def _unstamped(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An upstream result's ``_meta`` less the 2026 era's ``serverInfo`` stamp, which names the upstream: the
+    answer is OneTool's (the SDK stamps ours)."""
+    rest = {k: v for k, v in (meta or {}).items() if k != SERVER_INFO_META_KEY}
+    return rest or None
+
+
 def _line(text: str) -> str:
     """A name or title: one line, every invisible character named, bounded."""
     return visible(one_line(text, _MAX_DESCRIPTION), keep="")
@@ -380,10 +412,15 @@ def _description(text: str | None) -> str | None:
     return None if text is None else visible(cut(text[: _MAX_DESCRIPTION + 1], _MAX_DESCRIPTION, "description"))
 
 
-def _prompt(name: str, server: str, prompt: Prompt) -> Prompt:
+def _argument(prompt: Prompt, name: str) -> str:
+    """The upstream's name of ``prompt``'s argument a client names as listed (escaped, when it had to be)."""
+    return next((a.name for a in prompt.arguments or [] if _line(a.name) == name), name)
+
+
+def _prompt(name: str, prompt: Prompt) -> Prompt:
     arguments = [
         PromptArgument(
-            name=a.name,  # the upstream's own: the client sends it back as it is
+            name=_line(a.name),
             title=_line(a.title) if a.title else None,
             description=_description(a.description),
             required=a.required,
@@ -437,13 +474,15 @@ class _Budget:
         return visible(shown)
 
 
-def _content(content: ContentBlock, budget: _Budget) -> ContentBlock:
+def _content(content: ContentBlock, budget: _Budget, uri_of: Callable[[str], str]) -> ContentBlock:
     if isinstance(content, TextContent):
         return content.model_copy(update={"text": budget.text(content.text)})
     if isinstance(content, EmbeddedResource):
-        return content.model_copy(update={"resource": _contents(content.resource, budget, content.resource.uri)})
+        return content.model_copy(
+            update={"resource": _contents(content.resource, budget, uri_of(content.resource.uri))}
+        )
     if isinstance(content, ResourceLink):
-        return _resource(content.uri, _line(content.name), content)
+        return _resource(uri_of(content.uri), _line(content.name), content)
     if len(content.data) > _MAX_BLOB_CHARS:  # an image or audio
         return TextContent(type="text", text=_blob_note(content.mime_type, len(content.data)))
     return content

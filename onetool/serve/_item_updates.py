@@ -41,7 +41,7 @@ from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._requests import connection_of
 
 if TYPE_CHECKING:
-    from onetool.serve.fanout import ChangeSubscription, ListChangedFanout
+    from onetool.serve.fanout import ChangeSubscription, ListChanged, ListChangedFanout
 
 __all__ = ["ItemUpdates"]
 
@@ -50,6 +50,9 @@ Ctx = ServerRequestContext[Any, Any]
 _MAX_PER_CLIENT = 100
 """Resources one connection or listen stream may subscribe to."""
 _PUSH_TIMEOUT = 5.0
+_GATHER = 0.25
+"""Seconds a face gathers changes over before telling its clients, once per list and per resource: an upstream that
+floods notifications costs each client a few per second at most."""
 
 
 class ItemUpdates:
@@ -62,12 +65,16 @@ class ItemUpdates:
         # (server, upstream URI) -> the URIs open listen streams asked for it by, each with its count
         self._streams: dict[tuple[str, str], dict[str, int]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._lists_due: dict[type[ListChanged], ListChanged] = {}
+        self._updates_due: set[tuple[str, str]] = set()
+        self._due = anyio.Event()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Passes every change on while the block runs; part of the face's lifespan."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            tg.start_soon(self._deliver)
             await tg.start(self._watch_servers)
             await tg.start(self._watch_notices)
             try:
@@ -84,9 +91,9 @@ class ItemUpdates:
             async for _ in changes:
                 now = self._offered()
                 if now[0] != offered[0]:
-                    await self._fanout.push(PromptsListChanged())
+                    self._list_changed(PromptsListChanged())
                 if now[1] != offered[1]:
-                    await self._fanout.push(ResourcesListChanged())
+                    self._list_changed(ResourcesListChanged())
                 offered = now
 
     def _offered(self) -> tuple[list[str], list[str]]:
@@ -102,13 +109,33 @@ class ItemUpdates:
         if isinstance(notice, PromptListChangedNotification):
             self._items.forget(server, ["prompts"])
             if server in self._items.servers("prompts"):
-                await self._fanout.push(PromptsListChanged())
+                self._list_changed(PromptsListChanged())
         elif isinstance(notice, ResourceListChangedNotification):
             self._items.forget(server, ["resources", "templates"])
             if server in self._items.servers("resources"):
-                await self._fanout.push(ResourcesListChanged())
+                self._list_changed(ResourcesListChanged())
         elif isinstance(notice, ResourceUpdatedNotification):
-            await self._updated(server, notice.params.uri)
+            key = (server, notice.params.uri)
+            if key in self._sessions or key in self._streams:  # so what waits is bounded by the subscriptions
+                self._updates_due.add(key)
+                self._due.set()
+
+    def _list_changed(self, event: ListChanged) -> None:
+        self._lists_due[type(event)] = event
+        self._due.set()
+
+    async def _deliver(self) -> None:
+        """Tell the clients what changed, gathered over _GATHER seconds."""
+        while True:
+            await self._due.wait()
+            await anyio.sleep(_GATHER)
+            self._due = anyio.Event()
+            lists, self._lists_due = self._lists_due, {}
+            updates, self._updates_due = self._updates_due, set()
+            for event in lists.values():
+                await self._fanout.push(event)
+            for server, upstream in updates:
+                await self._updated(server, upstream)
 
     # ----- resources/updated ------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from mcp.types import (
 from onetool.serve._catalogue_items import PAGE_SIZE, _page, alias
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
-from tests.fixtures.items_server import HUGE_CHARS, SHARED_URI
+from tests.fixtures.items_server import ESCAPED_URI, FLOOD, HUGE_CHARS, SHARED_URI
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
 
 pytestmark = pytest.mark.anyio
@@ -177,6 +177,16 @@ async def test_hostile_prompts_and_resources_come_out_escaped_and_cut(served: Se
         assert "<U+000D" in message.content.text and "Write about cats" in message.content.text
         # A forged record stays text on its own line of the content: it is the upstream's, quoted.
         assert '"message": "proxy.tool.call"' in read.text
+        # A name or URI with an escape is listed escaped, and what the client sends back reaches the upstream's own.
+        [ask] = [p for p in (await c.list_prompts()).prompts if p.name == "items:ask"]
+        [who] = ask.arguments or []
+        assert who.name == "who<U+001B CONTROL>]0;pwned<U+0007 CONTROL>"
+        asked = await c.get_prompt("items:ask", {who.name: "bob"})
+        assert [m.content.text for m in asked.messages if isinstance(m.content, TextContent)] == ["asked bob"]
+        listed = {r.name: r.uri for r in (await c.list_resources()).resources}
+        assert listed["items:escaped"] == alias("items", ESCAPED_URI) and listed["items:escaped"].isascii()
+        [escaped] = (await c.read_resource(listed["items:escaped"])).contents
+        assert isinstance(escaped, TextResourceContents) and escaped.text == "read by its escaped URI"
         [huge] = (await c.read_resource("hostile://huge")).contents
         assert isinstance(huge, TextResourceContents)
         assert len(huge.text) < MAX_OUTPUT + 500 and f"showing {MAX_OUTPUT:,} of {HUGE_CHARS:,}" in huge.text
@@ -282,3 +292,18 @@ async def test_list_changed_reaches_both_eras_when_an_upstream_or_a_server_chang
         for notes in (old, new):
             await heard(notes, resources)
         assert DOC in {r.uri for r in (await modern.list_resources()).resources}
+
+
+async def test_a_flood_of_list_changes_reaches_clients_gathered(served: ServedGateway) -> None:
+    prompts = "notifications/prompts/list_changed"
+    async with hearing(served.url, "legacy", prompts) as (c, notes):
+        assert text_of(await c.call_tool("run", {"code": "items.flood()"})) == "flooded"
+        await heard(notes, prompts)
+        # The gateway answers on, and what it passed on is a handful, not one per upstream notification.
+        assert "items:brief" in {p.name for p in (await c.list_prompts()).prompts}
+        told = 1
+        with anyio.move_on_after(2):
+            while True:
+                await notes.receive()
+                told += 1
+        assert told < FLOOD // 10
