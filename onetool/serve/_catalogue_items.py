@@ -66,6 +66,7 @@ from mcp.types import (
     ResourceLink,
     ResourceTemplate,
     ResourceTemplateReference,
+    ServerCapabilities,
     ServerNotification,
     SubscribeRequest,
     SubscribeRequestParams,
@@ -74,6 +75,7 @@ from mcp.types import (
     UnsubscribeRequest,
     UnsubscribeRequestParams,
 )
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool.errors import ModelError
 from onetool.logs import logger
@@ -144,6 +146,7 @@ class CatalogueItems:
         # How often each (server, kind) was forgotten: a list fetched across a change is not cached.
         self._forgotten: dict[tuple[str, Kind], int] = {}
         self._held: dict[tuple[str, str], int] = {}  # (server, upstream URI) -> subscribers here
+        self._declared: dict[str, ServerCapabilities | None] = {}  # what each server's held session declared
         self._holding = anyio.Lock()
 
     @property
@@ -334,9 +337,37 @@ class CatalogueItems:
             if key not in self._held:
                 if len(self._held) >= _MAX_HELD:
                     raise MCPError(INTERNAL_ERROR, f"this gateway holds {_MAX_HELD:,} resource subscriptions already")
-                request = SubscribeRequest(params=SubscribeRequestParams(uri=upstream))
-                await self._ask(server, "resources/subscribe", partial(_send_empty, request), retry=True)
+                era = self._gateway.pool.server_status(server).protocol_version
+                if era in MODERN_PROTOCOL_VERSIONS:
+                    raise MCPError(
+                        INVALID_PARAMS,
+                        f"server '{server}' speaks MCP {era}, where resource updates come on a listen stream: OneTool "
+                        "passes on the updates of servers of the 2025-11-25 handshake only; read the resource again",
+                    )
+                await self._subscribe(server, upstream)
             self._held[key] = self._held.get(key, 0) + 1
+
+    async def _subscribe(self, server: str, upstream: str) -> None:
+        request = SubscribeRequest(params=SubscribeRequestParams(uri=upstream))
+        await self._ask(server, "resources/subscribe", partial(_send_empty, request), retry=True)
+        self._declared[server] = self._gateway.pool.capabilities(server)
+
+    async def renew(self) -> None:
+        """Subscribe again to what a server forgot by reconnecting: a new session holds no subscriptions. A new
+        session is known by its capabilities, which each session declares anew (:meth:`UpstreamPool.capabilities`)."""
+        async with self._holding:
+            for server, upstream in list(self._held):
+                declared = self._gateway.pool.capabilities(server)
+                if declared is None or declared is self._declared.get(server):
+                    continue  # not connected (it is renewed when it is), or the session it was held on
+                try:
+                    await self._subscribe(server, upstream)
+                except MCPError as e:
+                    logger.bind(server=server).warning(
+                        "server '{}': a resource subscription not renewed after a reconnect: {}",
+                        server,
+                        e.error.message,
+                    )
 
     async def release(self, server: str, upstream: str) -> None:
         """One subscriber fewer; the last has the server unsubscribed (a server gone meanwhile needs nothing)."""

@@ -62,6 +62,7 @@ class ItemUpdates:
         self._fanout = fanout
         # (server, upstream URI) -> connection key -> (its session, the URI it subscribed by)
         self._sessions: dict[tuple[str, str], dict[int, tuple[ServerSession, str]]] = {}
+        self._clients: set[int] = set()  # connections whose end is watched
         # (server, upstream URI) -> the URIs open listen streams asked for it by, each with its count
         self._streams: dict[tuple[str, str], dict[str, int]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -89,6 +90,8 @@ class ItemUpdates:
             offered = self._offered()
             task_status.started()
             async for _ in changes:
+                if self._tg is not None:
+                    self._tg.start_soon(self._items.renew)  # a server that reconnected holds no subscriptions
                 now = self._offered()
                 if now[0] != offered[0]:
                     self._list_changed(PromptsListChanged())
@@ -163,32 +166,45 @@ class ItemUpdates:
         server, upstream = await self._items.route(params.uri)
         connection = connection_of(ctx.session)
         client = id(connection)
-        subscribed = self._sessions.setdefault((server, upstream), {})
-        if client in subscribed:
+        key = (server, upstream)
+        if client in self._sessions.get(key, {}):
             return EmptyResult()
         if sum(client in s for s in self._sessions.values()) >= _MAX_PER_CLIENT:
             raise MCPError(INVALID_PARAMS, f"a client may subscribe to {_MAX_PER_CLIENT} resources at most")
         await self._items.hold(server, upstream)
+        subscribed = self._sessions.setdefault(key, {})
+        if client in subscribed:  # the same request twice at once: one subscription, held once
+            self._release(server, upstream)
+            return EmptyResult()
         subscribed[client] = (ctx.session, params.uri)
-        connection.exit_stack.callback(self._forget, client, server, upstream)
+        if client not in self._clients:
+            # One callback per connection, however often it subscribes and unsubscribes.
+            self._clients.add(client)
+            connection.exit_stack.callback(self._gone, client)
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Ctx, params: UnsubscribeRequestParams) -> EmptyResult:
         """``resources/unsubscribe``: by the URI the client subscribed by, whether its server is still there or not."""
         client = id(connection_of(ctx.session))
-        for (server, upstream), subscribed in list(self._sessions.items()):
+        for key, subscribed in list(self._sessions.items()):
             held = subscribed.get(client)
             if held is not None and held[1] == params.uri:
-                self._forget(client, server, upstream)
+                self._forget(client, key)
         return EmptyResult()
 
-    def _forget(self, client: int, server: str, upstream: str) -> None:
-        subscribed = self._sessions.get((server, upstream), {})
+    def _gone(self, client: int) -> None:
+        """A connection closed: its subscriptions end."""
+        self._clients.discard(client)
+        for key in list(self._sessions):
+            self._forget(client, key)
+
+    def _forget(self, client: int, key: tuple[str, str]) -> None:
+        subscribed = self._sessions.get(key, {})
         if subscribed.pop(client, None) is None:
             return
         if not subscribed:
-            self._sessions.pop((server, upstream), None)
-        self._release(server, upstream)
+            self._sessions.pop(key, None)
+        self._release(*key)
 
     def _release(self, server: str, upstream: str) -> None:
         if self._tg is not None:

@@ -286,7 +286,8 @@ class UpstreamPool:
         return list(conn.tools) if conn.status is ServerState.CONNECTED else []
 
     def capabilities(self, server: str) -> types.ServerCapabilities | None:
-        """What ``server`` declared when it last connected; None while it is not connected."""
+        """What ``server`` declared on its live session: a new object for each session; None while it is not
+        connected."""
         conn = self._connections.get(server)
         return conn.capabilities if conn is not None and conn.status is ServerState.CONNECTED else None
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -34,7 +37,7 @@ from onetool.serve._catalogue_items import PAGE_SIZE, _page, alias
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.fixtures.items_server import ESCAPED_URI, FLOOD, HUGE_CHARS, SHARED_URI
-from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
+from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop, text_of, wait_for_record
 
 pytestmark = pytest.mark.anyio
 
@@ -249,6 +252,7 @@ async def heard(receive: anyio.abc.ObjectReceiveStream[str], wanted: str) -> Non
 @pytest.mark.parametrize("mode", MODES)
 async def test_subscribed_updates_reach_the_client(served: ServedGateway, mode: str) -> None:
     updated = "notifications/resources/updated"
+    written = served.log.stat().st_size
     async with hearing(served.url, mode, updated) as (c, notes):
         if mode == "legacy":
             # Sent as it is: the SDK's own method warns that the 2026 era dropped it.
@@ -260,6 +264,40 @@ async def test_subscribed_updates_reach_the_client(served: ServedGateway, mode: 
                 await heard(notes, f"{updated} {DOC}")
             finally:
                 await direct.call_tool("everything:toggle-subscriber-updates", {})
+    # The client gone (its connection closed, or its listen stream ended), the server is told.
+    unsubscribed = "resources/unsubscribe on 'everything'"
+    await anyio.to_thread.run_sync(wait_for_record, served.log, unsubscribed, 30, written)
+
+
+async def test_a_subscription_outlives_its_servers_reconnect(served: ServedGateway) -> None:
+    updated = "notifications/resources/updated"
+    async with hearing(served.url, "legacy", updated) as (c, notes):
+        await c.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=DOC)), EmptyResult)
+        written = served.log.stat().st_size
+        [node] = [pid for pid in processes_with(served.marker) if str(EVERYTHING_JS) in command_line(pid)]
+        os.kill(node, signal.SIGKILL)
+        await anyio.to_thread.run_sync(wait_for_record, served.log, "server 'everything' reconnected", 30, written)
+        async with client(f"{served.url}/direct") as direct:
+            await direct.call_tool("everything:toggle-subscriber-updates", {})
+            try:
+                await heard(notes, f"{updated} {DOC}")
+            finally:
+                await direct.call_tool("everything:toggle-subscriber-updates", {})
+
+
+def command_line(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return ""
+
+
+async def test_a_2026_era_servers_resources_cannot_be_subscribed_to_and_say_why(served: ServedGateway) -> None:
+    async with client(served.url, "legacy") as c:
+        with pytest.raises(MCPError) as refused:
+            await c.session.send_request(
+                SubscribeRequest(params=SubscribeRequestParams(uri="hostile://note")), EmptyResult
+            )
+        assert refused.value.code == INVALID_PARAMS and "2025-11-25" in refused.value.error.message
 
 
 async def test_list_changed_reaches_both_eras_when_an_upstream_or_a_server_changes(served: ServedGateway) -> None:
