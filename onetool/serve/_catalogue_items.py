@@ -1,26 +1,32 @@
-"""Upstream prompts, resources and resource templates, as every MCP face lists, reads and completes them.
+"""Upstream prompts, resources and resource templates, as every MCP face lists, reads, subscribes to and completes
+them (one CatalogueItems per gateway, :func:`items_of`; what each face tells its clients: :mod:`._item_updates`).
 
 Names. A prompt is listed as ``server<separator>prompt`` (:func:`onetool.serve._names.namespaced`: the scheme the
 direct face names tools by, ``http.direct_separator`` between), and ``prompts/get`` maps that name back. A resource
 keeps its upstream URI, because URIs also travel inside tool results (resource links) and clients read them back
 as they got them; a read is routed by the URIs the servers list, else by their URI templates (RFC 6570 expressions
-matched as patterns). When two servers list the same URI, each lists it as ``onetool://<server>/<the URI
-percent-encoded>`` (:func:`alias`), a form every face accepts for any URI of any visible server and maps back
-exactly; a URI that two servers' templates match must be asked for in that form. A resource's and a template's name
-gets the server's prefix, its URI (template) stays.
+matched as patterns). URIs cannot be renamed freely, so the one other form is reversible: ``onetool://<server>/<the
+URI percent-encoded>`` (:func:`alias`), which every face accepts for any URI of any visible server and maps back
+exactly. A resource is listed in that form when another server lists the same URI, or when its URI holds a
+character a reader could not see whole (:func:`shown_uri`); a URI two servers' templates match must be asked for in
+that form. A resource's and a template's name gets the server's prefix; a template whose URI template holds such a
+character is not listed (its resources read by the alias). A prompt argument's name is listed escaped and mapped
+back to the upstream's own.
 
-Visibility is the tools': a server no face may show tools of (disabled, not connected, quarantined, proposed or
-otherwise held for review, or unknown to the store a replica cannot read) lists no prompts and no resources, and
-none of its items can be got, read, subscribed to or completed.
+Visibility is the tools': a server no face may show tools of (disabled, not connected, quarantined, proposed,
+unknown to a store a replica cannot read) lists no prompts and no resources, and none of its items can be got,
+read, subscribed to or completed; naming one of a server held for review says it is held, as a tool call does.
 
 What an upstream wrote reaches a client shaped: names, titles and descriptions with every invisible character named
-(:func:`onetool.text.visible`; an OSC 52 escape, a CR or a bidi override shows as ``<U+001B ...>``), descriptions
-cut at _MAX_DESCRIPTION; the texts of a prompt's messages and of a resource's contents escaped the same way and cut
-together at ``sandbox.max_output`` characters, as a tool result is; a binary past _MAX_BLOB_CHARS replaced by a note.
+(:func:`onetool.text.visible`; an OSC 52 escape, a CR or a bidi override shows as ``<U+001B CONTROL>``),
+descriptions cut at _MAX_DESCRIPTION; the texts of a prompt's messages and of a resource's contents escaped the same
+way (tab and newline kept) and cut together at ``sandbox.max_output`` characters, as a tool result is; a binary past
+_MAX_BLOB_CHARS replaced by a note; an upstream's error message escaped and cut on one line.
 
 Lists are cached per server and kind until the registry changes (a server comes, goes or changes) or the server
 says that list changed (:meth:`CatalogueItems.forget`); the merged list is served in pages of PAGE_SIZE behind an
-opaque cursor.
+opaque cursor. Resource subscriptions are held upstream once per resource (:meth:`CatalogueItems.hold`), however
+many clients share one, and held again on a reconnected server's new session (:meth:`CatalogueItems.renew`).
 """
 
 from __future__ import annotations
@@ -77,7 +83,7 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from onetool.errors import ModelError
+from onetool.errors import ModelError, ServerHeld
 from onetool.logs import logger
 from onetool.registry import Registry
 from onetool.serve._names import namespaced
@@ -243,6 +249,7 @@ class CatalogueItems:
         _, names = await self.prompts()
         route = names.get(name)
         if route is None:
+            self._refuse_held(lambda held: name.startswith(mcp_name(held) + self._separator))
             close = closest(name, names)
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise MCPError(
@@ -305,6 +312,8 @@ class CatalogueItems:
         if len(uri) > _MAX_URI:
             raise MCPError(INVALID_PARAMS, f"resource URI of {len(uri):,} characters: at most {_MAX_URI:,} are read")
         servers = self.servers("resources")
+        if uri.startswith(f"{ALIAS_SCHEME}://"):
+            self._refuse_held(lambda held: uri.startswith(f"{ALIAS_SCHEME}://{mcp_name(held)}/"))
         aliased = _unalias(uri, servers)
         if aliased is not None:
             return aliased
@@ -419,6 +428,13 @@ class CatalogueItems:
             return await self._gateway.pool.request(server, f"{display} on '{server}'", send, retry=retry)
         except ModelError as e:
             raise MCPError(INTERNAL_ERROR, one_line(visible(str(e)[:_MAX_ERROR], keep=""), _MAX_ERROR)) from None
+
+    def _refuse_held(self, names: Callable[[str], bool]) -> None:
+        """A server an operator holds for review is said to be held, as its tools are, not unknown."""
+        held = self._gateway.registry.held
+        for server in sorted(held, key=len, reverse=True):
+            if names(server):
+                raise MCPError(INVALID_PARAMS, str(ServerHeld(server, held[server])))
 
     def _named(self, server: str, name: str) -> str:
         return f"{server}{self._separator}{_line(name)}"

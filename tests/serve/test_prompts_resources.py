@@ -345,3 +345,18 @@ async def test_a_flood_of_list_changes_reaches_clients_gathered(served: ServedGa
                 await notes.receive()
                 told += 1
         assert told < FLOOD // 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_held_servers_prompts_and_resources_are_held_not_unknown(served: ServedGateway, mode: str) -> None:
+    assert admin_post(served, "/admin/servers/items/quarantine") == 200
+    try:
+        async with client(served.url, mode) as c:
+            assert not any(p.name.startswith("items:") for p in (await c.list_prompts()).prompts)
+            assert "hostile://note" not in {r.uri for r in (await c.list_resources()).resources}
+            for ask in (c.get_prompt("items:brief", {"topic": "x"}), c.read_resource(alias("items", "hostile://note"))):
+                with pytest.raises(MCPError) as held:
+                    await ask
+                assert "server 'items' is unavailable: held for review by an operator" in held.value.error.message
+    finally:
+        assert admin_post(served, "/admin/servers/items/approve") == 200
