@@ -97,6 +97,7 @@ __all__ = ["ALIAS_SCHEME", "PAGE_SIZE", "CatalogueItems", "alias", "items_of", "
 Ctx = ServerRequestContext[Any, Any]
 Kind = Literal["prompts", "resources", "templates"]
 T = TypeVar("T")
+S = TypeVar("S")
 
 PAGE_SIZE = 100
 """Items per page of a merged list."""
@@ -128,7 +129,7 @@ def shown_uri(server: str, uri: str) -> str:
 
 
 def _plain(uri: str) -> bool:
-    return len(uri) <= _MAX_URI and visible(uri, keep="") == uri
+    return visible(uri[:_MAX_URI], keep="") == uri
 
 
 _SHARED: weakref.WeakKeyDictionary[Gateway, CatalogueItems] = weakref.WeakKeyDictionary()
@@ -154,6 +155,7 @@ class CatalogueItems:
         self._held: dict[tuple[str, str], int] = {}  # (server, upstream URI) -> subscribers here
         self._declared: dict[str, ServerCapabilities | None] = {}  # what each server's held session declared
         self._holding = anyio.Lock()
+        self._made: dict[Kind, tuple[Any, dict[str, list[Any]], Any]] = {}  # kind -> (key, lists, shaped)
 
     @property
     def _separator(self) -> str:
@@ -220,13 +222,26 @@ class CatalogueItems:
 
     async def prompts(self) -> tuple[list[Prompt], dict[str, tuple[str, Prompt]]]:
         """Every visible prompt as listed, and each listed name -> (server, the upstream's prompt)."""
+        return self._shaped("prompts", await self._lists("prompts"), self._shape_prompts)
+
+    def _shape_prompts(self, lists: dict[str, list[Any]]) -> tuple[list[Prompt], dict[str, tuple[str, Prompt]]]:
         pairs: dict[tuple[str, str], Prompt] = {}
-        for server, prompts in (await self._lists("prompts")).items():
+        for server, prompts in lists.items():
             for p in prompts:
                 pairs.setdefault((server, p.name), p)
         names = namespaced(pairs, self._separator)
         routes = {name: (server, pairs[server, upstream]) for name, (server, upstream) in names.items()}
         return [_prompt(name, prompt) for name, (_, prompt) in routes.items()], routes
+
+    def _shaped(self, kind: Kind, lists: dict[str, list[Any]], shape: Callable[[dict[str, list[Any]]], S]) -> S:
+        """``shape(lists)``, computed again only when a list (or the separator) is not the one it was made from:
+        a listing or a lookup escapes and names each item once per change, not once per request."""
+        key = (self._separator, tuple((server, id(items)) for server, items in lists.items()))
+        made = self._made.get(kind)
+        if made is None or made[0] != key:
+            # The lists are kept with the key: while they live, no other list can take one's id.
+            made = self._made[kind] = (key, lists, shape(lists))
+        return made[2]
 
     async def list_prompts(self, ctx: Ctx, params: PaginatedRequestParams | None) -> ListPromptsResult:
         listed, _ = await self.prompts()
@@ -262,8 +277,11 @@ class CatalogueItems:
     # ----- resources ------------------------------------------------------------------------------
 
     async def resources(self) -> tuple[list[Resource], dict[str, tuple[str, str]]]:
-        """Every visible resource as listed, and each listed URI -> (server, the upstream's URI)."""
-        lists = await self._lists("resources")
+        """Every visible resource as listed, and each listed URI -> (server, the upstream's URI); but one whose URI
+        is longer than _MAX_URI."""
+        return self._shaped("resources", await self._lists("resources"), self._shape_resources)
+
+    def _shape_resources(self, lists: dict[str, list[Any]]) -> tuple[list[Resource], dict[str, tuple[str, str]]]:
         owners: dict[str, set[str]] = {}
         for server, resources in lists.items():
             for r in resources:
@@ -272,6 +290,8 @@ class CatalogueItems:
         routes: dict[str, tuple[str, str]] = {}
         for server, resources in lists.items():
             for r in resources:
+                if len(r.uri) > _MAX_URI:
+                    continue
                 uri = r.uri if len(owners[r.uri]) == 1 else alias(server, r.uri)
                 uri = shown_uri(server, uri)
                 if uri not in routes:
@@ -309,8 +329,10 @@ class CatalogueItems:
 
     async def route(self, uri: str) -> tuple[str, str]:
         """(server, the upstream's URI) of a URI a client names: an alias, a listed URI or one a template matches."""
-        if len(uri) > _MAX_URI:
-            raise MCPError(INVALID_PARAMS, f"resource URI of {len(uri):,} characters: at most {_MAX_URI:,} are read")
+        # The gateway's form of a URI is up to 3 characters per byte of it (%XX).
+        limit = 12 * _MAX_URI if uri.startswith(f"{ALIAS_SCHEME}://") else _MAX_URI
+        if len(uri) > limit:
+            raise MCPError(INVALID_PARAMS, f"resource URI of {len(uri):,} characters: at most {limit:,} are read")
         servers = self.servers("resources")
         if uri.startswith(f"{ALIAS_SCHEME}://"):
             self._refuse_held(lambda held: uri.startswith(f"{ALIAS_SCHEME}://{mcp_name(held)}/"))

@@ -106,9 +106,9 @@ class ItemUpdates:
         async with self._items.notices() as notices:
             task_status.started()
             async for server, notice in notices:
-                await self._notice(server, notice)
+                self._notice(server, notice)
 
-    async def _notice(self, server: str, notice: ServerNotification) -> None:
+    def _notice(self, server: str, notice: ServerNotification) -> None:
         if isinstance(notice, PromptListChangedNotification):
             self._items.forget(server, ["prompts"])
             if server in self._items.servers("prompts"):
