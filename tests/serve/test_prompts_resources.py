@@ -249,6 +249,17 @@ async def heard(receive: anyio.abc.ObjectReceiveStream[str], wanted: str) -> Non
             pass
 
 
+async def hear_doc_updated(served: ServedGateway, notes: anyio.abc.ObjectReceiveStream[str]) -> None:
+    """Have server-everything send its updates (of every subscribed URI at once, then every 5 s) until the client
+    hears DOC's."""
+    async with client(f"{served.url}/direct") as direct:
+        await direct.call_tool("everything:toggle-subscriber-updates", {})
+        try:
+            await heard(notes, f"notifications/resources/updated {DOC}")
+        finally:
+            await direct.call_tool("everything:toggle-subscriber-updates", {})
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_subscribed_updates_reach_the_client(served: ServedGateway, mode: str) -> None:
     updated = "notifications/resources/updated"
@@ -257,32 +268,20 @@ async def test_subscribed_updates_reach_the_client(served: ServedGateway, mode: 
         if mode == "legacy":
             # Sent as it is: the SDK's own method warns that the 2026 era dropped it.
             await c.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=DOC)), EmptyResult)
-        # server-everything sends an update of every subscribed URI at once, then every 5 s.
-        async with client(f"{served.url}/direct") as direct:
-            await direct.call_tool("everything:toggle-subscriber-updates", {})
-            try:
-                await heard(notes, f"{updated} {DOC}")
-            finally:
-                await direct.call_tool("everything:toggle-subscriber-updates", {})
+        await hear_doc_updated(served, notes)
     # The client gone (its connection closed, or its listen stream ended), the server is told.
     unsubscribed = "resources/unsubscribe on 'everything'"
     await anyio.to_thread.run_sync(wait_for_record, served.log, unsubscribed, 30, written)
 
 
 async def test_a_subscription_outlives_its_servers_reconnect(served: ServedGateway) -> None:
-    updated = "notifications/resources/updated"
-    async with hearing(served.url, "legacy", updated) as (c, notes):
+    async with hearing(served.url, "legacy", "notifications/resources/updated") as (c, notes):
         await c.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=DOC)), EmptyResult)
         written = served.log.stat().st_size
         [node] = [pid for pid in processes_with(served.marker) if str(EVERYTHING_JS) in command_line(pid)]
         os.kill(node, signal.SIGKILL)
         await anyio.to_thread.run_sync(wait_for_record, served.log, "server 'everything' reconnected", 30, written)
-        async with client(f"{served.url}/direct") as direct:
-            await direct.call_tool("everything:toggle-subscriber-updates", {})
-            try:
-                await heard(notes, f"{updated} {DOC}")
-            finally:
-                await direct.call_tool("everything:toggle-subscriber-updates", {})
+        await hear_doc_updated(served, notes)
 
 
 def command_line(pid: int) -> str:
