@@ -24,7 +24,6 @@ from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp.types import (
     INVALID_PARAMS,
     EmptyResult,
-    PaginatedRequestParams,
     PromptReference,
     ResourceTemplateReference,
     SubscribeRequest,
@@ -33,10 +32,10 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from onetool.serve._catalogue_items import PAGE_SIZE, _page, alias
+from onetool.serve._catalogue_items import PAGE_SIZE, alias
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
-from tests.fixtures.items_server import ESCAPED_URI, FLOOD, HUGE_CHARS, SHARED_URI
+from tests.fixtures.items_server import ESCAPED_URI, FLOOD, HUGE_CHARS, MANY, SHARED_URI
 from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop, text_of, wait_for_record
 
 pytestmark = pytest.mark.anyio
@@ -153,13 +152,15 @@ async def test_unknown_names_and_uris_say_what_exists(served: ServedGateway) -> 
         assert cursor.value.code == INVALID_PARAMS and "nextCursor" in cursor.value.error.message
 
 
-async def test_a_merged_list_is_paged() -> None:
-    # Two pages need more resources than the fixtures list: the pager itself, on a list past PAGE_SIZE.
-    items = list(range(PAGE_SIZE * 2 + 5))
-    first, cursor = _page(items, None)
-    second, cursor2 = _page(items, PaginatedRequestParams(cursor=cursor))
-    third, last = _page(items, PaginatedRequestParams(cursor=cursor2))
-    assert first + second + third == items and last is None and len(first) == PAGE_SIZE
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_merged_list_is_paged(served: ServedGateway, mode: str) -> None:
+    async with client(served.url, mode) as c:
+        first = await c.list_resources()
+        assert len(first.resources) == PAGE_SIZE and first.next_cursor is not None
+        second = await c.list_resources(cursor=first.next_cursor)
+        uris = [r.uri for page in (first, second) for r in page.resources]
+        assert second.next_cursor is None and len(uris) == len(set(uris))
+        assert {f"hostile://many/{n}" for n in range(MANY)} | {DOC, "hostile://note"} <= set(uris)
 
 
 @pytest.mark.parametrize("mode", MODES)
