@@ -436,12 +436,11 @@ class CatalogueItems:
         context = params.context.arguments if params.context is not None else None
         send = partial(_complete, upstream_ref, argument, context)
         result = await self._ask(server, "completion/complete", send, retry=True)
-        values = [one_line(visible(v[:_MAX_DESCRIPTION], keep=""), _MAX_DESCRIPTION) for v in result.completion.values]
-        more = result.completion.has_more or len(values) > _MAX_COMPLETIONS
+        offered = result.completion.values
+        values = [_line(v[: _MAX_DESCRIPTION + 1]) for v in offered[:_MAX_COMPLETIONS]]
+        more = result.completion.has_more or len(offered) > _MAX_COMPLETIONS
         return CompleteResult(
-            completion=Completion(
-                values=values[:_MAX_COMPLETIONS], total=result.completion.total, has_more=more or None
-            )
+            completion=Completion(values=values, total=result.completion.total, has_more=more or None)
         )
 
     async def _ask(self, server: str, display: str, send: Callable[[Client], Awaitable[T]], *, retry: bool) -> T:
