@@ -52,6 +52,9 @@ if TYPE_CHECKING:  # the SDK is imported only when the config has `otel:`
 
 __all__ = ["Gateway", "limits_of"]
 
+_NOTICE_BUFFER = 256
+"""Upstream notifications a face may have yet to read; past that they are dropped (bounded memory)."""
+
 
 class Gateway:
     """``background``: entering returns before the servers' first connection attempts end (``onetool serve``:
@@ -78,6 +81,8 @@ class Gateway:
         """The registry's tools by what they do (:mod:`onetool.search`): every face searches it."""
         self._description = ""
         self._changes: Broadcast[None] = Broadcast(buffer=1)  # cues to re-read what faces show: bursts coalesce
+        # What upstreams announce (list changes, resource updates); a flooding upstream loses its surplus.
+        self._notices: Broadcast[tuple[str, types.ServerNotification]] = Broadcast(buffer=_NOTICE_BUFFER)
         self._stack = AsyncExitStack()
         self._reloading = anyio.Lock()
         self._watching: anyio.CancelScope | None = None
@@ -120,7 +125,11 @@ class Gateway:
             )
             self._pool = await stack.enter_async_context(
                 UpstreamPool(
-                    self.control.configs(), token_store=self.tokens, children=children, background=self._background
+                    self.control.configs(),
+                    token_store=self.tokens,
+                    children=children,
+                    background=self._background,
+                    on_notification=self._noticed,
                 )
             )
             # Subscribed before the control plane first reviews the servers: one that connects meanwhile is
@@ -157,6 +166,7 @@ class Gateway:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._changes.close()
+        self._notices.close()
         try:
             await self._stack.aclose()
         finally:
@@ -212,6 +222,14 @@ class Gateway:
         """Receive one item whenever what a face shows may have changed: a server's status or visible tools,
         an add, remove, enable, disable, quarantine or approval (bursts coalesce)."""
         return self._changes.subscribe()
+
+    def notices(self) -> AbstractAsyncContextManager[ObjectReceiveStream[tuple[str, types.ServerNotification]]]:
+        """Receive each notification an upstream sends, with its server's name, while the context is open: the
+        faces pass prompt and resource changes on. A subscriber that falls ``_NOTICE_BUFFER`` behind misses some."""
+        return self._notices.subscribe()
+
+    async def _noticed(self, server: str, notification: types.ServerNotification) -> None:
+        self._notices.publish((server, notification))
 
     @property
     def registry(self) -> Registry:

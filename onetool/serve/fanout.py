@@ -37,8 +37,9 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from onetool import __version__, metrics
 from onetool.drain import Drain
 from onetool.logs import logger
-from onetool.serve import _no_catalogue as no_catalogue
+from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._drain import drain_calls
+from onetool.serve._item_updates import ItemUpdates
 from onetool.serve._request_log import log_requests
 from onetool.serve._requests import connection_of
 
@@ -136,7 +137,9 @@ class ListChangedServer(Server[dict[str, Any]]):
 
     def __init__(self, *args: Any, notification_options: NotificationOptions | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._notification_options = notification_options or NotificationOptions(tools_changed=True)
+        self._notification_options = notification_options or NotificationOptions(
+            tools_changed=True, prompts_changed=True, resources_changed=True
+        )
 
     def create_initialization_options(
         self,
@@ -159,9 +162,11 @@ def face_server(
     on_list_tools: ListTools,
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
+    items: CatalogueItems,
 ) -> Server[dict[str, Any]]:
-    """An MCP server for ``face`` (its name in FACES): these tool handlers, no prompts or resources (empty lists),
-    list_changed to both eras on each change, one log record per request, its tool calls counted by ``drain``
+    """An MCP server for ``face`` (its name in FACES): these tool handlers, the upstreams' prompts, resources and
+    resource templates from ``items`` (with subscriptions and completion: :mod:`._item_updates`), list_changed to
+    both eras on each change, one log record per request, its tool calls counted by ``drain``
     (stopped past its deadline), and its requests that show or resolve tools held until ``settled()`` returns
     (``Gateway.settled``: the catalogue's first wave is over), while ``initialize``, ``ping`` and the rest answer
     at once. Untraced (no ``otel:``), it drops the SDK's own span per message (``OpenTelemetryMiddleware``, on by
@@ -170,10 +175,11 @@ def face_server(
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
     fanout = ListChangedFanout(changes)
+    updates = ItemUpdates(items, changes, fanout)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        async with fanout.running():
+        async with fanout.running(), updates.running():
             yield {}
 
     server = ListChangedServer(
@@ -182,12 +188,15 @@ def face_server(
         lifespan=lifespan,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
-        on_list_prompts=no_catalogue.list_prompts,
-        on_get_prompt=no_catalogue.get_prompt,
-        on_list_resources=no_catalogue.list_resources,
-        on_list_resource_templates=no_catalogue.list_resource_templates,
-        on_read_resource=no_catalogue.read_resource,
-        on_subscriptions_listen=fanout.listen,
+        on_list_prompts=items.list_prompts,
+        on_get_prompt=items.get_prompt,
+        on_list_resources=items.list_resources,
+        on_list_resource_templates=items.list_resource_templates,
+        on_read_resource=items.read_resource,
+        on_subscribe_resource=updates.subscribe,
+        on_unsubscribe_resource=updates.unsubscribe,
+        on_completion=items.complete,
+        on_subscriptions_listen=updates.listen,
         get_tool_input_schema=get_tool_input_schema,
     )
     if not traced:
@@ -196,8 +205,20 @@ def face_server(
     return server
 
 
-_CATALOGUE_METHODS = frozenset({"tools/list", "tools/call"})
-"""The requests that show or resolve a face's tools."""
+_CATALOGUE_METHODS = frozenset(
+    {
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "completion/complete",
+    }
+)
+"""The requests that show or resolve a face's tools, prompts or resources."""
 
 
 def _after(settled: Callable[[], Awaitable[None]]) -> Any:

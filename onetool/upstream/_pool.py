@@ -229,6 +229,15 @@ class UpstreamPool:
     async def read_resource(self, server: str, uri: str) -> types.ReadResourceResult:
         return await self._request(server, f"proxy.read_resource('{server}', ...)", lambda c: c.read_resource(uri))
 
+    async def list_resource_templates(self, server: str) -> list[types.ResourceTemplate]:
+        return await self._request(
+            server,
+            f"resources/templates/list('{server}')",
+            lambda c: collect_pages(
+                lambda cursor: c.list_resource_templates(cursor=cursor), lambda page: page.resource_templates
+            ),
+        )
+
     async def list_prompts(self, server: str) -> list[types.Prompt]:
         return await self._request(
             server,
@@ -275,6 +284,12 @@ class UpstreamPool:
     def tools(self, server: str) -> list[types.Tool]:
         conn = self._connections[server]
         return list(conn.tools) if conn.status is ServerState.CONNECTED else []
+
+    def capabilities(self, server: str) -> types.ServerCapabilities | None:
+        """What ``server`` declared on its live session: a new object for each session; None while it is not
+        connected."""
+        conn = self._connections.get(server)
+        return conn.capabilities if conn is not None and conn.status is ServerState.CONNECTED else None
 
     def status(self) -> list[ServerStatus]:
         return [conn.snapshot() for conn in self._connections.values()]

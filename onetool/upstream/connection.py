@@ -37,6 +37,7 @@ import mcp.types as types
 from mcp import Client, MCPError
 from mcp.client.session import ClientRequestContext
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.subscriptions import ToolsListChanged, event_to_notification
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -124,6 +125,7 @@ class Connection:
         self.instructions: str | None = None
         self.first_attempt = anyio.Event()
         self._session: Session | None = None  # the live session calls may use
+        self.capabilities: types.ServerCapabilities | None = None  # what the live session's server declared
         self._latest: Session | None = None  # the last session that connected, live or not
         self._call_slots = anyio.Semaphore(config.max_concurrent_calls, fast_acquire=True)
         self._attempting = False  # the owner is connecting
@@ -427,6 +429,7 @@ class Connection:
                 self.tools = tools
                 self.protocol_version = client.protocol_version
                 self.instructions = client.instructions
+                self.capabilities = client.server_capabilities
                 session.connected_at = session.answered_at = anyio.current_time()
                 self._set_status(ServerState.CONNECTED, None)
                 if self._ever_connected:
@@ -564,12 +567,17 @@ class Connection:
         started = False
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
-                async with client.listen(tools_list_changed=True) as events:
+                listen = client.listen(tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True)
+                async with listen as events:
                     deadline.deadline = math.inf
                     task_status.started()
                     started = True
-                    async for _ in events:
-                        session.refresh.set()
+                    async for event in events:
+                        if isinstance(event, ToolsListChanged):
+                            session.refresh.set()
+                        elif (notify := self._options.on_notification) is not None:
+                            # Its prompts or resources: told as a handshake-era server tells them.
+                            await notify(self.name, event_to_notification(event, {}))
         except Exception as e:
             # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
             logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)

@@ -441,3 +441,27 @@ def test_log_files_state_and_discovery_are_private_under_umask_022(tmp_path: Pat
             assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     finally:
         assert stop(served.proc) == 0
+
+
+# ---- prompts and resources (issue 44): an upstream's every word reaches a client escaped -------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_hostile_servers_prompts_and_resources_reach_every_face_escaped(
+    served: ServedGateway, mode: str
+) -> None:
+    """Every field of the hostile server's prompt, resource and template, and what getting and reading them returns,
+    on /mcp and /mcp/direct in both eras: nothing a terminal would act on, nothing a reader would not see."""
+    for path in ("", "/direct"):
+        async with Client(served.url + path, mode=mode, read_timeout_seconds=60) as client:  # type: ignore[arg-type]
+            prompts = [p for p in (await client.list_prompts()).prompts if p.name.startswith("hostile:")]
+            resources = [r for r in (await client.list_resources()).resources if r.name.startswith("hostile:")]
+            templates = (await client.list_resource_templates()).resource_templates
+            got = [await client.get_prompt(p.name, {"topic": "t\x1b[2J"}) for p in prompts]
+            read = [await client.read_resource(r.uri) for r in resources]
+            read.append(await client.read_resource("hostile://notes/k"))
+            assert len(prompts) == 1 and len(resources) == 1 and len(templates) == 1
+            for shown in (*prompts, *resources, *templates, *got, *read):
+                dumped = json.dumps(shown.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+                assert not UNSAFE.search(dumped), dumped
+            assert "Use me." in json.dumps([g.model_dump(mode="json") for g in got])

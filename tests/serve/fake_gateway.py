@@ -5,10 +5,11 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 
 from anyio.abc import ObjectReceiveStream
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ServerNotification, TextContent
 
 from onetool.broadcast import Broadcast
 from onetool.config import Config
+from onetool.control import ServerView
 from onetool.drain import Drain
 from onetool.registry import Registry
 from onetool.relay import RunClient
@@ -23,6 +24,8 @@ class FakeGateway:
         self.drain = Drain()
         self.config = Config()
         self.registry = Registry({})
+        self.control = NoServers()
+        self._notices: Broadcast[tuple[str, ServerNotification]] = Broadcast(buffer=16)
 
     async def settled(self) -> None:
         """The catalogue is whole from the start."""
@@ -47,6 +50,16 @@ class FakeGateway:
 
     def subscribe(self) -> AbstractAsyncContextManager[ObjectReceiveStream[None]]:
         return self._changes.subscribe()
+
+    def notices(self) -> AbstractAsyncContextManager[ObjectReceiveStream[tuple[str, ServerNotification]]]:
+        return self._notices.subscribe()
+
+
+class NoServers:
+    """The control plane of a gateway without upstream servers: no prompts or resources to show."""
+
+    def list(self) -> list[ServerView]:
+        return []
 
 
 # A raw handshake-era initialize request, for tests that speak the wire protocol directly.

@@ -16,6 +16,7 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
 from onetool.drain import Drain
+from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._requests import connection_of
 from onetool.serve.fanout import face_server
 
@@ -70,6 +71,7 @@ def test_a_face_keeps_the_sdks_span_per_message_only_when_traced(traced: bool) -
         on_list_tools=no_tools,
         on_call_tool=nothing,
         get_tool_input_schema=lambda _name: None,
+        items=CatalogueItems(None),  # type: ignore[arg-type]  # never asked here
     )
     spans = [m for m in face.middleware if isinstance(m, OpenTelemetryMiddleware)]
     assert len(spans) == int(traced) and len(face.middleware) == 4 + int(traced)

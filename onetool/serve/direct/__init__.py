@@ -1,7 +1,7 @@
 """The direct face, ``/mcp/direct``: every visible upstream tool as ``server:tool``, beside management tools."""
 
+from onetool.serve._names import MAX_NAME
 from onetool.serve.direct._face import (
-    MAX_NAME,
     DirectCatalogue,
     DirectFace,
     Separator,

@@ -21,7 +21,6 @@ naming its server, and calling the new name calls the upstream's own. Between th
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,6 +34,8 @@ from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.relay import relayed
+from onetool.serve._catalogue_items import items_of
+from onetool.serve._names import namespaced
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools, data_answer
@@ -59,49 +60,15 @@ if TYPE_CHECKING:
 
 Separator = Literal[":", "__", "."]
 
-MAX_NAME = 64
-"""Longest tool name: some clients check names against ``^[a-zA-Z0-9_-]{1,64}$``."""
-_HASH_CHARS = 8
-"""Hex digits of the hash that keeps a shortened name unique: 32 bits."""
 RESERVED = frozenset({"run", *MANAGEMENT_NAMES, *SEARCH_NAMES})
 
 
 def direct_names(
     tools: Iterable[tuple[str, str]], separator: str, reserved: Iterable[str] = RESERVED
 ) -> dict[str, tuple[str, str]]:
-    """Each direct name -> its (server, upstream tool name); names are unique and at most MAX_NAME long.
-
-    A tool is ``server + separator + tool``, each part as :func:`onetool.text.mcp_name` makes it (within MCP's
-    tool-name charset), when that fits and no earlier tool (or reserved name) has it; otherwise it is that name cut
-    short plus ``_`` and a hash of the full name, so the same tool keeps the same name from one listing to the next.
-    """
-    pairs = list(dict.fromkeys(tools))  # an upstream that lists a name twice has one tool of that name
-    full = [f"{mcp_name(server)}{separator}{mcp_name(tool)}" for server, tool in pairs]
-    taken = set(reserved)
-    chosen: list[str | None] = []
-    for name in full:
-        fits = len(name) <= MAX_NAME and name not in taken
-        chosen.append(name if fits else None)
-        if fits:
-            taken.add(name)
-    out: dict[str, tuple[str, str]] = {}
-    for pair, name, picked in zip(pairs, full, chosen, strict=True):
-        if picked is None:
-            picked = _shortened(name, taken)
-            taken.add(picked)
-        out[picked] = pair
-    return out
-
-
-def _shortened(name: str, taken: set[str]) -> str:
-    attempt = 0
-    while True:
-        digest = hashlib.sha256(f"{name}\0{attempt}".encode()).hexdigest()[:_HASH_CHARS]
-        candidate = f"{name[: MAX_NAME - _HASH_CHARS - 1]}_{digest}"
-        if candidate not in taken:
-            return candidate
-        # Another name holds it by a 32-bit collision, or on purpose: the next attempt hashes differently.
-        attempt += 1
+    """Each direct name -> its (server, upstream tool name): :func:`onetool.serve._names.namespaced`, clear of the
+    management tools' names."""
+    return namespaced(tools, separator, reserved)
 
 
 class DirectCatalogue:
@@ -329,6 +296,7 @@ def build_direct_server(
         gateway.drain,
         settled=gateway.settled,
         traced=gateway.config.otel is not None,
+        items=items_of(gateway),
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,

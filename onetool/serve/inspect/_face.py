@@ -43,6 +43,7 @@ from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
 from onetool.relay import relayed
 from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
+from onetool.serve._catalogue_items import items_of
 from onetool.serve._requests import LogLevels, RequestClient, error_result
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
@@ -232,6 +233,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         gateway.drain,
         settled=gateway.settled,
         traced=gateway.config.otel is not None,
+        items=items_of(gateway),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),

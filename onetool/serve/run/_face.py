@@ -15,6 +15,7 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from onetool.logs import logger
 from onetool.registry import UpstreamTool
 from onetool.relay import RunClient
+from onetool.serve._catalogue_items import items_of
 from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
 from onetool.serve._requests import LogLevels, error_result
 from onetool.serve.fanout import face_server
@@ -114,6 +115,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
         gateway.drain,
         settled=gateway.settled,
         traced=gateway.config.otel is not None,
+        items=items_of(gateway),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
