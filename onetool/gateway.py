@@ -120,7 +120,11 @@ class Gateway:
             )
             self._pool = await stack.enter_async_context(
                 UpstreamPool(
-                    self.control.configs(), token_store=self.tokens, children=children, background=self._background
+                    self.control.configs(),
+                    token_store=self.tokens,
+                    children=children,
+                    background=self._background,
+                    roots=self.config.roots,
                 )
             )
             # Subscribed before the control plane first reviews the servers: one that connects meanwhile is
@@ -203,6 +207,10 @@ class Gateway:
             logger.warning("tool search ranks by words only: the semantic model could not be loaded: {}", e)
         finally:
             self.index.model_settled()
+
+    async def roots_changed(self) -> None:
+        """A client says its roots changed (``notifications/roots/list_changed``): the upstreams are told."""
+        await self._pool.roots_changed()
 
     def settling(self) -> list[str]:
         """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""

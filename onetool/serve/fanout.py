@@ -31,7 +31,13 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ToolsListChanged,
 )
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    NotificationParams,
+    PaginatedRequestParams,
+)
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__, metrics
@@ -159,10 +165,12 @@ def face_server(
     on_list_tools: ListTools,
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
+    on_roots_changed: Callable[[], Awaitable[None]],
 ) -> Server[dict[str, Any]]:
     """An MCP server for ``face`` (its name in FACES): these tool handlers, no prompts or resources (empty lists),
     list_changed to both eras on each change, one log record per request, its tool calls counted by ``drain``
-    (stopped past its deadline), and its requests that show or resolve tools held until ``settled()`` returns
+    (stopped past its deadline), a client's ``notifications/roots/list_changed`` handed to ``on_roots_changed``,
+    and its requests that show or resolve tools held until ``settled()`` returns
     (``Gateway.settled``: the catalogue's first wave is over), while ``initialize``, ``ping`` and the rest answer
     at once. Untraced (no ``otel:``), it drops the SDK's own span per message (``OpenTelemetryMiddleware``, on by
     default): a no-op span still costs about 5 % of the gateway's CPU on the hot path.
@@ -189,6 +197,11 @@ def face_server(
         on_read_resource=no_catalogue.read_resource,
         on_subscriptions_listen=fanout.listen,
         get_tool_input_schema=get_tool_input_schema,
+    )
+    # Registered this way, not as on_roots_list_changed=..., which warns that roots are deprecated at 2026-07-28;
+    # handshake-era clients still send it.
+    server.add_notification_handler(
+        "notifications/roots/list_changed", NotificationParams, lambda ctx, params: on_roots_changed()
     )
     if not traced:
         server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]

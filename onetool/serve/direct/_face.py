@@ -228,8 +228,9 @@ class DirectFace:
         try:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
             progress = client.progress if client is not None and client.wants_progress else None
-            elicit = client.elicit if client is not None else None
-            result = await self._gateway.calls.result(target, [], arguments, on_progress=progress, on_elicit=elicit)
+            calls = self._gateway.calls
+            caller = calls.asks(client) if client is not None else None
+            result = await calls.result(target, [], arguments, on_progress=progress, caller=caller)
         except ModelError as e:
             return error_result(str(e))
         cache = self._management.cache
@@ -314,6 +315,7 @@ def build_direct_server(
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,
+        on_roots_changed=gateway.roots_changed,
     )
     face.levels.install(server)
     return server
