@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
+    INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
     CallToolResult,
     CreateMessageRequest,
@@ -32,18 +33,19 @@ from mcp.types import (
     ElicitRequestParams,
     ElicitResult,
     EmptyResult,
+    InputRequest,
     ListRootsRequest,
     ListRootsResult,
     LoggingLevel,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
-    ServerRequest,
     SetLevelRequestParams,
     TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from onetool.serve._input_required import waiting_call
 from onetool.upstream.asks import Refused, SampleResult
 
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
@@ -60,9 +62,15 @@ class RequestClient:
     """The client of one tool call, as the gateway tells it the call's progress and upstream logs (a RunClient)."""
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], level: LoggingLevel | None) -> None:
-        self._ctx = ctx
+        self._first = ctx
+        self._waiting = waiting_call.get()  # a 2026-era client's call: what it is asked rides input-required results
         self._level = level
         self.wants_progress = progress_token_from_params(ctx.params) is not None
+
+    @property
+    def _ctx(self) -> ServerRequestContext[Any, Any]:
+        """The request notifications ride: a waiting call's latest retry, else the call's own."""
+        return self._first if self._waiting is None else self._waiting.ctx
 
     def wants_log(self, level: LoggingLevel) -> bool:
         return self._level is not None and _LEVELS.index(level) >= _LEVELS.index(self._level)
@@ -117,8 +125,14 @@ class RequestClient:
         except (NoBackChannelError, MCPError):  # no roots to give: the upstream gets the config's
             return None
 
-    async def _request(self, request: ServerRequest, result_type: type[R]) -> R:
-        """``request`` to the client, on the stream of the call it is part of."""
+    async def _request(self, request: InputRequest, result_type: type[R]) -> R:
+        """``request`` to the client: in an input-required result for a waiting 2026-era call, else on the stream
+        of the call it is part of."""
+        if self._waiting is not None:
+            answer = await self._waiting.ask(request, result_type)
+            if answer is None:
+                raise MCPError(INVALID_PARAMS, f"the client's answer to {request.method} is not one")
+            return answer
         metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         return await self._ctx.session.send_request(request, result_type, metadata=metadata)
 

@@ -45,6 +45,7 @@ from onetool.drain import Drain
 from onetool.logs import logger
 from onetool.serve import _no_catalogue as no_catalogue
 from onetool.serve._drain import drain_calls
+from onetool.serve._input_required import Continuations
 from onetool.serve._request_log import log_requests
 from onetool.serve._requests import connection_of
 
@@ -169,8 +170,9 @@ def face_server(
 ) -> Server[dict[str, Any]]:
     """An MCP server for ``face`` (its name in FACES): these tool handlers, no prompts or resources (empty lists),
     list_changed to both eras on each change, one log record per request, its tool calls counted by ``drain``
-    (stopped past its deadline), a client's ``notifications/roots/list_changed`` handed to ``on_roots_changed``,
-    and its requests that show or resolve tools held until ``settled()`` returns
+    (stopped past its deadline), a 2026-era client's tool call asked what its upstreams ask through
+    input-required results (_input_required.py), a client's ``notifications/roots/list_changed`` handed to
+    ``on_roots_changed``, and its requests that show or resolve tools held until ``settled()`` returns
     (``Gateway.settled``: the catalogue's first wave is over), while ``initialize``, ``ping`` and the rest answer
     at once. Untraced (no ``otel:``), it drops the SDK's own span per message (``OpenTelemetryMiddleware``, on by
     default): a no-op span still costs about 5 % of the gateway's CPU on the hot path.
@@ -178,10 +180,11 @@ def face_server(
     Its lifespan watches ``changes``, so it works the same under stdio, HTTP or in-process.
     """
     fanout = ListChangedFanout(changes)
+    continuations = Continuations(face)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        async with fanout.running():
+        async with fanout.running(), continuations.running():
             yield {}
 
     server = ListChangedServer(
@@ -205,7 +208,9 @@ def face_server(
     )
     if not traced:
         server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
-    server.middleware.extend([log_requests(face), drain_calls(drain), fanout.remember, _after(settled)])
+    server.middleware.extend(
+        [log_requests(face), drain_calls(drain), fanout.remember, _after(settled), continuations.middleware]
+    )
     return server
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, types
+from mcp import Client, MCPError, types
 from mcp.client.session import ClientRequestContext
 from pydantic import FileUrl
 
@@ -186,13 +186,42 @@ async def test_client_that_cannot_elicit_gets_the_unattended_answer(eliciting: S
     }
 
 
-async def test_2026_era_client_gets_the_unattended_answer(eliciting: ServedGateway) -> None:
-    """A 2026-07-28 client takes no server-to-client requests."""
+async def test_2026_era_client_is_asked_through_input_required_results(eliciting: ServedGateway) -> None:
+    """A 2026-07-28 client takes no server-to-client requests: its tools/call gets an input-required result, and
+    its retry with the answer continues the same call (the SDK's Client drives the loop)."""
     user = User(types.ElicitResult(action="accept", content={"text": "hi"}))
-    async with Client(eliciting.url, mode="auto", read_timeout_seconds=30, elicitation_callback=user) as client:
+    async with Client(eliciting.url, read_timeout_seconds=30, elicitation_callback=user) as client:
+        assert client.protocol_version == "2026-07-28"
         result = await client.call_tool("run", {"code": "elicit.note()"})
-    assert outcome(result) == {"action": "decline", "content": None}
-    assert user.asked == []
+        assert outcome(result) == {"action": "accept", "content": {"text": "hi"}}
+        # A handshake-era upstream (a server-to-client request), from direct and from exec.
+        result = await client.call_tool("run", {"code": "everything.trigger_elicitation_request()"})
+        assert "It was a dark and stormy night." in text_of(result), text_of(result)
+    [_, asked] = user.asked
+    assert asked.message.startswith(ASKED_BY.format("everything"))
+    model = Model()
+    async with Client(
+        face(eliciting, "direct"), read_timeout_seconds=30, sampling_callback=model, list_roots_callback=client_roots
+    ) as client:
+        result = await client.call_tool("everything:trigger-sampling-request", {"prompt": "p", "maxTokens": 10})
+        assert "haiku 1" in text_of(result), text_of(result)
+        assert reported(await client.call_tool("elicit:haiku", {"max_tokens": 10})) == {
+            "model": "client-model",
+            "text": "haiku 2",
+        }
+        assert reported(await client.call_tool("elicit:roots", {})) == [CLIENT_ROOT]
+    user = User(types.ElicitResult(action="accept", content={"text": "from exec"}))
+    async with Client(face(eliciting, "inspect"), read_timeout_seconds=30, elicitation_callback=user) as client:
+        result = await client.call_tool("exec", {"server_name": "elicit", "tool_name": "note"})
+    assert outcome(result) == {"action": "accept", "content": {"text": "from exec"}}
+
+
+async def test_a_2026_era_retry_with_a_forged_state_is_refused(eliciting: ServedGateway) -> None:
+    async with Client(eliciting.url, read_timeout_seconds=30) as client:
+        with pytest.raises(MCPError, match="requestState names no call waiting for input here"):
+            await client.session.call_tool(
+                "run", {"code": "1"}, request_state="forged", input_responses={}, allow_input_required=True
+            )
 
 
 async def test_direct_and_exec_callers_answer(eliciting: ServedGateway) -> None:
