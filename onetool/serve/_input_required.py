@@ -71,6 +71,8 @@ class Waiting:
         self.result: HandlerResult | BaseException | None = None
         self.collected = anyio.Event()
         """Set once its client has the result (or will never get it)."""
+        self.scope = anyio.CancelScope()
+        """The call's: cancelled when its client gives up on it."""
 
     async def ask(self, request: InputRequest, answer_type: type[R]) -> R | None:
         """Ask the client ``request`` in the next input-required result, and wait for its answer (cancelled by the
@@ -166,7 +168,15 @@ class Continuations:
         return await self._leg(waiting)
 
     async def _leg(self, waiting: Waiting) -> HandlerResult:
-        result = await waiting.next_leg()
+        try:
+            result = await waiting.next_leg()
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled its request or went away: the call is cancelled, as a call in its own request
+            # would have been (its upstream calls get notifications/cancelled).
+            waiting.scope.cancel()
+            self._waiting.pop(waiting.state, None)
+            waiting.collected.set()
+            raise
         if not isinstance(result, InputRequiredResult):
             self._waiting.pop(waiting.state, None)
             waiting.collected.set()
@@ -175,7 +185,8 @@ class Continuations:
     async def _run(self, waiting: Waiting, call_next: CallNext, ctx: ServerRequestContext[Any, Any]) -> None:
         token = waiting_call.set(waiting)
         try:
-            waiting.finish(await call_next(ctx))
+            with waiting.scope:
+                waiting.finish(await call_next(ctx))
         except Exception as e:  # the handler's own error: its client gets it as it would have
             waiting.finish(e)
         finally:

@@ -256,14 +256,24 @@ async def test_a_question_waits_no_longer_than_its_call(eliciting: ServedGateway
 
 
 async def test_with_another_call_in_flight_nobody_is_asked(eliciting: ServedGateway) -> None:
-    """The protocol does not say which call a question belongs to: with two in flight, the unattended answer."""
+    """The protocol does not say which call a request belongs to: with two in flight, a question gets the
+    unattended answer, a sampling request the protocol's error and roots/list the config's roots; no client is
+    asked on another's behalf."""
     user = User(types.ElicitResult(action="accept", content={"text": "mine?"}))
+    model = Model()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(call, face(eliciting, "direct"), "elicit:quiet", {"seconds": 3}, None)
+        tg.start_soon(call, face(eliciting, "direct"), "elicit:quiet", {"seconds": 4}, None)
         await anyio.sleep(1)
         result = await call(face(eliciting, "direct"), "elicit:note", {}, user)
+        sampled = await call(face(eliciting, "direct"), "elicit:haiku", {"max_tokens": 10}, None, model)
+        roots = await call(face(eliciting, "direct"), "elicit:roots", {}, None, roots=client_roots)
     assert outcome(result) == {"action": "decline", "content": None}
     assert user.asked == []
+    assert sampled.is_error and model.asked == []
+    assert reported(roots) == [ROOT]
+    assert "refused: no client to ask: sampling goes to the client of a call to server 'elicit'" in (
+        eliciting.log.read_text()
+    )
 
 
 # ----- sampling and roots --------------------------------------------------------------------------------------
