@@ -115,7 +115,8 @@ class Waiting:
                     question.sent = True
                 requests = {k: q.request for k, q in unsent.items()}
                 return InputRequiredResult(input_requests=requests, request_state=self.state)
-            self._changed = anyio.Event()
+            if self._changed.is_set():  # every leg waiting (a client retrying twice) waits on the same event
+                self._changed = anyio.Event()
             await self._changed.wait()
 
     def _wake(self) -> None:

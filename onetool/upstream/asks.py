@@ -16,13 +16,31 @@ from typing import Final, Protocol
 
 import mcp.types as types
 
-__all__ = ["Asks", "Caller", "Refused", "SampleResult", "SamplingLimits"]
+from onetool.text import shown_name
+from onetool.upstream.elicit import quoted
+
+__all__ = ["SAMPLED_BY", "Asks", "Caller", "Refused", "SampleResult", "SamplingLimits", "attributed_sampling"]
 
 SampleResult = types.CreateMessageResult | types.CreateMessageResultWithTools
 
+SAMPLED_BY: Final = (
+    "[OneTool] MCP server '{}' asks for this completion (the messages, and its instructions quoted below, are its own;"
+    " OneTool does not vouch for them)"
+)
+"""The first line of the system prompt of every sampling request an upstream makes through the gateway: the user
+who approves it, and the model, know which server asks."""
 REFUSED_CODE: Final = types.INVALID_REQUEST
 """The error code an upstream's refused request gets: what a client without the capability answers (the SDK's own
 default callbacks do)."""
+
+
+def attributed_sampling(server: str, params: types.CreateMessageRequestParams) -> types.CreateMessageRequestParams:
+    """``params`` as the gateway passes them on: :data:`SAMPLED_BY` with ``server`` (its configured name) first in
+    the system prompt, the upstream's own system prompt quoted below it (elicit.py's :func:`quoted`)."""
+    lines = [SAMPLED_BY.format(shown_name(server))]
+    if params.system_prompt:
+        lines.append(quoted(params.system_prompt))
+    return params.model_copy(update={"system_prompt": "\n".join(lines)})
 
 
 class Caller(Protocol):

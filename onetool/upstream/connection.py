@@ -64,7 +64,7 @@ from onetool.upstream._session import (
     stream_end,
 )
 from onetool.upstream._stderr import StderrTail
-from onetool.upstream.asks import Caller, Refused, SampleResult
+from onetool.upstream.asks import Caller, Refused, SampleResult, attributed_sampling
 from onetool.upstream.children import Children
 from onetool.upstream.elicit import attributed, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
@@ -455,7 +455,8 @@ class Connection:
         def late() -> SampleResult:
             raise Refused("the call this request came during ended, or its deadline passed")
 
-        result = await ask.ask(lambda caller: caller.sample(params), late)
+        shown = attributed_sampling(self.name, params)
+        result = await ask.ask(lambda caller: caller.sample(shown), late)
         if result is None:
             raise Refused("the client of this call did not declare the sampling capability")
         return result

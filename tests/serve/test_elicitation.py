@@ -20,6 +20,7 @@ from mcp import Client, MCPError, types
 from mcp.client.session import ClientRequestContext
 from pydantic import FileUrl
 
+from onetool.upstream.asks import SAMPLED_BY
 from onetool.upstream.elicit import ASKED_BY
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
@@ -295,6 +296,8 @@ async def test_sampling_goes_to_the_calling_client_of_either_era_of_upstream(eli
     assert "haiku 1" in text_of(result) and "client-model" in text_of(result)
     [asked] = model.asked
     assert asked.max_tokens == 50 and "a haiku" in str(asked.messages[0].content)
+    # The user approving it learns which server asks; the server's own instructions follow, quoted.
+    assert asked.system_prompt == f"{SAMPLED_BY.format('everything')}\n| You are a helpful test server."
     # A 2026-era upstream's request rides its input-required result; direct and exec callers are asked the same.
     result = await call(face(eliciting, "direct"), "elicit:haiku", {"max_tokens": 20}, None, model)
     assert reported(result) == {"model": "client-model", "text": "haiku 2"}
