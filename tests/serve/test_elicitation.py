@@ -217,6 +217,25 @@ async def test_2026_era_client_is_asked_through_input_required_results(eliciting
     assert outcome(result) == {"action": "accept", "content": {"text": "from exec"}}
 
 
+async def test_a_2026_era_client_that_does_not_come_back_in_time_gets_the_calls_end(eliciting: ServedGateway) -> None:
+    """The question is the upstream's, attributed, in an input-required result; it waits no longer than its call
+    (2 s on `hasty`), which then ends without the answer and keeps its result for the client's retry."""
+    user = User(types.ElicitResult(action="accept", content={"text": "never asked: this test answers by hand"}))
+    async with Client(face(eliciting, "direct"), read_timeout_seconds=30, elicitation_callback=user) as client:
+        first = await client.session.call_tool("hasty:note", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        [(key, request)] = (first.input_requests or {}).items()
+        assert isinstance(request, types.ElicitRequest)
+        assert request.params.message == f"{ASKED_BY.format('hasty')}\n| Please write a note"
+        await anyio.sleep(3)  # past the call's timeout
+        late = {key: types.ElicitResult(action="accept", content={"text": "too late"})}
+        result = await client.session.call_tool(
+            "hasty:note", {}, input_responses=late, request_state=first.request_state, allow_input_required=True
+        )
+    assert isinstance(result, types.CallToolResult)
+    assert outcome(result) == {"action": "cancel", "content": None}
+
+
 async def test_a_2026_era_retry_with_a_forged_state_is_refused(eliciting: ServedGateway) -> None:
     async with Client(eliciting.url, read_timeout_seconds=30) as client:
         with pytest.raises(MCPError, match="requestState names no call waiting for input here"):
