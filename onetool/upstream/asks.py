@@ -29,6 +29,9 @@ SAMPLED_BY: Final = (
 )
 """The first line of the system prompt of every sampling request an upstream makes through the gateway: the user
 who approves it, and the model, know which server asks."""
+QUESTIONS_PER_RUN: Final = 20
+"""Questions (elicitations) one run may put to its client's user; past them an upstream's question gets the
+unattended answer: a server asking again and again cannot keep a person busy."""
 REFUSED_CODE: Final = types.INVALID_REQUEST
 """The error code an upstream's refused request gets: what a client without the capability answers (the SDK's own
 default callbacks do)."""
@@ -75,16 +78,21 @@ class SamplingLimits:
 
 class Asks:
     """A :class:`Caller` with the sampling its run may still ask for: :attr:`SamplingLimits.requests` requests and
-    :attr:`SamplingLimits.tokens` tokens (the ``max_tokens`` the upstreams asked for, summed) in all. Built once
-    per run, so every call of the run draws on the same share."""
+    :attr:`SamplingLimits.tokens` tokens (the ``max_tokens`` the upstreams asked for, summed) in all, and
+    QUESTIONS_PER_RUN questions. Built once per run, so every call of the run draws on the same share."""
 
     def __init__(self, caller: Caller, limits: SamplingLimits) -> None:
         self._caller = caller
         self._limits = limits
         self._requests = 0
         self._tokens = 0
+        self._questions = 0
 
     async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
+        """The user's answer; Refused past the run's questions."""
+        if self._questions >= QUESTIONS_PER_RUN:
+            raise Refused(f"this run's questions are spent ({QUESTIONS_PER_RUN} per run)")
+        self._questions += 1
         return await self._caller.elicit(params)
 
     async def list_roots(self) -> types.ListRootsResult | None:

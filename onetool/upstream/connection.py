@@ -415,7 +415,13 @@ class Connection:
         ask = self._asker()
         shown = attributed(self.name, params)
         cancel = types.ElicitResult(action="cancel")
-        answer = await ask.ask(lambda caller: caller.elicit(shown), lambda: cancel) if ask is not None else None
+        try:
+            answer = await ask.ask(lambda caller: caller.elicit(shown), lambda: cancel) if ask is not None else None
+        except Refused as refused:
+            logger.bind(server=self.name, mode=params.mode).warning(
+                "server '{}' asked its user: not asked: {}", self.name, refused
+            )
+            answer = None
         asked = answer is not None
         if answer is None:
             answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")

@@ -20,7 +20,7 @@ from mcp import Client, MCPError, types
 from mcp.client.session import ClientRequestContext
 from pydantic import FileUrl
 
-from onetool.upstream.asks import SAMPLED_BY
+from onetool.upstream.asks import QUESTIONS_PER_RUN, SAMPLED_BY
 from onetool.upstream.elicit import ASKED_BY
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of
@@ -160,6 +160,19 @@ async def test_handshake_era_upstream_gets_the_answer_with_defaults(eliciting: S
     assert "Ann" in text and "It was a dark and stormy night." in text and "Monica" in text
     [asked] = user.asked
     assert asked.message == f"{ASKED_BY.format('everything')}\n| Please provide inputs for the following fields:"
+
+
+async def test_a_run_puts_a_bounded_number_of_questions_to_its_user(eliciting: ServedGateway) -> None:
+    """An upstream asking again and again (a flood) cannot keep the user busy: past QUESTIONS_PER_RUN in a run, a
+    question gets the unattended answer, and the log says why."""
+    user = User(types.ElicitResult(action="accept", content={"text": "yes"}))
+    code = f"import json\njson.dumps([json.loads(strict.note())['action'] for _ in range({QUESTIONS_PER_RUN + 2})])"
+    result = await call(eliciting.url, "run", {"code": code}, user)
+    assert reported(result) == ["accept"] * QUESTIONS_PER_RUN + ["decline"] * 2
+    assert len(user.asked) == QUESTIONS_PER_RUN
+    assert f"server 'strict' asked its user: not asked: this run's questions are spent ({QUESTIONS_PER_RUN}" in (
+        eliciting.log.read_text()
+    )
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
