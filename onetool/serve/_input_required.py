@@ -60,8 +60,7 @@ class _Question:
 class Waiting:
     """One 2026-era client's tool call, running in the face's task, as it waits for its client's answers."""
 
-    def __init__(self, face: str, state: str, ctx: ServerRequestContext[Any, Any]) -> None:
-        self.face = face
+    def __init__(self, state: str, ctx: ServerRequestContext[Any, Any]) -> None:
         self.state = state
         self.ctx = ctx
         """The request of the current leg: progress and log messages ride it."""
@@ -151,7 +150,7 @@ class Continuations:
             return await self._resume(ctx, state, params.get("inputResponses") or {})
         if self._tasks is None or len(self._waiting) >= MAX_WAITING:
             return await call_next(ctx)  # nobody to ask: the call runs as a 2026-era call always did
-        waiting = Waiting(self._face, secrets.token_urlsafe(STATE_BYTES), ctx)
+        waiting = Waiting(secrets.token_urlsafe(STATE_BYTES), ctx)
         self._waiting[waiting.state] = waiting
         self._tasks.start_soon(self._run, waiting, call_next, ctx)
         return await self._leg(waiting)
