@@ -38,12 +38,13 @@ from onetool.registry import LocalTool, Registry, Tool, UpstreamTool
 from onetool.registry.schema import ArgumentCap, CheckBudget, count_nodes
 from onetool.search import ToolIndex
 from onetool.upstream import ServerState
+from onetool.upstream.asks import Asks, SamplingLimits
 
 if TYPE_CHECKING:
     from onetool.config import Config
     from onetool.upstream import UpstreamPool
+    from onetool.upstream.asks import Caller
     from onetool.upstream.connection import ProgressCallback
-    from onetool.upstream.elicit import Elicit
 
 __all__ = ["OFF_LOOP_FROM", "REGISTRY_CATCH_UP", "Calls", "PackContext", "shaped", "value_size"]
 
@@ -89,6 +90,12 @@ class Calls:
         """What a local pack function that declares ``ctx`` gets."""
         return PackContext(config=self.config, pool=self.pool, registry=self.current, calls=self, index=self.index)
 
+    def asks(self, caller: Caller) -> Asks:
+        """``caller`` as the upstreams of one run (or one direct or exec call) may ask it: with the run's share of
+        sampling (``sampling:``)."""
+        limits = self.config.sampling
+        return Asks(caller, SamplingLimits(limits.max_requests, limits.max_tokens))
+
     async def find(self, lookup: Lookup[T], *, server: str | None, tool: str) -> T:
         """``lookup`` in the current registry, for a call to ``tool`` of ``server`` (None: the name points at no
         configured server). Raises what the lookup raises, a ModelError for the model."""
@@ -124,7 +131,7 @@ class Calls:
         *,
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
-        on_elicit: Elicit | None = None,
+        caller: Caller | None = None,
         budget: CheckBudget | None = None,
     ) -> Any:
         """Call ``target`` with a snippet's arguments: its plain JSON-able value, or a ModelError (an upstream's
@@ -132,14 +139,14 @@ class Calls:
         signature); ``budget`` is what the gateway may still check of the run's arguments (see :meth:`result`)."""
         if isinstance(target, UpstreamTool):
             result = await self.result(
-                target, args, kwargs, label=label, on_progress=on_progress, on_elicit=on_elicit, budget=budget
+                target, args, kwargs, label=label, on_progress=on_progress, caller=caller, budget=budget
             )
             return target.value(result)
         if not isinstance(target, LocalTool):
             raise TypeError(f"not a tool the gateway can call: {target!r}")
         context = self.context
-        if on_elicit is not None or budget is not None:
-            context = replace(context, elicit=on_elicit, budget=budget)
+        if caller is not None or budget is not None:
+            context = replace(context, caller=caller, budget=budget)
         try:
             return await target.call(args, kwargs, context)
         except ModelError:
@@ -156,7 +163,7 @@ class Calls:
         *,
         label: str | None = None,
         on_progress: ProgressCallback | None = None,
-        on_elicit: Elicit | None = None,
+        caller: Caller | None = None,
         budget: CheckBudget | None = None,
     ) -> types.CallToolResult:
         """Call the upstream tool ``target``: its result as the upstream sent it (``isError`` included).
@@ -170,7 +177,7 @@ class Calls:
         bound = await target.schema.bind(label, args, kwargs, cap=cap, budget=budget)
         try:
             return await self.pool.call(
-                target.server, target.remote_name, bound, on_progress=on_progress, on_elicit=on_elicit
+                target.server, target.remote_name, bound, on_progress=on_progress, caller=caller
             )
         except ModelError:
             raise
@@ -228,8 +235,8 @@ class PackContext:
     calls: Calls
     index: ToolIndex
     """The registry's tools by what they do (it follows the live registry)."""
-    elicit: Elicit | None = None
-    """Who answers an upstream's question (elicitation) during this call: the client of the run it is part of, to
+    caller: Caller | None = None
+    """Who answers what an upstream asks during this call (asks.py): the client of the run it is part of, to
     pass on to the calls the pack makes for it (``proxy.call`` does); None: nobody is there to ask."""
     budget: CheckBudget | None = None
     """What the gateway may still check of the arguments of the run this call is part of, to pass on to the

@@ -130,6 +130,7 @@ class Gateway:
                     children=children,
                     background=self._background,
                     on_notification=self._noticed,
+                    roots=self.config.roots,
                 )
             )
             # Subscribed before the control plane first reviews the servers: one that connects meanwhile is
@@ -213,6 +214,10 @@ class Gateway:
             logger.warning("tool search ranks by words only: the semantic model could not be loaded: {}", e)
         finally:
             self.index.model_settled()
+
+    async def roots_changed(self) -> None:
+        """A client says its roots changed (``notifications/roots/list_changed``): the upstreams are told."""
+        await self._pool.roots_changed()
 
     def settling(self) -> list[str]:
         """The servers :meth:`settled` still waits for (on their first connection attempt), by name."""

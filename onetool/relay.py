@@ -28,6 +28,7 @@ from mcp import types
 from mcp.types import LoggingLevel
 
 from onetool.logs import logger
+from onetool.upstream.asks import Caller
 from sandbox import PROGRESS_RATE, Ration, one_line
 
 if TYPE_CHECKING:
@@ -46,8 +47,9 @@ MAX_LOGS = 100
 """Log messages forwarded per run; a note says when more were dropped."""
 
 
-class RunClient(Protocol):
-    """The MCP client that asked for a run, as far as the run may tell it things before its result."""
+class RunClient(Caller, Protocol):
+    """The MCP client that asked for a run, as far as the run may tell it things before its result, and ask it
+    what its upstreams ask (a :class:`~onetool.upstream.asks.Caller`)."""
 
     @property
     def wants_progress(self) -> bool: ...
@@ -57,11 +59,6 @@ class RunClient(Protocol):
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
     async def log(self, level: LoggingLevel, logger_name: str, text: str) -> None: ...
-
-    async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
-        """Ask the client's user what an upstream asks, as the upstream asked it: the answer, or None when this
-        client cannot be asked."""
-        ...
 
 
 class ProgressClient:
@@ -84,6 +81,16 @@ class ProgressClient:
 
     async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
         """Nobody to ask: a terminal's progress line, an NDJSON stream."""
+        return None
+
+    async def sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | None:
+        """No model to ask."""
+        return None
+
+    async def list_roots(self) -> types.ListRootsResult | None:
+        """No roots of its own: the upstream gets the config's."""
         return None
 
 

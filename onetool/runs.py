@@ -24,7 +24,7 @@ from onetool.registry.schema import CheckBudget
 from onetool.relay import Relay, RunClient, relayed
 from onetool.results import error_span_fields, returned_media, run_result
 from onetool.runlog import RunLog, RunRecord
-from onetool.upstream.elicit import Elicit
+from onetool.upstream.asks import Caller
 from sandbox import Limits, RunResult, Sandbox
 
 __all__ = ["Runs"]
@@ -93,7 +93,9 @@ class Runs:
                 packs=registry.tool_names,
                 limits=self.limits,
                 # What an upstream asks during a call goes to the run's client, never to the snippet.
-                on_call=partial(self._on_call, media, relay, None if client is None else client.elicit, CheckBudget()),
+                on_call=partial(
+                    self._on_call, media, relay, None if client is None else self.calls.asks(client), CheckBudget()
+                ),
                 on_progress=None if relay is None else relay.snippet_progress,
                 on_sites=partial(check_sites, registry=registry, code=code),
             )
@@ -101,11 +103,14 @@ class Runs:
             logger.exception("sandbox failed")
             return RunResult(None, "", Verdict.INTERNAL.error(f"the sandbox failed: {type(e).__name__}"), 0, 0)
 
+    def _caller(self, client: RunClient | None) -> Caller | None:
+        return None if client is None else self.calls.asks(client)
+
     async def _on_call(
         self,
         media: set[str],
         relay: Relay | None,
-        elicit: Elicit | None,
+        caller: Caller | None,
         budget: CheckBudget,
         pack: str,
         tool: str,
@@ -124,7 +129,7 @@ class Runs:
             if isinstance(target, UpstreamTool) and relay is not None:
                 relay.follow(target.server)
                 progress = relay.upstream_progress(f"{pack}.{tool}")
-            value = await calls.value(target, args, kwargs, on_progress=progress, on_elicit=elicit, budget=budget)
+            value = await calls.value(target, args, kwargs, on_progress=progress, caller=caller, budget=budget)
         except ModelError as e:
             raise e.snippet_type(str(e), server=e.server or server, tool=tool, origin=e.origin) from None
         media.update(returned_media(value))

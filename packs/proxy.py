@@ -142,7 +142,7 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
     """Call a tool by its upstream name, for names that are not Python identifiers."""
     target = await ctx.calls.find(partial(_upstream_tool, server, tool), server=_configured(server, ctx), tool=tool)
     label = f"proxy.call('{shown_name(server)}', '{shown_name(tool)}', ...)"
-    return await ctx.calls.value(target, [], arguments or {}, label=label, on_elicit=ctx.elicit, budget=ctx.budget)
+    return await ctx.calls.value(target, [], arguments or {}, label=label, caller=ctx.caller, budget=ctx.budget)
 
 
 def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:

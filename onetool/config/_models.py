@@ -292,6 +292,12 @@ class ServerConfig(_Strict):
         description="what this server's question gets when no user can be asked: decline, or (defaults) a form "
         "whose every field has a default is accepted with them (SEP-1034)",
     )
+    sampling: Literal["forward", "deny"] | None = Field(
+        default=None,
+        description="its sampling/createMessage requests: forward (to the client of the call they come during, "
+        "within the run's sampling: bounds) or deny (the protocol's error); default: forward for a server of the "
+        "config file, deny for one added at run time",
+    )
     enabled: bool = True
     quarantined: bool = Field(
         default=False, description="connect and read its tools, but show and call none until an admin approves it"
@@ -519,6 +525,18 @@ class SearchConfig(_Strict):
         return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
+class SamplingConfig(_Strict):
+    """What one run (or one direct or exec call) may ask of its client's model for the upstreams it calls
+    (``sampling/createMessage``, forwarded per ``servers.NAME.sampling``)."""
+
+    max_requests: int = Field(default=10, ge=0, description="sampling requests forwarded per run; more are refused")
+    max_tokens: int = Field(
+        default=20_000,
+        ge=0,
+        description="the max_tokens of the sampling requests forwarded per run, summed; a request past it is refused",
+    )
+
+
 class UiConfig(_Strict):
     """The operator's console at ``/ui`` (``http.ui`` turns it on or off)."""
 
@@ -623,6 +641,12 @@ class Config(_Strict):
         default_factory=list, description="MCP registries /mcp/direct's search_servers searches"
     )
     bridge: BridgeConfig = Field(default_factory=BridgeConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    roots: list[str] = Field(
+        default_factory=list,
+        description="what an upstream's roots/list gets when the client of its call cannot be asked for its own: "
+        "file:// URIs or absolute paths",
+    )
     log: LogConfig = Field(default_factory=LogConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     otel: OtelConfig | None = Field(default=None, description="export traces (OpenTelemetry); none when absent")
@@ -637,6 +661,20 @@ class Config(_Strict):
         "(default: the largest enabled connect_timeout, at most 30; 0: answer at once with what is there)",
     )
     path: Path | None = Field(default=None, exclude=True, description="the file this came from")
+
+    @field_validator("roots")
+    @classmethod
+    def _file_roots(cls, roots: list[str]) -> list[str]:
+        """Each root as a file:// URI (roots/list carries only those)."""
+        uris = []
+        for root in roots:
+            if root.startswith("file://"):
+                uris.append(root)
+            elif Path(root).expanduser().is_absolute():
+                uris.append(Path(root).expanduser().as_uri())
+            else:
+                raise ValueError(f"{root!r} is neither a file:// URI nor an absolute path")
+        return uris
 
     @model_validator(mode="after")
     def _unique_registry_names(self) -> Config:

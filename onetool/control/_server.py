@@ -82,9 +82,14 @@ class _Server:
 
     def pool_config(self) -> ServerConfig:
         connect = self.bridged or self.config
-        if connect.enabled == self.enabled:
-            return connect
-        return connect.model_copy(update={"enabled": self.enabled})
+        update: dict[str, Any] = {}
+        if connect.enabled != self.enabled:
+            update["enabled"] = self.enabled
+        if connect.sampling is None:
+            # A server added at run time (perhaps at a model's proposal) spends no client's model unless its
+            # entry says so.
+            update["sampling"] = "forward" if self.added_by is None else "deny"
+        return connect.model_copy(update=update) if update else connect
 
     def connection(self) -> tuple[bool, dict[str, Any]]:
         """What the pool's connection depends on: a change here reconnects the server, any other (its tools

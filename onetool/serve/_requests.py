@@ -5,27 +5,37 @@ progress and upstream log messages (:class:`RequestClient`), the log level each 
 Progress goes to a client whose request carried a progress token. Log messages go as ``notifications/message``
 at the level the client asked for: a handshake-era client with ``logging/setLevel`` (default: warning), a
 2026-era client with the ``io.modelcontextprotocol/logLevel`` key of the request's ``_meta`` (default, as that
-era's spec says: none). Both ride the call's own request, and so does an upstream's elicitation, relayed as the
-upstream sent it to a handshake-era client that declared the elicitation capability for its mode.
+era's spec says: none). Both ride the call's own request, and so do an upstream's requests to the client
+(elicitation, sampling, roots/list), relayed as the upstream sent them to a handshake-era client that declared the
+capability (for an elicitation, for its mode).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, get_args
+from typing import Any, Final, TypeVar, get_args
 
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
+from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
+    INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
     CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
     ElicitRequest,
     ElicitRequestParams,
     ElicitResult,
     EmptyResult,
+    InputRequest,
+    ListRootsRequest,
+    ListRootsResult,
     LoggingLevel,
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
@@ -33,10 +43,15 @@ from mcp.types import (
     TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+
+from onetool.serve._input_required import waiting_call
+from onetool.upstream.asks import Refused, SampleResult
 
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
 """Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
 _LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
+R = TypeVar("R", bound=BaseModel)
 
 
 def error_result(text: str) -> CallToolResult:
@@ -47,9 +62,15 @@ class RequestClient:
     """The client of one tool call, as the gateway tells it the call's progress and upstream logs (a RunClient)."""
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], level: LoggingLevel | None) -> None:
-        self._ctx = ctx
+        self._first = ctx
+        self._waiting = waiting_call.get()  # a 2026-era client's call: what it is asked rides input-required results
         self._level = level
         self.wants_progress = progress_token_from_params(ctx.params) is not None
+
+    @property
+    def _ctx(self) -> ServerRequestContext[Any, Any]:
+        """The request notifications ride: a waiting call's latest retry, else the call's own."""
+        return self._first if self._waiting is None else self._waiting.ctx
 
     def wants_log(self, level: LoggingLevel) -> bool:
         return self._level is not None and _LEVELS.index(level) >= _LEVELS.index(self._level)
@@ -71,13 +92,49 @@ class RequestClient:
         # An empty elicitation capability means form mode (as it did before URL mode existed).
         if able is None or (able.url is None if params.mode == "url" else able.form is None and able.url is not None):
             return None
-        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         try:
-            return await self._ctx.session.send_request(ElicitRequest(params=params), ElicitResult, metadata=metadata)
+            return await self._request(ElicitRequest(params=params), ElicitResult)
         except NoBackChannelError:  # a 2026-era client: no server-to-client requests
             return None
         except MCPError:  # the client failed to ask; its user made no choice
             return ElicitResult(action="cancel")
+
+    async def sample(self, params: CreateMessageRequestParams) -> SampleResult | None:
+        declared = self._ctx.session.client_capabilities
+        if declared is None or declared.sampling is None:
+            return None
+        with_tools = wants_sampling_tools(params.tools, params.tool_choice)
+        if with_tools and declared.sampling.tools is None:
+            raise Refused("the client of this call cannot sample with tools (it did not declare sampling.tools)")
+        request = CreateMessageRequest(params=params)
+        try:
+            if with_tools:
+                return await self._request(request, CreateMessageResultWithTools)
+            return await self._request(request, CreateMessageResult)
+        except NoBackChannelError:
+            return None
+        except MCPError as e:  # the client (or its user) refused: the upstream hears it as the client said it
+            raise Refused(f"the client of this call answered: {e.message}", code=e.code) from None
+
+    async def list_roots(self) -> ListRootsResult | None:
+        declared = self._ctx.session.client_capabilities
+        if declared is None or declared.roots is None:
+            return None
+        try:
+            return await self._request(ListRootsRequest(), ListRootsResult)
+        except (NoBackChannelError, MCPError):  # no roots to give: the upstream gets the config's
+            return None
+
+    async def _request(self, request: InputRequest, result_type: type[R]) -> R:
+        """``request`` to the client: in an input-required result for a waiting 2026-era call, else on the stream
+        of the call it is part of."""
+        if self._waiting is not None:
+            answer = await self._waiting.ask(request, result_type)
+            if answer is None:
+                raise MCPError(INVALID_PARAMS, f"the client's answer to {request.method} is not one")
+            return answer
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        return await self._ctx.session.send_request(request, result_type, metadata=metadata)
 
 
 class LogLevels:

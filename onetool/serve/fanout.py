@@ -31,7 +31,13 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ToolsListChanged,
 )
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    NotificationParams,
+    PaginatedRequestParams,
+)
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool import __version__, metrics
@@ -39,6 +45,7 @@ from onetool.drain import Drain
 from onetool.logs import logger
 from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._drain import drain_calls
+from onetool.serve._input_required import Continuations
 from onetool.serve._item_updates import ItemUpdates
 from onetool.serve._request_log import log_requests
 from onetool.serve._requests import connection_of
@@ -163,11 +170,14 @@ def face_server(
     on_call_tool: CallTool,
     get_tool_input_schema: Callable[[str], dict[str, Any] | None],
     items: CatalogueItems,
+    on_roots_changed: Callable[[], Awaitable[None]],
 ) -> Server[dict[str, Any]]:
     """An MCP server for ``face`` (its name in FACES): these tool handlers, the upstreams' prompts, resources and
     resource templates from ``items`` (with subscriptions and completion: :mod:`._item_updates`), list_changed to
     both eras on each change, one log record per request, its tool calls counted by ``drain``
-    (stopped past its deadline), and its requests that show or resolve tools held until ``settled()`` returns
+    (stopped past its deadline), a 2026-era client's tool call asked what its upstreams ask through
+    input-required results (_input_required.py), a client's ``notifications/roots/list_changed`` handed to
+    ``on_roots_changed``, and its requests that show or resolve tools held until ``settled()`` returns
     (``Gateway.settled``: the catalogue's first wave is over), while ``initialize``, ``ping`` and the rest answer
     at once. Untraced (no ``otel:``), it drops the SDK's own span per message (``OpenTelemetryMiddleware``, on by
     default): a no-op span still costs about 5 % of the gateway's CPU on the hot path.
@@ -176,10 +186,11 @@ def face_server(
     """
     fanout = ListChangedFanout(changes)
     updates = ItemUpdates(items, changes, fanout)
+    continuations = Continuations(face)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-        async with fanout.running(), updates.running():
+        async with fanout.running(), updates.running(), continuations.running():
             yield {}
 
     server = ListChangedServer(
@@ -199,9 +210,16 @@ def face_server(
         on_subscriptions_listen=updates.listen,
         get_tool_input_schema=get_tool_input_schema,
     )
+    # Registered this way, not as on_roots_list_changed=..., which warns that roots are deprecated at 2026-07-28;
+    # handshake-era clients still send it.
+    server.add_notification_handler(
+        "notifications/roots/list_changed", NotificationParams, lambda ctx, params: on_roots_changed()
+    )
     if not traced:
         server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
-    server.middleware.extend([log_requests(face), drain_calls(drain), fanout.remember, _after(settled)])
+    server.middleware.extend(
+        [log_requests(face), drain_calls(drain), fanout.remember, _after(settled), continuations.middleware]
+    )
     return server
 
 

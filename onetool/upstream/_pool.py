@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, TypeVar
@@ -12,6 +12,7 @@ import anyio
 import anyio.abc
 import mcp.types as types
 from mcp import Client
+from pydantic import FileUrl
 
 from onetool import metrics
 from onetool.auth.store import TokenStore
@@ -20,9 +21,9 @@ from onetool.config import ServerConfig
 from onetool.errors import UpstreamError
 from onetool.logs import LogSpan
 from onetool.upstream._session import collect_pages
+from onetool.upstream.asks import Caller
 from onetool.upstream.children import Children
 from onetool.upstream.connection import Connection, ConnectionOptions, LogListener, Mode, Notify, ProgressCallback
-from onetool.upstream.elicit import Elicit
 from onetool.upstream.status import ServerState, ServerStatus, SettingName, config_key
 
 T = TypeVar("T")
@@ -59,6 +60,7 @@ class UpstreamPool:
         children: Children | None = None,
         background: bool = False,
         setting_name: SettingName = config_key,
+        roots: Sequence[str] = (),
     ) -> None:
         self._background = background
         # Unbounded: a name is tiny, and a slow subscriber must not miss a server's change.
@@ -72,10 +74,13 @@ class UpstreamPool:
             on_notification=on_notification,
             children=children,
             setting_name=setting_name,
+            roots=tuple(types.Root(uri=FileUrl(uri)) for uri in roots),
         )
         self._connections = {name: self._connection_for(name, config) for name, config in servers.items()}
         self._owners: dict[str, anyio.Event] = {}  # set when that server's owner task has ended
         self._tg: anyio.abc.TaskGroup | None = None
+        self._roots_pending = False  # a roots/list_changed not yet passed on (see roots_changed)
+        self._roots_telling = False
 
     async def __aenter__(self) -> UpstreamPool:
         enabled = [c for c in self._connections.values() if c.config.enabled]
@@ -176,20 +181,20 @@ class UpstreamPool:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-        on_elicit: Elicit | None = None,
+        caller: Caller | None = None,
     ) -> types.CallToolResult:
         """Call ``tool`` (the upstream's own name) on ``server`` (the configured name).
 
         Awaited in the caller's task, so the caller's contextvars are on the log record.
         An ``is_error`` result is returned, and logged as FAILED. ``on_progress`` gets the upstream's
-        progress reports for this call; ``on_elicit`` asks the call's client what the upstream asks its user.
+        progress reports for this call; ``caller`` is asked what the upstream asks during it (asks.py).
         """
         span = LogSpan("proxy.tool.call", server=server, tool=tool, resultLength=0)
         try:
             with span:
                 conn = self._connection(server, tool)
                 timeout = conn.config.timeout if timeout is None else timeout
-                result = await conn.call(tool, arguments, timeout, on_progress, on_elicit)
+                result = await conn.call(tool, arguments, timeout, on_progress, caller)
                 text = result_text(result)
                 span.add(resultLength=len(text))
                 if result.is_error:
@@ -197,6 +202,23 @@ class UpstreamPool:
                 return result
         finally:
             metrics.observe_call(span.fields, *self.metric_labels(server, tool))
+
+    async def roots_changed(self) -> None:
+        """A client's roots changed: every connected server that may have asked for them is told
+        (``notifications/roots/list_changed``), each within a short bound. Changes that come while the servers
+        are being told make one more round, not one each: a client repeating it costs the servers nothing more."""
+        self._roots_pending = True
+        if self._roots_telling:
+            return
+        self._roots_telling = True
+        try:
+            while self._roots_pending:
+                self._roots_pending = False
+                async with anyio.create_task_group() as tg:
+                    for conn in list(self._connections.values()):
+                        tg.start_soon(conn.roots_changed)
+        finally:
+            self._roots_telling = False
 
     def max_argument_bytes(self, server: str) -> int | None:
         """What one call's arguments to ``server`` may take as JSON (``servers.NAME.max_argument_mb``); None for a

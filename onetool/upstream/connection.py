@@ -16,10 +16,11 @@ by every caller meanwhile (:meth:`Connection.revive`). A lost session fails the 
 again on the next session only when it has no side effects (a read, or a tool annotated read-only or idempotent).
 An unresponsive server (its breaker is open) fails requests at once.
 
-An upstream that elicits during a tool call (``elicitation/create``) gets the answer of that call's client
-(elicit.py), one question at a time per call and within the call's timeout. The protocol does not say which call
-a question belongs to, so it goes to a client only while that client's call is the server's only tool call in
-flight; otherwise it gets the unattended answer.
+An upstream that asks something during a tool call (``elicitation/create``, ``sampling/createMessage``,
+``roots/list``) gets the answer of that call's client (asks.py, elicit.py), one request at a time per call and
+within the call's timeout. The protocol does not say which call a request belongs to, so it goes to a client only
+while that client's call is the server's only tool call in flight; otherwise a question gets the unattended answer,
+a sampling request the protocol's error and roots/list the gateway's configured ``roots:``.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ from onetool.upstream._session import (
     stream_end,
 )
 from onetool.upstream._stderr import StderrTail
+from onetool.upstream.asks import Caller, Refused, SampleResult, attributed_sampling
 from onetool.upstream.children import Children
-from onetool.upstream.elicit import Elicit, attributed, unattended, with_defaults
+from onetool.upstream.elicit import attributed, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
@@ -83,6 +85,8 @@ ProgressCallback = ProgressFnT
 STOP_GRACE: Final = 3.0  # a stopping owner gets this long to close politely before it is cancelled
 REVIVE_GAP: Final = 1.0
 """Seconds after a failed connect attempt during which a call fails with its reason instead of asking for another."""
+NOTIFY_TIMEOUT: Final = 2.0
+"""Seconds a notification the gateway passes on to a server may take to send."""
 QUEUE_WAIT: Final = 1.0
 """Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
 short enough that a run learns soon that the server is saturated."""
@@ -100,6 +104,8 @@ class ConnectionOptions:
     on_notification: Notify | None = None
     children: Children | None = None
     setting_name: SettingName = config_key
+    roots: tuple[types.Root, ...] = ()
+    """What roots/list answers when the client of the call cannot be asked (the config's ``roots:``)."""
 
 
 class Connection:
@@ -136,7 +142,7 @@ class Connection:
         self._ever_connected = False
         self._scope = anyio.CancelScope()
         self.log_listeners: set[LogListener] = set()
-        self._askers: dict[object, _Asker | None] = {}  # per tool call in flight: who answers its elicitations
+        self._askers: dict[object, _Asker | None] = {}  # per tool call in flight: who answers its requests
         self._auth = (
             UpstreamAuth(name, config.url or "", config, options.token_store)
             if config.oauth is not None and config.enabled
@@ -388,20 +394,36 @@ class Connection:
             message_handler=on_message,
             logging_callback=on_log,
             elicitation_callback=self._on_elicit,
+            # Declared to every upstream (server-everything lists its sampling and roots tools only then); what a
+            # request gets depends on the call it comes during.
+            sampling_callback=self._on_sample,
+            list_roots_callback=self._on_list_roots,
             # 2026-era servers log only on requests that opt in; who sees which level is the gateway's choice.
             log_level="debug",
             client_info=types.Implementation(name="onetool", version=__version__),
             cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
         )
 
+    def _asker(self) -> _Asker | None:
+        """The client of the server's only tool call in flight; None when there are several, or it has none."""
+        askers = list(self._askers.values())
+        return askers[0] if len(askers) == 1 else None
+
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         """The upstream asks a user something: the client of its only tool call in flight answers, if it can, asked
         with the server named (:func:`attributed`)."""
-        askers = list(self._askers.values())
-        ask = askers[0] if len(askers) == 1 else None
-        answer = await ask(attributed(self.name, params)) if ask is not None else None
+        ask = self._asker()
+        shown = attributed(self.name, params)
+        cancel = types.ElicitResult(action="cancel")
+        try:
+            answer = await ask.ask(lambda caller: caller.elicit(shown), lambda: cancel) if ask is not None else None
+        except Refused as refused:
+            logger.bind(server=self.name, mode=params.mode).warning(
+                "server '{}' asked its user: not asked: {}", self.name, refused
+            )
+            answer = None
         asked = answer is not None
         if answer is None:
             answer = unattended(params, defaults_accepted=self.config.unattended_elicitation == "defaults")
@@ -409,6 +431,56 @@ class Connection:
             "server '{}' elicited: {}", self.name, answer.action
         )
         return with_defaults(params, answer)
+
+    async def _on_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> SampleResult | types.ErrorData:
+        """The upstream asks for a completion: the client of its only tool call in flight gives it, if it declared
+        sampling, the server may sample (``servers.NAME.sampling``) and the run has sampling left; otherwise the
+        upstream gets the protocol's error at once, and the log says why."""
+        try:
+            result = await self._sample(params)
+        except Refused as refused:
+            logger.bind(server=self.name, maxTokens=params.max_tokens).warning(
+                "server '{}' asked to sample: refused: {}", self.name, refused
+            )
+            return refused.error()
+        logger.bind(server=self.name, maxTokens=params.max_tokens, stopReason=result.stop_reason).info(
+            "server '{}' sampled", self.name
+        )
+        return result
+
+    async def _sample(self, params: types.CreateMessageRequestParams) -> SampleResult:
+        if self.config.sampling == "deny":
+            raise Refused(f"sampling is denied to server '{self.name}' (servers.{self.name}.sampling: deny)")
+        ask = self._asker()
+        if ask is None:
+            raise Refused(
+                f"no client to ask: sampling goes to the client of a call to server '{self.name}' while it is the"
+                " server's only call in flight"
+            )
+
+        def late() -> SampleResult:
+            raise Refused("the call this request came during ended, or its deadline passed")
+
+        shown = attributed_sampling(self.name, params)
+        result = await ask.ask(lambda caller: caller.sample(shown), late)
+        if result is None:
+            raise Refused("the client of this call did not declare the sampling capability")
+        return result
+
+    async def _on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        """The upstream asks for the roots: those of the client of its only tool call in flight, when it declared
+        them, else the gateway's configured ``roots:``."""
+        ask = self._asker()
+        roots = await ask.ask(lambda caller: caller.list_roots(), lambda: None) if ask is not None else None
+        asked = roots is not None
+        if roots is None:
+            roots = types.ListRootsResult(roots=list(self._options.roots))
+        logger.bind(server=self.name, asked=asked, roots=len(roots.roots)).info(
+            "server '{}' listed roots ({})", self.name, "the client's" if asked else "the config's"
+        )
+        return roots
 
     @asynccontextmanager
     async def _watch(self, transport: AbstractAsyncContextManager[Streams], session: Session) -> AsyncIterator[Streams]:
@@ -584,6 +656,21 @@ class Connection:
         if not started:
             task_status.started()
 
+    async def roots_changed(self) -> None:
+        """Tell a handshake-era server that roots changed; a 2026-era one has no session to tell, and asks again
+        during its next call. A server that does not read its input in time is not waited for."""
+        session = self._session
+        if session is None or session.client is None or session.lost:
+            return
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        with anyio.move_on_after(NOTIFY_TIMEOUT):
+            try:
+                # Not send_roots_list_changed: it warns on every call that roots are deprecated at 2026-07-28.
+                await session.client.session.send_notification(types.RootsListChangedNotification())
+            except Exception as e:  # a closing session: the next one lists nothing stale
+                logger.bind(server=self.name).debug("server '{}': roots/list_changed not sent: {}", self.name, e)
+
     # ----- requests (in the caller's task) ------------------------------------------------------
 
     async def call(
@@ -592,15 +679,16 @@ class Connection:
         arguments: dict[str, Any],
         timeout: float,
         on_progress: ProgressCallback | None = None,
-        on_elicit: Elicit | None = None,
+        caller: Caller | None = None,
     ) -> types.CallToolResult:
-        """``on_progress``, when given, asks the upstream for progress reports and gets them; ``on_elicit`` asks the
-        call's client what the upstream asks during the call (without it, the unattended answer)."""
+        """``on_progress``, when given, asks the upstream for progress reports and gets them; ``caller`` is asked
+        what the upstream asks during the call (without it: the unattended answer, no sampling, the config's
+        roots)."""
         # Decided before the call: a lost session empties the catalogue.
         retry = self._may_retry(tool)
         display = f"{to_identifier(self.name)}.{to_identifier(tool)}"  # as a snippet writes it
         key = object()
-        asker = None if on_elicit is None else _Asker(on_elicit, anyio.current_time() + timeout)
+        asker = None if caller is None else _Asker(caller, anyio.current_time() + timeout)
         self._askers[key] = asker
         try:
             return await self.request(
@@ -706,24 +794,25 @@ class Connection:
 
 
 class _Asker:
-    """A tool call's client as the upstream's questions reach it: one at a time, each answered by the call's
-    deadline or cancelled, and none left waiting once the call has ended (:meth:`close`)."""
+    """A tool call's client as the upstream's requests reach it: one at a time, each answered by the call's
+    deadline or given up, and none left waiting once the call has ended (:meth:`close`)."""
 
-    def __init__(self, ask: Elicit, deadline: float) -> None:
-        self._ask = ask
+    def __init__(self, caller: Caller, deadline: float) -> None:
+        self._caller = caller
         self._deadline = deadline
         self._lock = anyio.Lock()
         self._waiting: set[anyio.CancelScope] = set()
 
-    async def __call__(self, params: types.ElicitRequestParams) -> types.ElicitResult | None:
+    async def ask(self, request: Callable[[Caller], Awaitable[T]], given_up: Callable[[], T]) -> T:
+        """``request`` of the caller, or ``given_up()`` once the call's deadline passed or the call ended."""
         with anyio.CancelScope(deadline=self._deadline) as scope:
             self._waiting.add(scope)
             try:
                 async with self._lock:
-                    return await self._ask(params)
+                    return await request(self._caller)
             finally:
                 self._waiting.discard(scope)
-        return types.ElicitResult(action="cancel")
+        return given_up()
 
     def close(self) -> None:
         for scope in self._waiting:

@@ -27,7 +27,7 @@ import mcp.types as types
 
 from onetool.text import cut, shown_name, visible
 
-__all__ = ["ASKED_BY", "Elicit", "attributed", "unattended", "with_defaults"]
+__all__ = ["ASKED_BY", "Elicit", "attributed", "quoted", "unattended", "with_defaults"]
 
 ASKED_BY = "[OneTool] MCP server '{}' asks (its own words, quoted below; OneTool does not vouch for them):"
 """The first line of every question an upstream asks a user through the gateway."""
@@ -66,9 +66,14 @@ def attributed(server: str, params: types.ElicitRequestParams) -> types.ElicitRe
     name, which the upstream does not choose), each of its lines quoted, and every character a reader would not see
     named (a carriage return cannot rewrite the line it is on, a bidi override cannot reorder it); cut at
     MESSAGE_CHARS."""
-    message = visible(cut(params.message, MESSAGE_CHARS, "message"), keep="\t\n")
-    quoted = "\n".join(QUOTE + line for line in message.split("\n"))
-    return params.model_copy(update={"message": f"{ASKED_BY.format(shown_name(server))}\n{quoted}"})
+    message = quoted(cut(params.message, MESSAGE_CHARS, "message"))
+    return params.model_copy(update={"message": f"{ASKED_BY.format(shown_name(server))}\n{message}"})
+
+
+def quoted(text: str) -> str:
+    """An upstream's words as the gateway shows them to a user: each line behind QUOTE, every character a reader
+    would not see named."""
+    return "\n".join(QUOTE + line for line in visible(text, keep="\t\n").split("\n"))
 
 
 def unattended(params: types.ElicitRequestParams, *, defaults_accepted: bool) -> types.ElicitResult:

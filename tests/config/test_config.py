@@ -142,6 +142,16 @@ def test_search_semantic_is_auto_on_or_off(tmp_path: Path) -> None:
     assert "search.semantic" in msg and "'auto', 'on' or 'off'" in msg
 
 
+def test_roots_are_file_uris_or_absolute_paths_and_sampling_one_of_two(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "roots: [/srv/a b, 'file:///srv/c']\n"))
+    assert config.roots == ["file:///srv/a%20b", "file:///srv/c"]
+    msg = error_of(write(tmp_path, "roots: [projects/x]\n"))
+    assert msg.endswith("invalid configuration: roots: 'projects/x' is neither a file:// URI nor an absolute path")
+    msg = error_of(write(tmp_path, "servers:\n  a: {command: x, sampling: allow}\n"))
+    assert "servers.a.sampling" in msg and "'forward' or 'deny'" in msg
+    assert Config().sampling.max_requests == 10 and Config().sampling.max_tokens == 20_000
+
+
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "server: {}\n"))
     assert "server: unknown key; did you mean 'servers'?" in msg

@@ -51,6 +51,8 @@ async def test_an_edit_restarts_the_server_with_its_new_entry_and_is_audited(tmp
     async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store, control_plane(store) as control:
         await control.add("extra", {**EVERYTHING, "env": {"MARK": "1", "KEEP": "k"}}, actor="cli")
         assert (await env_of(control, "extra"))["MARK"] == "1"
+        # A server added at run time spends no client's model unless its entry says so; the file's may.
+        assert (control.connects("extra").sampling, control.connects("time").sampling) == ("deny", "forward")
 
         view = await control.edit("extra", {"env": {"MARK": "2", "KEEP": None}, "timeout": 9}, actor="api")
         assert (view.status, view.added_by) == ("connected", "cli")

@@ -58,11 +58,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
         stop(gateway.proc)
 
 
-async def attack(url: str, code: str) -> tuple[types.CallToolResult, float]:
-    """Run ``code`` on one client while another keeps running ``1+1``; the result and the worst bystander wait."""
+async def attack(url: str, code: str, **callbacks: Any) -> tuple[types.CallToolResult, float]:
+    """Run ``code`` on one client (with ``callbacks``, e.g. sampling_callback) while another keeps running ``1+1``;
+    the result and the worst bystander wait."""
     worst = 0.0
     done = anyio.Event()
-    async with Client(url, read_timeout_seconds=60) as attacker, Client(url, read_timeout_seconds=60) as bystander:
+    async with (
+        Client(url, read_timeout_seconds=60, **callbacks) as attacker,
+        Client(url, read_timeout_seconds=60) as bystander,
+    ):
         await bystander.call_tool("run", {"code": "1+1"})
 
         async def watch() -> None:
@@ -365,6 +369,38 @@ async def test_a_progress_flood_reaches_a_listening_client_rate_limited(served: 
     assert_clean(result)
     assert text_of(result) == "done", text_of(result)
     assert 1 <= len(seen) <= 20 * took + 2 and seen == sorted(seen)
+
+
+SAMPLING_FLOOD = """
+passed = refused = 0
+for k in range(60):
+    try:
+        brave.trigger_sampling_request(prompt='again ' + str(k), maxTokens=10)
+        passed += 1
+    except ToolError as e:
+        refused += 1
+[passed, refused]
+"""
+
+
+async def test_a_sampling_flood_is_bounded_per_run_and_costs_the_others_nothing(served: ServedGateway) -> None:
+    """A run whose upstream asks to sample again and again: sampling.max_requests (10) reach the client's model,
+    the rest are refused at once, with the protocol's error, and a bystander's runs do not wait on them."""
+    sampled: list[types.CreateMessageRequestParams] = []
+
+    async def model(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        sampled.append(params)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"), model="m")
+
+    result, worst = await attack(served.url, SAMPLING_FLOOD, sampling_callback=model)
+    assert_clean(result)
+    assert json.loads(text_of(result)) == [10, 50], text_of(result)
+    assert len(sampled) == 10
+    assert worst < BYSTANDER_BOUND, worst
+    # Without the capability, every request is refused at once; the client is never asked.
+    result, worst = await attack(served.url, SAMPLING_FLOOD)
+    assert json.loads(text_of(result)) == [0, 60], text_of(result)
+    assert worst < BYSTANDER_BOUND, worst
 
 
 async def test_a_server_removed_while_a_run_follows_its_logs(tmp_path: Path) -> None:

@@ -31,9 +31,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from onetool.serve.http import SECURITY_HEADERS
 from onetool.text import unseen
+from onetool.upstream.asks import SAMPLED_BY
 from onetool.upstream.elicit import ASKED_BY, QUOTE
 from tests.admin_api import admin
 from tests.conftest import FIXTURES, PYTHON
+from tests.fixtures.elicit_server import FORGED
 from tests.fixtures.hostile_names_server import INSTRUCTIONS, NAMES
 from tests.gateway.test_hostile_gateway import BYSTANDER_BOUND, attack
 from tests.gateways import ONETOOL, ServedGateway, origin, start_http_gateway, stop, text_of
@@ -333,6 +335,31 @@ async def test_an_upstreams_question_is_attributed_and_cannot_forge_an_attributi
     assert f"\n{ASKED_BY.format('github')}" not in question.message  # its forged attribution is quoted too
     assert "<U+000D CONTROL>" in question.message and "<U+202E RIGHT-TO-LEFT OVERRIDE>" in question.message
     assert not UNSAFE.search(question.message)
+
+
+async def test_an_upstreams_sampling_request_is_attributed_and_cannot_forge_an_attribution(
+    served: ServedGateway,
+) -> None:
+    """The client's user approves a sampling request knowing which server asks: the gateway's line comes first in
+    the system prompt, the server's own system prompt quoted below it (a 2026-era client: input-required)."""
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def model(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        asked.append(params)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="no"), model="m")
+
+    async with Client(served.url, read_timeout_seconds=60, sampling_callback=model) as client:
+        result = await client.call_tool("run", {"code": f"elicit.haiku(max_tokens=10, system={FORGED!r})"})
+    assert not result.is_error, text_of(result)
+    [request] = asked
+    first, *rest = (request.system_prompt or "").split("\n")
+    assert first == SAMPLED_BY.format("elicit")
+    assert rest and all(line.startswith(QUOTE) for line in rest)
+    assert f"\n{ASKED_BY.format('github')}" not in (request.system_prompt or "")
+    assert "<U+202E RIGHT-TO-LEFT OVERRIDE>" in (request.system_prompt or "")
+    assert not UNSAFE.search(request.system_prompt or "")
 
 
 # ---- 6. no page may frame the console; every response says what it is -----------------------------------------

@@ -30,6 +30,9 @@ class FakeGateway:
     async def settled(self) -> None:
         """The catalogue is whole from the start."""
 
+    async def roots_changed(self) -> None:
+        """No upstreams to tell."""
+
     def describe_run(self) -> str:
         return f"Run Python code. Catalogue v{self.version}."
 

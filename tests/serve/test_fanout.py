@@ -72,6 +72,7 @@ def test_a_face_keeps_the_sdks_span_per_message_only_when_traced(traced: bool) -
         on_call_tool=nothing,
         get_tool_input_schema=lambda _name: None,
         items=CatalogueItems(None),  # type: ignore[arg-type]  # never asked here
+        on_roots_changed=settled,
     )
     spans = [m for m in face.middleware if isinstance(m, OpenTelemetryMiddleware)]
-    assert len(spans) == int(traced) and len(face.middleware) == 4 + int(traced)
+    assert len(spans) == int(traced) and len(face.middleware) == 5 + int(traced)

@@ -38,8 +38,8 @@ async def test_spans_and_no_secret_anywhere(
     }
     connects = {c["server"]: c for c in spans(log_records, "proxy.connect")}
     assert init["toolCount"] == connects["everything"]["toolCount"] + connects["fx"]["toolCount"]
-    # 13, and the two elicitation tools it offers a client that can elicit (form and URL mode), as OneTool can.
-    assert connects["everything"]["type"] == "stdio" and connects["everything"]["toolCount"] == 15
+    # 13, and the four it offers a client that can elicit (form and URL mode), sample and list roots, as OneTool can.
+    assert connects["everything"]["type"] == "stdio" and connects["everything"]["toolCount"] == 17
     assert connects["everything"]["status"] == "SUCCESS"
     assert connects["web"]["type"] == "http" and connects["web"]["status"] == "FAILED"
     assert connects["gone"]["status"] == "FAILED" and "command not found" in connects["gone"]["errorMessage"]

@@ -209,12 +209,13 @@ class DirectFace:
         try:
             target = await self._gateway.calls.find(partial(self._lookup, name, server), server=server, tool=name)
             progress = client.progress if client is not None and client.wants_progress else None
-            elicit = client.elicit if client is not None else None
+            calls = self._gateway.calls
+            caller = calls.asks(client) if client is not None else None
             # The server's log messages during the call reach its client too, as a run's do.
-            async with relayed(client, self._gateway.calls.pool, self._gateway.runs.tasks) as relay:
+            async with relayed(client, calls.pool, self._gateway.runs.tasks) as relay:
                 if relay is not None:
                     relay.follow(target.server)
-                result = await self._gateway.calls.result(target, [], arguments, on_progress=progress, on_elicit=elicit)
+                result = await calls.result(target, [], arguments, on_progress=progress, caller=caller)
         except ModelError as e:
             return error_result(str(e))
         cache = self._management.cache
@@ -300,6 +301,7 @@ def build_direct_server(
         on_list_tools=face.list_tools,
         on_call_tool=face.call_tool,
         get_tool_input_schema=face.input_schema,
+        on_roots_changed=gateway.roots_changed,
     )
     face.levels.install(server)
     return server

@@ -201,10 +201,10 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
             async with relayed(client, calls.pool, gateway.runs.tasks) as relay:
                 if relay is not None:
                     relay.follow(target.server)
-                result = await calls.result(target, [], arguments or {}, label=label, on_elicit=client.elicit)
+                result = await calls.result(target, [], arguments or {}, label=label, caller=calls.asks(client))
             shape = partial(exec_result, max_chars=max_chars, output_schema=target.output_schema)
             return await shaped(shape, result, value_size(result))
-        value = await calls.value(target, [], arguments or {}, label=label, on_elicit=client.elicit)
+        value = await calls.value(target, [], arguments or {}, label=label, caller=calls.asks(client))
         return await shaped(partial(data_result, max_chars=max_chars), value, value_size(value))
 
     handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
@@ -237,6 +237,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
+        on_roots_changed=gateway.roots_changed,
     )
     levels.install(server)
     return server

@@ -120,6 +120,7 @@ def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
         on_call_tool=call_tool,
         # Mcp-Param header validation would otherwise run the tools/list handler on every 2026-era call.
         get_tool_input_schema=lambda name: RUN_INPUT_SCHEMA if name == "run" else None,
+        on_roots_changed=gateway.roots_changed,
     )
     # Read at each initialize and server/discover.
     server.instructions = INSTRUCTIONS

@@ -120,13 +120,24 @@ async def upstream(server: dict[str, Any], mode: str) -> AsyncIterator[Client]:
             stdio_client(params, errlog=devnull),
             mode=mode,  # type: ignore[arg-type]
             read_timeout_seconds=30,
-            elicitation_callback=_never_asked,  # the pool declares elicitation: server-everything lists 2 more tools
+            # The pool declares elicitation, sampling and roots: server-everything lists 4 more tools.
+            elicitation_callback=_never_asked,
+            sampling_callback=_never_sampled,
+            list_roots_callback=_no_roots,
         ) as client:
             yield client
 
 
 async def _never_asked(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="decline")
+
+
+async def _never_sampled(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="not here")
+
+
+async def _no_roots(context: ClientRequestContext) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[])
 
 
 async def names(client: Client) -> list[str]:
@@ -293,7 +304,7 @@ async def test_definitions_are_the_upstreams_own(direct: Direct, mode: str) -> N
                 theirs = getattr(original.annotations, hint, None)
                 assert getattr(mine.annotations, hint, None) == theirs, (original.name, hint)
             compared += 1
-    assert compared == 17  # everything 15 (with its 2 elicitation tools), time 2
+    assert compared == 19  # everything 17 (with its elicitation, sampling and roots tools), time 2
     # The fixtures do use the fields compared above.
     annotated = [t for n, t in listed.items() if n.startswith("everything:") and t.annotations]
     assert any(t.annotations and t.annotations.read_only_hint for t in annotated)
@@ -504,7 +515,8 @@ async def test_upstream_list_changed_reaches_both_eras_within_a_second(direct: D
         for client in (clients.legacy, clients.modern):
             listed = await names(client)
             assert "fx2:run" in listed and listed.count("run") == 1
-            assert len([n for n in listed if n.startswith("everything:")]) == 15  # with its 2 elicitation tools
+            # with its elicitation, sampling and roots tools
+            assert len([n for n in listed if n.startswith("everything:")]) == 17
         assert text_of(await clients.modern.call_tool("fx2:run", {})) == "I am run"
         assert text_of(await clients.modern.call_tool("run", {"code": "40 + 2"})) == "42"
 
