@@ -1,8 +1,8 @@
 """What the run face costs a model's context, on the four reference servers (everything, filesystem, memory, time).
 
-The whole ``tools/list`` of ``/mcp`` stays within 3,365 bytes, 90 % below the same 38 tools as the servers list
-them, and still names every tool with its parameters. Measured as a client receives it, through a real gateway and
-the SDK's client.
+The whole ``tools/list`` of ``/mcp`` stays within 3,365 bytes, 90 % below the same 42 tools as the servers list
+them (to a client that can elicit, sample and list roots, as the gateway's pool can), and still names every tool
+with its parameters. Measured as a client receives it, through a real gateway and the SDK's client.
 """
 
 from __future__ import annotations
@@ -71,14 +71,19 @@ async def tools_of(url: str) -> list[types.Tool]:
 
 
 async def listed_by_the_servers(reference: ServedGateway) -> list[types.Tool]:
-    """Every tool as the reference servers list it to a client that can elicit, as the gateway's pool is."""
+    """Every tool as the reference servers list it to a client that can elicit, sample and list roots, as the
+    gateway's pool is."""
     servers = yaml.safe_load((reference.log.parent / "onetool.yaml").read_text())["servers"]
     tools: list[types.Tool] = []
     for spec in servers.values():
         params = StdioServerParameters(command=spec["command"], args=spec["args"], env=spec["env"])
         with open(os.devnull, "w") as devnull:
             async with Client(
-                stdio_client(params, errlog=devnull), read_timeout_seconds=30, elicitation_callback=_declined
+                stdio_client(params, errlog=devnull),
+                read_timeout_seconds=30,
+                elicitation_callback=_declined,
+                sampling_callback=_no_sampling,
+                list_roots_callback=_no_roots,
             ) as client:
                 tools += (await client.list_tools()).tools
     return tools
@@ -88,12 +93,21 @@ async def _declined(context: ClientRequestContext, params: types.ElicitRequestPa
     return types.ElicitResult(action="decline")
 
 
-async def test_run_lists_38_tools_in_a_tenth_of_the_bytes_with_every_name_and_parameter(
+async def _no_sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="no sampling here")
+
+
+async def _no_roots(context: ClientRequestContext) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[])
+
+
+async def test_run_lists_42_tools_in_a_tenth_of_the_bytes_with_every_name_and_parameter(
     reference: ServedGateway,
 ) -> None:
     direct = [t for t in await tools_of(reference.url + "/direct") if ":" in t.name]
     (run,) = await tools_of(reference.url)
-    assert len(direct) == 40  # 38, and the two elicitation tools server-everything lists to a client that can elicit
+    # 38, and the four tools server-everything lists to a client that can elicit, sample and list roots
+    assert len(direct) == 42
     assert listed_bytes([run]) <= MAX_RUN_LIST_BYTES
     # Against the tools as their servers list them (/mcp/direct leaves out output schemas a cut would break).
     assert listed_bytes([run]) <= listed_bytes(await listed_by_the_servers(reference)) / 10
