@@ -30,10 +30,10 @@ INSTRUCTIONS_CHARS = 300
 """A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
 BUDGET_BYTES = 2_725
 """The whole description, JSON-escaped UTF-8 as a client receives it (about 700 tokens): with the ``run`` tool's
-name and schema and the result's own keys (about 265 bytes), a tools/list under 3,000 bytes at any catalogue size. The four reference
-servers' 42 tools (server-everything lists 4 more to a client that can elicit, sample and list roots, as the
-gateway's pool can) are all listed with their names and parameters: 90 % less than the same tools listed
-directly."""
+name and schema and the result's own keys (about 265 bytes), a tools/list under 3,000 bytes at any catalogue
+size. The four reference servers' 42 tools (server-everything lists 4 more to a client that can elicit, sample
+and list roots, as the gateway's pool can) are all listed with their names and parameters: 90 % less than the
+same tools listed directly."""
 MAX_PURPOSE_CHARS = 80
 """A tool's purpose in the compact form, at most; cut shorter for all tools when the listing does not fit."""
 MIN_PURPOSE_CHARS = 32
