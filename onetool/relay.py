@@ -19,7 +19,7 @@ import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, get_args
 
 import anyio
 from anyio.abc import TaskGroup
@@ -178,13 +178,14 @@ class Relay:
     # ----- logs ----------------------------------------------------------------------------
 
     def follow(self, server: str) -> None:
-        """Forward ``server``'s log messages from now until the run ends."""
-        if server not in self._followed:
-            self._followed[server] = self._pool.listen_logs(server, partial(self._log, server))
+        """Forward ``server``'s log messages from now until the run ends, at the level the client wants (which is
+        what the server is asked for)."""
+        level = next((level for level in get_args(LoggingLevel) if self._client.wants_log(level)), None)
+        if server not in self._followed and level is not None:
+            self._followed[server] = self._pool.listen_logs(server, partial(self._log, server), level)
 
     def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
-        if not self._client.wants_log(params.level):
-            return
+        """One of ``server``'s log messages, at or above the client's level (the pool passes no other)."""
         self._logs += 1
         if self._logs > MAX_LOGS:
             if self._logs == MAX_LOGS + 1:

@@ -293,15 +293,20 @@ class UpstreamPool:
             raise conn.snapshot().unavailable(display)
         return conn
 
-    def listen_logs(self, server: str, listener: LogListener) -> Callable[[], None]:
-        """Pass ``server``'s log messages to ``listener`` until the returned function is called. A server removed
-        meanwhile (a run may hold an older registry) has nothing to say: its call reports it as unknown."""
+    def listen_logs(self, server: str, listener: LogListener, level: types.LoggingLevel) -> Callable[[], None]:
+        """Pass ``server``'s log messages at ``level`` or above to ``listener`` until the returned function is
+        called; the server's calls meanwhile ask it for the most detailed level its listeners want. A server
+        removed meanwhile (a run may hold an older registry) has nothing to say: its call reports it as unknown."""
         conn = self._connections.get(server)
         if conn is None:
             return lambda: None
         listeners = conn.log_listeners
-        listeners.add(listener)
-        return lambda: listeners.discard(listener)
+        listeners[listener] = level
+
+        def stop() -> None:
+            listeners.pop(listener, None)
+
+        return stop
 
     def tools(self, server: str) -> list[types.Tool]:
         conn = self._connections[server]

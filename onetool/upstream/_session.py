@@ -16,7 +16,7 @@ import mcp.types as types
 from mcp import Client, MCPError
 from mcp.client._transport import ReadStream  # the SDK's transport protocol; no public name yet (mcp 2.3)
 from mcp.shared.message import SessionMessage
-from mcp.types import CONNECTION_CLOSED
+from mcp.types import CONNECTION_CLOSED, LoggingLevel
 
 from onetool.config import ServerConfig
 from onetool.text import public_url
@@ -53,6 +53,7 @@ class Session:
         self.breaker = Breaker()
         self.connected_at = math.inf  # when it became usable (anyio clock)
         self.answered_at = -math.inf  # when the server last answered anything on it
+        self.log_level: LoggingLevel | None = None  # what logging/setLevel last set (a handshake-era server)
 
     def answered(self) -> None:
         """The server answered a request: it is alive and responsive."""

@@ -29,7 +29,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 import anyio
 import anyio.abc
@@ -39,7 +39,7 @@ from mcp import Client, MCPError
 from mcp.client.session import ClientRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.subscriptions import ToolsListChanged, event_to_notification
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp.types import CONNECTION_CLOSED, LOG_LEVEL_META_KEY, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
@@ -78,7 +78,8 @@ Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
 """Called with (server, notification) for every notification an upstream sends; must not block."""
 T = TypeVar("T")
 LogListener = Callable[[types.LoggingMessageNotificationParams], None]
-"""Gets an upstream's log messages as they arrive; it must not block (it runs on the client's receive path)."""
+"""Gets an upstream's log messages as they arrive, at or above the level it was added with (the upstream is asked
+for the most detailed level its listeners want); it must not block (it runs on the client's receive path)."""
 ProgressCallback = ProgressFnT
 """(progress, total, message) of one tool call, as the upstream reports it."""
 
@@ -87,6 +88,10 @@ REVIVE_GAP: Final = 1.0
 """Seconds after a failed connect attempt during which a call fails with its reason instead of asking for another."""
 NOTIFY_TIMEOUT: Final = 2.0
 """Seconds a notification the gateway passes on to a server may take to send."""
+SET_LEVEL_TIMEOUT: Final = 2.0
+"""Seconds the logging/setLevel a call sends first (a handshake-era server's level changed) may take."""
+LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
+"""Most detailed first."""
 QUEUE_WAIT: Final = 1.0
 """Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
 short enough that a run learns soon that the server is saturated."""
@@ -141,7 +146,7 @@ class Connection:
         self._stopping = False
         self._ever_connected = False
         self._scope = anyio.CancelScope()
-        self.log_listeners: set[LogListener] = set()
+        self.log_listeners: dict[LogListener, types.LoggingLevel] = {}
         self._askers: dict[object, _Asker | None] = {}  # per tool call in flight: who answers its requests
         self._auth = (
             UpstreamAuth(name, config.url or "", config, options.token_store)
@@ -384,8 +389,10 @@ class Connection:
                 await notify(self.name, message)
 
         async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-            for listener in list(self.log_listeners):
-                listener(params)
+            shown = LEVELS.index(params.level)
+            for listener, level in list(self.log_listeners.items()):
+                if shown >= LEVELS.index(level):
+                    listener(params)
 
         return Client(
             transport,
@@ -398,8 +405,8 @@ class Connection:
             # request gets depends on the call it comes during.
             sampling_callback=self._on_sample,
             list_roots_callback=self._on_list_roots,
-            # 2026-era servers log only on requests that opt in; who sees which level is the gateway's choice.
-            log_level="debug",
+            # No level on every request: a 2026-era server logs only on a call that opts in (see call).
+            log_level=None,
             client_info=types.Implementation(name="onetool", version=__version__),
             cache=None,  # the pool keeps its own catalogue and refetches it on list_changed
         )
@@ -690,19 +697,45 @@ class Connection:
         key = object()
         asker = None if caller is None else _Asker(caller, anyio.current_time() + timeout)
         self._askers[key] = asker
-        try:
-            return await self.request(
-                display,
-                lambda client: client.call_tool(
-                    tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress
-                ),
-                timeout,
-                retry,
+        level = self.log_level()
+        meta = None if level is None else cast(types.RequestParamsMeta, {LOG_LEVEL_META_KEY: level})
+
+        async def send(client: Client) -> types.CallToolResult:
+            await self._tell_level(client, level)
+            return await client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=on_progress, meta=meta
             )
+
+        try:
+            return await self.request(display, send, timeout, retry)
         finally:
             del self._askers[key]
             if asker is not None:
                 asker.close()
+
+    def log_level(self) -> types.LoggingLevel | None:
+        """The most detailed level a listener of the server's log messages wants now; None when nobody listens."""
+        return min(self.log_listeners.values(), key=LEVELS.index, default=None)
+
+    async def _tell_level(self, client: Client, level: types.LoggingLevel | None) -> None:
+        """Before a call, the level its listeners want, to a handshake-era server that has a level to set (a
+        2026-era one reads the call's own opt-in): once per change, within SET_LEVEL_TIMEOUT. While nobody
+        listens, the server keeps the last level it was told."""
+        session = self._session
+        logging = self.capabilities is not None and self.capabilities.logging is not None
+        if level is None or session is None or session.log_level == level or not logging:
+            return
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        session.log_level = level
+        request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+        # Not client.set_logging_level: deprecated at 2026-07-28, it warns on every call.
+        with anyio.move_on_after(SET_LEVEL_TIMEOUT):
+            try:
+                await client.session.send_request(request, types.EmptyResult)
+                logger.bind(server=self.name).debug("server '{}': log level set to {}", self.name, level)
+            except MCPError as e:
+                logger.bind(server=self.name).debug("server '{}': log level not set: {}", self.name, e.message)
 
     async def request(self, display: str, send: Callable[[Client], Awaitable[T]], timeout: float, retry: bool) -> T:
         """Send one request on the live session; ``display`` names it in errors as the caller wrote it.

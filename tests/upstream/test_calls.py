@@ -128,7 +128,7 @@ async def test_following_the_logs_of_a_server_removed_meanwhile_is_quiet() -> No
     logs must not fail (the call itself reports the server as unknown)."""
     async with open_pool({"fx": fault("ok")}) as pool:
         await pool.remove("fx")
-        stop = pool.listen_logs("fx", lambda params: None)
+        stop = pool.listen_logs("fx", lambda params: None, "debug")
         stop()
         with pytest.raises(UpstreamError, match="unknown server 'fx'"):
             await pool.call("fx", "echo", {"message": "x"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from onetool.errors import UpstreamUnavailable
@@ -53,3 +54,31 @@ async def test_spans_and_no_secret_anywhere(
 
     for r in log_records:
         assert SECRET not in r["message"] and SECRET not in repr(r["extra"]), r
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_servers_calls_ask_it_for_the_level_its_listeners_want(mode: str) -> None:
+    """The most detailed level a listener wants: on a 2026-era session the call's own opt-in, on a handshake-era
+    one logging/setLevel, sent when it changes. Each listener hears its level and above."""
+    heard: list[str] = []
+    async with open_pool({"fx": fault()}, mode=mode) as pool:
+
+        async def say(level: str) -> str:
+            result = await pool.call("fx", "say", {"level": level, "message": level})
+            return str((result.structured_content or {})["result"])
+
+        assert await say("info") == "asked for None"  # nobody listens: the server is asked for nothing
+        quiet = pool.listen_logs("fx", lambda params: heard.append(f"quiet {params.data}"), "warning")
+        chatty = pool.listen_logs("fx", lambda params: heard.append(f"chatty {params.data}"), "debug")
+        assert await say("info") == "asked for debug"
+        with anyio.fail_after(10):
+            while not heard:
+                await anyio.sleep(0.01)
+        chatty()
+        assert await say("info") == "asked for warning"  # dropped by the server itself
+        assert await say("error") == "asked for warning"
+        with anyio.fail_after(10):
+            while len(heard) < 2:
+                await anyio.sleep(0.01)
+        quiet()
+    assert heard == ["chatty info", "quiet error"]
