@@ -147,7 +147,11 @@ async def test_sighup_reloads_and_a_watched_file_reloads_on_save(tmp_path: Path)
     try:
         config["servers"]["fx2"] = fault(marker)
         write_config(tmp_path, config)
-        served.proc.send_signal(signal.SIGHUP)
+        async with era_clients(served.url) as clients:
+            clients.drain()
+            served.proc.send_signal(signal.SIGHUP)
+            # Both eras hear the added server: a 2026-era client (the SDK's default) on its listen stream.
+            await clients.delays(0)
         until(lambda: admin(served.url, "GET", "/admin/servers/fx2", token=TOKEN)[0] == 200)
         assert served.proc.poll() is None  # SIGHUP reloads, it does not end the gateway
 
