@@ -103,9 +103,6 @@ class Runs:
             logger.exception("sandbox failed")
             return RunResult(None, "", Verdict.INTERNAL.error(f"the sandbox failed: {type(e).__name__}"), 0, 0)
 
-    def _caller(self, client: RunClient | None) -> Caller | None:
-        return None if client is None else self.calls.asks(client)
-
     async def _on_call(
         self,
         media: set[str],
