@@ -19,7 +19,7 @@ import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol, get_args
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
@@ -29,6 +29,7 @@ from mcp.types import LoggingLevel
 
 from onetool.logs import logger
 from onetool.upstream.asks import Caller
+from onetool.upstream.connection import LEVELS
 from sandbox import PROGRESS_RATE, Ration, one_line
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class Relay:
     def follow(self, server: str) -> None:
         """Forward ``server``'s log messages from now until the run ends, at the level the client wants (which is
         what the server is asked for)."""
-        level = next((level for level in get_args(LoggingLevel) if self._client.wants_log(level)), None)
+        level = next((level for level in LEVELS if self._client.wants_log(level)), None)
         if server not in self._followed and level is not None:
             self._followed[server] = self._pool.listen_logs(server, partial(self._log, server), level)
 

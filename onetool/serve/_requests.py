@@ -12,7 +12,7 @@ capability (for an elicitation, for its mode).
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar, get_args
+from typing import Any, Final, TypeVar
 
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
@@ -47,10 +47,10 @@ from pydantic import BaseModel
 
 from onetool.serve._input_required import waiting_call
 from onetool.upstream.asks import Refused, SampleResult
+from onetool.upstream.connection import LEVELS
 
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
 """Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
-_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
 R = TypeVar("R", bound=BaseModel)
 
 
@@ -73,7 +73,7 @@ class RequestClient:
         return self._first if self._waiting is None else self._waiting.ctx
 
     def wants_log(self, level: LoggingLevel) -> bool:
-        return self._level is not None and _LEVELS.index(level) >= _LEVELS.index(self._level)
+        return self._level is not None and LEVELS.index(level) >= LEVELS.index(self._level)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._ctx.session.report_progress(progress, total, message)
@@ -164,7 +164,7 @@ class LogLevels:
     def level_for(self, ctx: ServerRequestContext[Any, Any]) -> LoggingLevel | None:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             requested = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
-            return requested if requested in _LEVELS else None
+            return requested if requested in LEVELS else None
         return self._levels.get(id(connection_of(ctx.session)), DEFAULT_LOG_LEVEL)
 
 

@@ -71,7 +71,7 @@ from onetool.upstream.elicit import attributed, unattended, with_defaults
 from onetool.upstream.status import Failure, ServerState, ServerStatus, SettingName, config_key, unset_failure
 from onetool.upstream.transports import TRANSPORTS, Link, Streams, warn_plain_http
 
-__all__ = ["Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
+__all__ = ["LEVELS", "Connection", "ConnectionOptions", "LogListener", "Mode", "Notify", "ProgressCallback"]
 
 Mode = Literal["auto", "legacy"]
 Notify = Callable[[str, types.ServerNotification], Awaitable[None]]
@@ -91,7 +91,7 @@ NOTIFY_TIMEOUT: Final = 2.0
 SET_LEVEL_TIMEOUT: Final = 2.0
 """Seconds the logging/setLevel a call sends first (a handshake-era server's level changed) may take."""
 LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
-"""Most detailed first."""
+"""MCP's log levels, most detailed first: what a level "at or above" another means, wherever the gateway filters."""
 QUEUE_WAIT: Final = 1.0
 """Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
 short enough that a run learns soon that the server is saturated."""
