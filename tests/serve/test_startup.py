@@ -139,6 +139,9 @@ async def test_every_face_waits_for_the_first_wave_and_hears_it_as_one_list_chan
                 "direct": lambda: names(direct),
                 "exec": lambda: call(inspect, "exec", exec_args),
                 "direct call": lambda: call(direct, "late:echo", {"message": "hi"}),
+                # Prompts and resources are shown from the same catalogue, so they wait for the same wave.
+                "prompts": lambda: clients.modern.list_prompts(),
+                "resources": lambda: direct.list_resources(),
                 "run": lambda: call(clients.legacy, "run", {"code": "[s['status'] for s in proxy.list_servers()]"}),
                 "tools.py": lambda: anyio.to_thread.run_sync(fetch_text, url, "/runtime/tools.py"),
                 "status": lambda: anyio.to_thread.run_sync(get, url, "/status"),
@@ -156,6 +159,7 @@ async def test_every_face_waits_for_the_first_wave_and_hears_it_as_one_list_chan
             assert {"late:echo", "fx:echo"} <= set(answers["direct"])
             assert (answers["exec"], answers["direct call"]) == ('"echo: hi"', "echo: hi")  # TOON quotes it
             assert answers["run"] == '["connected","connected"]'
+            assert answers["prompts"].prompts == [] and answers["resources"].resources == []  # fx lists none
             assert {"Late", "Fx"} <= set(classes_of(answers["tools.py"]))
             assert {s["name"]: s["tool_count"] > 0 for s in answers["status"][1]["servers"]} == {
                 "late": True,

@@ -475,12 +475,14 @@ async def test_the_servers_log_messages_reach_the_caller_at_its_level(direct: Di
         if mode == "legacy":
             await client.set_logging_level("info")
         below = await client.call_tool("fx:say", {"level": "debug", "message": "too quiet"})
-        said = await client.call_tool("fx:say", {"level": "warning", "message": "disk\nfull"})
+        # A hostile upstream's message: a line break, a carriage return and an OSC 52 clipboard write.
+        hostile = "disk\nfull\r\x1b]52;c;ZXZpbA==\x07"
+        said = await client.call_tool("fx:say", {"level": "warning", "message": hostile})
         with anyio.fail_after(10):
             while not logs:
                 await anyio.sleep(0.02)
     assert not below.is_error and not said.is_error, (text_of(below), text_of(said))
-    assert [(log.level, log.logger, log.data) for log in logs] == [("warning", "fx", "fx: disk full")]
+    assert [(log.level, log.logger, log.data) for log in logs] == [("warning", "fx", "fx: disk full ]52;c;ZXZpbA==")]
 
 
 async def test_management_tools_offer_no_approval(direct: Direct) -> None:
