@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
@@ -25,7 +24,7 @@ async def test_upstream_tool_change_reaches_clients_of_both_eras(tmp_path: Path)
             clients.drain()
             result = await clients.legacy.call_tool("run", {"code": "fx.add_tool(name='shiny')"})
             assert text_of(result) == "added shiny", text_of(result)
-            await clients.delays(time.perf_counter())
+            await clients.both_heard()
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
                 assert "\n  shiny()" in after

@@ -72,7 +72,7 @@ async def test_reload_applies_the_difference_and_clients_keep_their_sessions(tmp
                 "added: added; removed: time; restarted: changed; updated: filtered; "
                 "takes effect at restart: http.drain_seconds" in done.stdout
             )
-            await clients.delays(0)  # both eras heard tools/list_changed
+            await clients.both_heard()  # both eras heard tools/list_changed
             # The same sessions go on, and see the new catalogue and limits.
             for client in (clients.legacy, clients.modern):
                 description = (await client.list_tools()).tools[0].description or ""
@@ -151,7 +151,7 @@ async def test_sighup_reloads_and_a_watched_file_reloads_on_save(tmp_path: Path)
             clients.drain()
             served.proc.send_signal(signal.SIGHUP)
             # Both eras hear the added server: a 2026-era client (the SDK's default) on its listen stream.
-            await clients.delays(0)
+            await clients.both_heard()
         until(lambda: admin(served.url, "GET", "/admin/servers/fx2", token=TOKEN)[0] == 200)
         assert served.proc.poll() is None  # SIGHUP reloads, it does not end the gateway
 

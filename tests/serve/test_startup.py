@@ -213,7 +213,7 @@ async def test_past_startup_wait_a_run_waits_for_a_server_still_connecting_and_c
                 flag.touch()
             assert [r.is_error for r in results] == [False, False, False]
             assert all("echo: hi" in text_of(r) for r in results)
-            await clients.delays(0)  # each era heard tools/list_changed when the server came up
+            await clients.both_heard()  # each era heard tools/list_changed when the server came up
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
                 assert "\nlate:\n" in after and "\n  echo(message" in after

@@ -96,7 +96,7 @@ async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(
             assert "until it answers a ping, next in" in str(refused.value)
             assert pool.server_status("fx").calls_in_flight == 0
             assert (await pool.call("other", "echo", {"message": "hi"})).content[0].text == "echo: hi"
-        with anyio.fail_after(20):
+        with anyio.fail_after(60):  # a ping that went out while it was stopped waits out its 5 s, then backs off
             while pool.server_status("fx").unresponsive is not None:
                 await anyio.sleep(0.05)
         # Closed by a ping on the same session: the same process answers, nothing was reconnected.
@@ -110,11 +110,14 @@ async def test_a_stopped_stdio_server_fails_its_probe_and_is_restarted(
     mode: str, log_records: list[dict[str, Any]]
 ) -> None:
     async with open_pool({"fx": fault("ok", connect_timeout=2)}, probe_interval=0.3, mode=mode) as pool:
+        # connect_timeout bounds the probe's ping and also each start: on a busy machine a start may miss it, a
+        # retry will not.
+        await wait_for_status(pool, "fx", "connected", timeout=60)
         pid = await _pid(pool, "fx")
         with stopped(pid):
             await wait_for_status(pool, "fx", "disconnected")
             assert (pool.server_status("fx").error or "").startswith("connection lost: health check failed")
-        await wait_for_status(pool, "fx", "connected")
+        await wait_for_status(pool, "fx", "connected", timeout=60)
         assert await _pid(pool, "fx") != pid
     dropped = [r for r in log_records if r["level"] == "WARNING" and "'fx' disconnected" in r["message"]]
     assert dropped and "health check failed" in dropped[0]["message"]

@@ -505,15 +505,13 @@ async def test_management_tools_offer_no_approval(direct: Direct) -> None:
 # ---- list_changed ---------------------------------------------------------------------------------------------
 
 
-async def test_upstream_list_changed_reaches_both_eras_within_a_second(direct: Direct) -> None:
+async def test_upstream_list_changed_reaches_both_eras(direct: Direct) -> None:
     """fx2 adds a tool named like a management tool: it appears as fx2:run, and `run` stays the code mode."""
     async with era_clients(direct.url) as clients:
         clients.drain()
-        start = time.perf_counter()
         added = await clients.legacy.call_tool("fx2:add_tool", {"name": "run"})
         assert text_of(added) == "added run"
-        delays = await clients.delays(start)
-        assert all(d < 1.0 for d in delays.values()), delays
+        await clients.both_heard()
         for client in (clients.legacy, clients.modern):
             listed = await names(client)
             assert "fx2:run" in listed and listed.count("run") == 1
@@ -528,13 +526,13 @@ async def test_a_dropped_server_leaves_and_returns(direct: Direct) -> None:
         clients.drain()
         crashed = await clients.modern.call_tool("fx2:crash", {})
         assert crashed.is_error and "server 'fx2' is unavailable" in text_of(crashed)
-        await clients.delays(time.perf_counter())
+        await clients.both_heard()
         gone = await wait_for_names(clients.legacy, False, "fx2:")
         assert "fx:echo" in gone and "everything:echo" in gone
         back = await wait_for_names(clients.modern, True, "fx2:")
         assert "fx2:echo" in back
         # Both eras heard that it came back; the list is whole again.
-        await clients.delays(time.perf_counter())
+        await clients.both_heard()
         assert text_of(await clients.legacy.call_tool("fx2:echo", {"message": "back"})) == "echo: back"
 
 
@@ -605,14 +603,12 @@ async def test_upstream_servers_lists_every_server(direct: Direct) -> None:
 
 
 @needs_control
-async def test_disable_and_enable_notify_both_eras_within_a_second(direct: Direct) -> None:
+async def test_disable_and_enable_notify_both_eras(direct: Direct) -> None:
     async with era_clients(direct.url) as clients:
         for operation, present in (("disable", False), ("enable", True)):
             clients.drain()
-            start = time.perf_counter()
             await anyio.to_thread.run_sync(direct.admin, f"/admin/servers/time/{operation}")
-            delays = await clients.delays(start)
-            assert all(d < 1.0 for d in delays.values()), (operation, delays)
+            await clients.both_heard()
             if present:
                 await wait_for_names(clients.legacy, True, "time:")
             listed = await names(clients.legacy)
@@ -620,14 +616,12 @@ async def test_disable_and_enable_notify_both_eras_within_a_second(direct: Direc
 
 
 @needs_control
-async def test_quarantine_and_approval_by_an_admin_notify_both_eras_within_a_second(direct: Direct) -> None:
+async def test_quarantine_and_approval_by_an_admin_notify_both_eras(direct: Direct) -> None:
     async with era_clients(direct.url) as clients:
         for action, present in (("quarantine", False), ("approve", True)):
             clients.drain()
-            start = time.perf_counter()
             await anyio.to_thread.run_sync(direct.admin, f"/admin/servers/time/{action}")
-            delays = await clients.delays(start)
-            assert all(d < 1.0 for d in delays.values()), (action, delays)
+            await clients.both_heard()
             for client in (clients.legacy, clients.modern):
                 listed = await names(client)
                 assert ("time:convert_time" in listed) is present and "everything:echo" in listed

@@ -365,7 +365,7 @@ async def test_catalogue_change_reaches_inspect_clients_of_both_eras(tmp_path: P
                 "exec", {"server_name": "fx", "tool_name": "add_tool", "arguments": {"name": "shiny"}}
             )
             assert text_of(added) == "added shiny"
-            await clients.delays(time.perf_counter())
+            await clients.both_heard()
             for client in (clients.legacy, clients.modern):
                 after = (await client.list_tools()).tools[0].description or ""
                 assert "    - shiny\n" in after
@@ -402,7 +402,7 @@ async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_pat
 
             clients.drain()
             assert (await admin_action(served, "time", "quarantine"))["quarantined"]
-            await clients.delays(time.perf_counter())
+            await clients.both_heard()
             for client in (clients.legacy, clients.modern):
                 description = await described(client)
                 assert "Server: time" not in description and "get_current_time" not in description
@@ -415,7 +415,7 @@ async def test_a_quarantined_server_is_hidden_and_refused_until_approved(tmp_pat
 
             clients.drain()
             assert not (await admin_action(served, "time", "approve"))["quarantined"]
-            await clients.delays(time.perf_counter())
+            await clients.both_heard()
             for client in (clients.legacy, clients.modern):
                 assert "  Server: time\n    - get_current_time: " in await described(client)
             found = await clients.modern.call_tool("inspect", {"server_name": "time", "tool_name": "get_current_time"})
