@@ -75,7 +75,7 @@ async def test_other_runs_stay_quick_while_a_worker_floods(body: str, ends: str 
                 started = time.monotonic()
                 assert (await box.run("1 + 1", packs={}, on_call=make_on_call())).value == 2
                 quick.append(time.monotonic() - started)
-        assert max(quick) < 1.0, quick
+        assert max(quick) < 5.0, quick  # a blocked host would hold them for the flood's 20 s
         [result] = hostile
         assert (result.error and result.error.type) == ends, result.error
         assert ends or (result.size > 7_000_000 and len(result.value) == 260_000)
