@@ -70,31 +70,30 @@ async def test_an_edit_restarts_the_server_with_its_new_entry_and_is_audited(tmp
         assert "2" not in json.dumps(edit.details) and add.action == "add_server"
 
 
-@pytest.mark.parametrize(
-    ("name", "patch", "status", "message"),
-    [
-        ("time", {"timeout": 5}, 409, "server 'time' comes from the config file: edit it in the file, then `onetool"),
-        ("nope", {"timeout": 5}, 404, "unknown server 'nope'; servers: extra, time"),
-        ("extra", {"timeout": 0}, 400, "server 'extra': invalid configuration: servers.extra.timeout: Input should be"),
-        ("extra", {"timout": 5}, 400, "servers.extra.timout: unknown key; did you mean 'timeout'?"),
-        ("extra", {"url": "http://127.0.0.1:9/mcp"}, 400, "give either 'command' (a stdio server) or 'url'"),
-        ("extra", {"enabled": False}, 400, "'enabled' is not changed by an edit: use `onetool servers enable|disable"),
-        ("extra", {"quarantined": False}, 400, "use `onetool servers quarantine|approve extra`"),
-        ("extra", {}, 400, "expected a JSON object: the keys of the server's entry to change (null removes one)"),
-        ("extra", [1], 400, "expected a JSON object"),
-    ],
-)
-async def test_a_bad_edit_changes_nothing_and_says_why(
-    tmp_path: Path, name: str, patch: Any, status: int, message: str
-) -> None:
+BAD_EDITS: list[tuple[str, Any, int, str]] = [
+    ("time", {"timeout": 5}, 409, "server 'time' comes from the config file: edit it in the file, then `onetool"),
+    ("nope", {"timeout": 5}, 404, "unknown server 'nope'; servers: extra, time"),
+    ("extra", {"timeout": 0}, 400, "server 'extra': invalid configuration: servers.extra.timeout: Input should be"),
+    ("extra", {"timout": 5}, 400, "servers.extra.timout: unknown key; did you mean 'timeout'?"),
+    ("extra", {"url": "http://127.0.0.1:9/mcp"}, 400, "give either 'command' (a stdio server) or 'url'"),
+    ("extra", {"enabled": False}, 400, "'enabled' is not changed by an edit: use `onetool servers enable|disable"),
+    ("extra", {"quarantined": False}, 400, "use `onetool servers quarantine|approve extra`"),
+    ("extra", {}, 400, "expected a JSON object: the keys of the server's entry to change (null removes one)"),
+    ("extra", [1], 400, "expected a JSON object"),
+]
+"""(server, patch, status, message): edits refused whole."""
+
+
+async def test_a_bad_edit_changes_nothing_and_says_why(tmp_path: Path) -> None:
     async with await StateStore.open(f"sqlite:///{tmp_path / 'onetool.db'}") as store:
         await store.add_server("extra", {**EVERYTHING, "enabled": False}, "cli")
-        async with control_plane(store) as control:
-            before = await store.change_counter()
-            with pytest.raises(ControlError) as refused:
-                await control.edit(name, patch, actor="cli")
-            assert refused.value.status == status and message in str(refused.value)
-            assert await store.change_counter() == before
+        async with control_plane(store) as control:  # one control plane for every case: none changes it
+            for name, patch, status, message in BAD_EDITS:
+                before = await store.change_counter()
+                with pytest.raises(ControlError) as refused:
+                    await control.edit(name, patch, actor="cli")
+                assert refused.value.status == status and message in str(refused.value), (name, patch)
+                assert await store.change_counter() == before, (name, patch)
 
 
 async def test_of_two_replicas_editing_one_server_at_once_one_applies_the_other_gets_409(tmp_path: Path) -> None:
@@ -103,8 +102,9 @@ async def test_of_two_replicas_editing_one_server_at_once_one_applies_the_other_
         store_a = await stack.enter_async_context(await StateStore.open(url))
         store_b = await stack.enter_async_context(await StateStore.open(url))
         await store_a.add_server("extra", {**EVERYTHING, "env": {"MARK": "0"}}, "cli")
-        a = await stack.enter_async_context(control_plane(store_a))
-        b = await stack.enter_async_context(control_plane(store_b))
+        # No config file server: each replica runs only what the store adds.
+        a = await stack.enter_async_context(control_plane(store_a, Config()))
+        b = await stack.enter_async_context(control_plane(store_b, Config()))
 
         await a.edit("extra", {"env": {"MARK": "a"}}, actor="api")
         # b has not read the store since: its edit is written over a version that is gone
