@@ -14,10 +14,6 @@ from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_sign
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    import anyio
-
-    from onetool.bridge.servers import BridgeLimits
-    from onetool.bridge.service import BridgeOptions
     from onetool.config import ENV_BRIDGE_TOKEN
     from onetool.errors import ServeError
     from onetool.logs import setup_logging
@@ -32,6 +28,12 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         print(f"onetool bridge: {refused}", file=sys.stderr)
         return EXIT_USAGE
     setup_logging(args.log_level or os.environ.get("LOG_LEVEL") or "INFO", args.log_file)
+    # Imported once the flags are known good: a mistake in one is said without loading the serving stack first.
+    import anyio
+
+    from onetool.bridge.servers import BridgeLimits
+    from onetool.bridge.service import BridgeOptions
+
     limits = BridgeLimits(
         base_port=args.base_port,
         max_servers=args.max_servers,

@@ -110,9 +110,9 @@ def cmd_stubs(args: argparse.Namespace) -> int:
     except AttachError as e:
         return attach_failed("stubs", e)
     if text is None:
+        config = setup(args, "ERROR")
         from onetool.stubs import parse_filter, tools_module
 
-        config = setup(args, "ERROR")
         text = with_pool(config, lambda _control, _pool, registry: tools_module(registry, parse_filter(args.filter)))
     if args.output is None:
         sys.stdout.write(text)

@@ -20,9 +20,6 @@ from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_sign
 def cmd_serve(args: argparse.Namespace) -> int:
     import contextlib
 
-    import anyio
-
-    from onetool import serve
     from onetool.errors import ServeError
 
     try:
@@ -33,6 +30,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"onetool serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
     config = setup(args, "INFO")
+    # Imported once the flags and the config are known good: a mistake in either is said in a fraction of a second,
+    # without loading the serving stack (the MCP SDK's models, SQLAlchemy) first.
+    import anyio
+
+    from onetool import serve
     from onetool.upstream import ancestry
 
     ancestry.enter(config.path)  # a ConfigError (exit status 2) under a gateway of the same config

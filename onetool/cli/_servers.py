@@ -87,12 +87,12 @@ def _servers_attached(target: Target, action: str, args: argparse.Namespace, ent
 
 def _servers_here(action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
     """No gateway runs: connect the servers here to show them, or record a change in the state store."""
+    config = setup(args, "ERROR")  # a bad config is said before the control plane's modules load
     import anyio
 
     from onetool.control.offline import change_offline
     from onetool.errors import ControlError
 
-    config = setup(args, "ERROR")
     if action == "tools" and (args.reset or _sets_filter(args)):
         entry = None if args.reset else _filter(args)
     elif action in ("list", "show", "tools"):
