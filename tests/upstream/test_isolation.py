@@ -78,7 +78,7 @@ async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(
     servers = {"fx": fault("ok", timeout=2, connect_timeout=5), "other": fault("ok")}
     # No liveness probe here: the breaker's own ping is what must bring the server back.
     async with open_pool(servers, probe_interval=600, mode=mode) as pool:
-        # Its 2 s timeout bounds initialize too: on a busy machine the first attempt may miss it, a retry will not.
+        # connect_timeout bounds each start: on a busy machine a first attempt may miss it, a retry will not.
         await wait_for_status(pool, "fx", "connected", timeout=60)
         assert pool.server_status("fx").protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         pid = await _pid(pool, "fx")
