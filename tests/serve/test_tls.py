@@ -4,6 +4,7 @@ like a request's headers; a certificate and a key that do not make a server are 
 
 from __future__ import annotations
 
+import os
 import ssl
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from onetool.httpd import server_tls
 from onetool.serve import HttpLimits
 from onetool.upstream.transports import untrusted_certificate
 from tests.admin_api import cli
+from tests.bridge.cli_in_one_process import onetool_each
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateways import start_http_gateway, stop, write_config
 from tests.serve.conftest import running_http
@@ -140,8 +142,12 @@ def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Pa
         ): "--tls-cert and --tls-key serve HTTPS: they need --http",
         ("--http", "--tls-cert", str(pki.cert), "--tls-key", str(tmp_path / "none.pem")): "cannot read",
     }
-    for args, message in refusals.items():
-        done = cli("serve", "--port", "0", "--config", str(config), *args)
+    # The flags are refused before the gateway starts anything: one process runs every refusal (its imports once),
+    # in the test's folder, as `cli` runs the command.
+    commands = [["serve", "--port", "0", "--config", str(config), *args] for args in refusals]
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    ran = onetool_each(commands, env=env, cwd=tmp_path)
+    for (args, message), done in zip(refusals.items(), ran, strict=True):
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.startswith(f"onetool serve: {message}"), (args, done.stderr)
         assert "Traceback" not in done.stderr and done.stdout == ""
