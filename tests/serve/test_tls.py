@@ -22,7 +22,7 @@ from onetool.serve import HttpLimits
 from onetool.upstream.transports import untrusted_certificate
 from tests.admin_api import cli
 from tests.bridge.cli_in_one_process import onetool_each
-from tests.conftest import FIXTURES, PYTHON
+from tests.conftest import EVERYTHING_JS
 from tests.gateways import start_http_gateway, stop, write_config
 from tests.serve.conftest import running_http
 from tests.serve.fake_gateway import FakeGateway
@@ -156,17 +156,17 @@ def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Pa
 async def test_serve_over_https_for_mcp_clients_and_the_cli_that_trust_the_ca(tmp_path: Path, pki: Pki) -> None:
     """A team's gateway on TLS: MCP clients, /ui and `onetool run` (attached through the discovery file, trusting
     the private CA through SSL_CERT_FILE as every OneTool client does) all speak HTTPS."""
-    fx = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
+    echo = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"]}  # the cheapest real upstream to start
     served = start_http_gateway(
-        tmp_path, {"servers": {"fx": fx}}, "serve-tls", "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)
+        tmp_path, {"servers": {"echo": echo}}, "serve-tls", "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)
     )
     try:
         assert served.url.startswith("https://127.0.0.1:")
         async with httpx2.AsyncClient(verify=client_context(pki.ca), timeout=10) as http:
             assert (await http.get(served.url.replace("/mcp", "/ui/"), follow_redirects=True)).status_code == 200
             async with Client(streamable_http_client(served.url, http_client=http), read_timeout_seconds=30) as client:
-                result = await client.call_tool("run", {"code": "fx.echo(message='tls')"})
-                assert not result.is_error and result.structured_content == {"result": "echo: tls"}
+                result = await client.call_tool("run", {"code": "echo.echo(message='tls')"})
+                assert not result.is_error and result.structured_content == {"result": "Echo: tls"}
         attached = cli(
             "run", "--config", str(tmp_path / "onetool.yaml"), "-c", "6 * 7", env={"SSL_CERT_FILE": str(pki.ca)}
         )
