@@ -1,4 +1,7 @@
-"""The /convert API of a real `onetool bridge` process: every status code, the token, ports and limits."""
+"""The /convert API of a real `onetool bridge` process: every status code, the token, ports and limits.
+
+The servers converted are server-everything over stdio, the cheapest real one to start: the API does not depend on
+which server it runs (tests/bridge/test_mcp.py serves servers of both eras)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.bridge.conftest import ONETOOL, TOKEN, BridgeProcess, everything, process_groups, time_server
+from tests.bridge.conftest import ONETOOL, TOKEN, BridgeProcess, everything, process_groups
 from tests.conftest import free_port
 from tests.processes import start_and_read_line, stop
 
@@ -40,11 +43,11 @@ def test_convert_get_list_delete(bridge: BridgeProcess) -> None:
 
 
 def test_converting_twice_is_409_with_the_running_url(bridge: BridgeProcess) -> None:
-    created = bridge.convert(time_server("api-time"))
-    again = bridge.api("POST", "/convert", json=time_server("api-time"))
+    created = bridge.convert(everything("api-twice"))
+    again = bridge.api("POST", "/convert", json=everything("api-twice"))
     assert again.status_code == 409
     assert again.json()["url"] == created["url"] and "already converted" in again.json()["error"]
-    assert bridge.api("DELETE", "/convert/api-time").status_code == 200
+    assert bridge.api("DELETE", "/convert/api-twice").status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -117,35 +120,32 @@ def test_a_process_that_cannot_start_is_500_with_the_reason(
 
 
 def test_everything_needs_the_token_but_health(bridge: BridgeProcess) -> None:
-    created = bridge.convert(time_server("api-token"))
+    created = bridge.convert(everything("api-token"))
     for headers in ({}, {"Authorization": "Bearer wrong-token"}):
         token = headers.get("Authorization", "").removeprefix("Bearer ") or None
         for method, path in (("GET", "/convert"), ("GET", "/convert/api-token"), ("DELETE", "/convert/api-token")):
             assert bridge.api(method, path, token=token).status_code == 401
-        assert bridge.api("POST", "/convert", token=token, json=time_server("other")).status_code == 401
+        assert bridge.api("POST", "/convert", token=token, json=everything("other")).status_code == 401
         assert httpx2.post(created["url"], json={}, headers=headers).status_code == 401, "the served MCP URL too"
     assert bridge.api("GET", "/health", token=None).status_code == 200
     assert bridge.api("DELETE", "/convert/api-token").status_code == 200
 
 
-def test_ports_from_the_base_port_upward(bridge_factory: Any) -> None:
+def test_ports_from_the_base_port_upward_and_max_servers_is_429(bridge_factory: Any) -> None:
+    """One bridge for both limits: ports are given out from --base-port upward (a freed one again), and a convert
+    past --max-servers is 429 until one is deleted."""
     base = free_port()
-    bridge: BridgeProcess = bridge_factory("--base-port", str(base))
-    first = bridge.convert(time_server("p1"))
-    second = bridge.convert(time_server("p2"))
+    bridge: BridgeProcess = bridge_factory("--base-port", str(base), "--max-servers", "2")
+    first = bridge.convert(everything("p1"))
+    second = bridge.convert(everything("p2"))
     assert first["port"] == base
     assert second["port"] > base
-    bridge.api("DELETE", "/convert/p1")
-    assert bridge.convert(time_server("p3"))["port"] == base, "a freed port is given out again"
-
-
-def test_max_servers_is_429(bridge_factory: Any) -> None:
-    bridge: BridgeProcess = bridge_factory("--base-port", "0", "--max-servers", "1")
-    bridge.convert(time_server("only"))
-    full = bridge.api("POST", "/convert", json=time_server("one-too-many"))
+    full = bridge.api("POST", "/convert", json=everything("p3"))
     assert full.status_code == 429 and "--max-servers" in full.json()["error"]
-    bridge.api("DELETE", "/convert/only")
-    assert bridge.api("POST", "/convert", json=time_server("one-too-many")).status_code == 201
+    bridge.api("DELETE", "/convert/p1")
+    third = bridge.api("POST", "/convert", json=everything("p3"))
+    assert third.status_code == 201, third.text
+    assert third.json()["port"] == base, "a freed port is given out again"
 
 
 def test_refuses_to_start_without_a_token_off_loopback() -> None:
@@ -163,9 +163,9 @@ def test_without_a_token_only_loopback_clients(bridge_factory: Any) -> None:
     # The HTTP front's one Host and Origin rule: a DNS-rebinding page's Host (421), another site's Origin (403).
     rebinding = bridge.api("GET", "/convert", headers={"Host": "attacker.example"})
     assert rebinding.status_code == 421
-    cross_site = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "https://attacker.example"})
+    cross_site = bridge.api("POST", "/convert", json=everything(), headers={"Origin": "https://attacker.example"})
     assert cross_site.status_code == 403
-    other_port = bridge.api("POST", "/convert", json=time_server(), headers={"Origin": "http://127.0.0.1:1"})
+    other_port = bridge.api("POST", "/convert", json=everything(), headers={"Origin": "http://127.0.0.1:1"})
     assert other_port.status_code == 403
     assert bridge.children() == {}
 

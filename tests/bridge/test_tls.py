@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +18,28 @@ from onetool.config import ServerConfig
 from onetool.control.bridge_client import BridgeClient
 from onetool.errors import BridgeUnavailable
 from onetool.upstream.transports import TRUST_FIX
-from tests.bridge.conftest import ONETOOL, TOKEN, BridgeProcess, mcp_client, time_server
-from tests.conftest import TIME_SERVER
+from tests.bridge.cli_in_one_process import onetool_each
+from tests.bridge.conftest import TOKEN, BridgeProcess, everything, mcp_client, start_bridge
+from tests.conftest import EVERYTHING_JS
 from tests.tls import Pki, client_context, make_pki, write_key
 from tests.upstream.conftest import open_pool
 
 pytestmark = pytest.mark.anyio
-TIME = ServerConfig(command=TIME_SERVER, args=["--local-timezone", "UTC"])
+# server-everything: the cheapest real stdio server to start (which one the bridge serves is not tested here).
+ECHO = ServerConfig(command="node", args=[str(EVERYTHING_JS), "stdio"])
 
 
-@pytest.fixture
-def pki(tmp_path: Path) -> Pki:
-    return make_pki(tmp_path / "pki")
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
-def bridge_command(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ONETOOL, "bridge", "--port", "0", *args], capture_output=True, text=True, timeout=30, check=False
-    )
+@pytest.fixture(scope="module")
+def https_bridge(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[BridgeProcess]:
+    """One bridge serving HTTPS with ``pki``'s certificate for the module's tests; each leaves it serving nothing."""
+    bridge = start_bridge(tmp_path_factory.mktemp("bridge"), "--base-port", "0", pki=pki)
+    yield bridge
+    bridge.stop()  # fails the run if it does not stop on SIGTERM
 
 
 def test_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Path, pki: Pki) -> None:
@@ -45,30 +50,38 @@ def test_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Path, pk
         ("--tls-cert", str(pki.cert), "--tls-key", str(other)): f"{other} is not the private key of the certificate",
         ("--tls-cert", str(tmp_path / "none.pem"), "--tls-key", str(pki.key)): "cannot read",
     }
-    for args, message in refusals.items():
-        done = bridge_command(*args)
+    # The flags are refused before the bridge starts anything: one process runs every refusal (its imports once).
+    ran = onetool_each([["bridge", "--port", "0", *args] for args in refusals], timeout=30 * len(refusals))
+    for (args, message), done in zip(refusals.items(), ran, strict=True):
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.startswith(f"onetool bridge: {message}"), (args, done.stderr)
         assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-async def test_api_and_served_urls_are_https_for_a_client_that_trusts_the_ca(bridge_factory: Any, pki: Pki) -> None:
-    bridge: BridgeProcess = bridge_factory("--base-port", "0", pki=pki)
-    created = bridge.convert(time_server())
-    assert created["url"] == f"https://127.0.0.1:{created['port']}/mcp"
-    assert bridge.api("GET", "/convert/time").json()["url"] == created["url"]
-    async with mcp_client(created["url"], verify=client_context(pki.ca)) as client:
-        assert {tool.name for tool in (await client.list_tools()).tools} == {"get_current_time", "convert_time"}
+async def test_api_and_served_urls_are_https_for_a_client_that_trusts_the_ca(
+    https_bridge: BridgeProcess, pki: Pki
+) -> None:
+    bridge = https_bridge
+    created = bridge.convert(everything("served"))
+    try:
+        assert created["url"] == f"https://127.0.0.1:{created['port']}/mcp"
+        assert bridge.api("GET", "/convert/served").json()["url"] == created["url"]
+        async with mcp_client(created["url"], verify=client_context(pki.ca)) as client:
+            assert "echo" in {tool.name for tool in (await client.list_tools()).tools}
+            echoed = await client.call_tool("echo", {"message": "tls"})
+            assert echoed.content[0].text == "Echo: tls"  # type: ignore[union-attr]
+    finally:
+        assert bridge.api("DELETE", "/convert/served").status_code == 200
 
 
 async def test_the_gateway_verifies_the_bridge_and_trusts_its_ca_through_ssl_cert_file(
-    bridge_factory: Any, pki: Pki, monkeypatch: pytest.MonkeyPatch, log_records: list[dict[str, Any]]
+    https_bridge: BridgeProcess, pki: Pki, monkeypatch: pytest.MonkeyPatch, log_records: list[dict[str, Any]]
 ) -> None:
-    bridge: BridgeProcess = bridge_factory("--base-port", "0", pki=pki)
+    bridge = https_bridge
     client = BridgeClient(bridge.url, TOKEN)
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with pytest.raises(BridgeUnavailable) as untrusted:
-        await client.convert("time", TIME)
+        await client.convert("echo", ECHO)
     assert str(untrusted.value) == (
         f"bridge unavailable: the TLS certificate of {bridge.url} is not trusted "
         f"(unable to get local issuer certificate): {TRUST_FIX}"
@@ -76,21 +89,22 @@ async def test_the_gateway_verifies_the_bridge_and_trusts_its_ca_through_ssl_cer
     assert bridge.api("GET", "/convert").json()["count"] == 0, "refused before anything was sent"
 
     monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca))
-    url = await client.convert("time", TIME)
+    url = await client.convert("echo", ECHO)
     assert url.startswith("https://127.0.0.1:")
 
     entry = {"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "connect_timeout": 10}
-    async with open_pool({"time": entry}) as pool:
-        assert pool.server_status("time").connected, pool.server_status("time")
-        result = await pool.call("time", "get_current_time", {"timezone": "UTC"})
-        assert result.structured_content is not None and result.structured_content["timezone"] == "UTC"
+    async with open_pool({"echo": entry}) as pool:
+        assert pool.server_status("echo").connected, pool.server_status("echo")
+        result = await pool.call("echo", "echo", {"message": "verified"})
+        assert result.content[0].text == "Echo: verified"  # type: ignore[union-attr]
     monkeypatch.delenv("SSL_CERT_FILE")
-    async with open_pool({"time": entry}) as pool:
-        status = pool.server_status("time")
+    async with open_pool({"echo": entry}) as pool:
+        status = pool.server_status("echo")
         assert (status.status, status.error) == ("failed", f"the TLS certificate of {url} is not trusted")
         assert (status.detail, status.fix) == ("unable to get local issuer certificate", TRUST_FIX)
     assert not [r for r in log_records if r["traced"]], "a refused certificate is no unexpected error"
     assert all(TOKEN not in r["message"] + repr(r["extra"]) for r in log_records)
+    assert bridge.api("DELETE", "/convert/echo").status_code == 200
 
 
 def readme_recipe() -> str:

@@ -4,6 +4,7 @@ like a request's headers; a certificate and a key that do not make a server are 
 
 from __future__ import annotations
 
+import os
 import ssl
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from onetool.httpd import server_tls
 from onetool.serve import HttpLimits
 from onetool.upstream.transports import untrusted_certificate
 from tests.admin_api import cli
-from tests.conftest import FIXTURES, PYTHON
+from tests.bridge.cli_in_one_process import onetool_each
+from tests.conftest import EVERYTHING_JS
 from tests.gateways import start_http_gateway, stop, write_config
 from tests.serve.conftest import running_http
 from tests.serve.fake_gateway import FakeGateway
@@ -140,8 +142,12 @@ def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Pa
         ): "--tls-cert and --tls-key serve HTTPS: they need --http",
         ("--http", "--tls-cert", str(pki.cert), "--tls-key", str(tmp_path / "none.pem")): "cannot read",
     }
-    for args, message in refusals.items():
-        done = cli("serve", "--port", "0", "--config", str(config), *args)
+    # The flags are refused before the gateway starts anything: one process runs every refusal (its imports once),
+    # in the test's folder, as `cli` runs the command.
+    commands = [["serve", "--port", "0", "--config", str(config), *args] for args in refusals]
+    env = {k: v for k, v in os.environ.items() if k != "ONETOOL_CONFIG"}
+    ran = onetool_each(commands, env=env, cwd=tmp_path)
+    for (args, message), done in zip(refusals.items(), ran, strict=True):
         assert done.returncode == 2, (args, done.stderr)
         assert done.stderr.startswith(f"onetool serve: {message}"), (args, done.stderr)
         assert "Traceback" not in done.stderr and done.stdout == ""
@@ -150,17 +156,17 @@ def test_serve_tls_flags_that_do_not_make_a_server_are_usage_errors(tmp_path: Pa
 async def test_serve_over_https_for_mcp_clients_and_the_cli_that_trust_the_ca(tmp_path: Path, pki: Pki) -> None:
     """A team's gateway on TLS: MCP clients, /ui and `onetool run` (attached through the discovery file, trusting
     the private CA through SSL_CERT_FILE as every OneTool client does) all speak HTTPS."""
-    fx = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
+    echo = {"command": "node", "args": [str(EVERYTHING_JS), "stdio"]}  # the cheapest real upstream to start
     served = start_http_gateway(
-        tmp_path, {"servers": {"fx": fx}}, "serve-tls", "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)
+        tmp_path, {"servers": {"echo": echo}}, "serve-tls", "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)
     )
     try:
         assert served.url.startswith("https://127.0.0.1:")
         async with httpx2.AsyncClient(verify=client_context(pki.ca), timeout=10) as http:
             assert (await http.get(served.url.replace("/mcp", "/ui/"), follow_redirects=True)).status_code == 200
             async with Client(streamable_http_client(served.url, http_client=http), read_timeout_seconds=30) as client:
-                result = await client.call_tool("run", {"code": "fx.echo(message='tls')"})
-                assert not result.is_error and result.structured_content == {"result": "echo: tls"}
+                result = await client.call_tool("run", {"code": "echo.echo(message='tls')"})
+                assert not result.is_error and result.structured_content == {"result": "Echo: tls"}
         attached = cli(
             "run", "--config", str(tmp_path / "onetool.yaml"), "-c", "6 * 7", env={"SSL_CERT_FILE": str(pki.ca)}
         )
