@@ -18,8 +18,8 @@ from onetool.config import ServerConfig
 from onetool.control.bridge_client import BridgeClient
 from onetool.errors import BridgeUnavailable
 from onetool.upstream.transports import TRUST_FIX
-from tests.bridge.cli_in_one_process import onetool_each
 from tests.bridge.conftest import TOKEN, BridgeProcess, everything, mcp_client, start_bridge
+from tests.cli_in_one_process import onetool_each
 from tests.conftest import EVERYTHING_JS
 from tests.tls import Pki, client_context, make_pki, write_key
 from tests.upstream.conftest import open_pool

@@ -22,9 +22,9 @@ from onetool.control.bridge_client import BridgeClient
 from onetool.errors import BridgeUnavailable
 from onetool.upstream.transports import TRUST_FIX
 from tests.admin_api import admin, cli
-from tests.bridge.cli_in_one_process import onetool_each
 from tests.bridge.conftest import TOKEN, BridgeProcess, Netns, wait_until
 from tests.bridge.test_gateway import now, stdio_children, view
+from tests.cli_in_one_process import onetool_each
 from tests.conftest import EVERYTHING_JS
 from tests.gateways import ServedGateway, processes_with, start_http_gateway, stop, write_config
 from tests.tls import make_pki
@@ -114,7 +114,7 @@ async def test_plain_http_to_a_bridge_on_another_host_needs_allow_http(
     refused_config = write_config(tmp_path, gateway_config({"url": base, "token": TOKEN}, marker, secret))
     (tmp_path / "env").mkdir()
     plain_env = write_config(tmp_path / "env", gateway_config(None, marker, secret))
-    # Both refusals in one process (tests/bridge/cli_in_one_process.py): nothing starts, so only the imports cost.
+    # Both refusals in one process (tests/cli_in_one_process.py): nothing starts, so only the imports cost.
     cases = ((refused_config, {}), (plain_env, {"ONETOOL_BRIDGE_URL": base}))
     ran = onetool_each(
         [["serve", "--http", "--port", "0", "--config", str(path)] for path, _ in cases],

@@ -21,7 +21,7 @@ from onetool.httpd import server_tls
 from onetool.serve import HttpLimits
 from onetool.upstream.transports import untrusted_certificate
 from tests.admin_api import cli
-from tests.bridge.cli_in_one_process import onetool_each
+from tests.cli_in_one_process import onetool_each
 from tests.conftest import EVERYTHING_JS
 from tests.gateways import start_http_gateway, stop, write_config
 from tests.serve.conftest import running_http
