@@ -36,8 +36,13 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return attach_failed("tools", e)
     config = setup(args, "ERROR")
     if args.search is not None:
-        from onetool.search import semantic_model
+        from onetool.errors import ArgumentError
+        from onetool.search import query_terms, semantic_model
 
+        try:
+            query_terms(args.search)  # a query with no word to search for is refused before any server starts
+        except ArgumentError as e:
+            return _refused(e)
         # Ranked as the config's gateway would rank (search.semantic); a config error before any server starts.
         model = semantic_model(config.search.semantic)
         return int(with_pool(config, lambda _control, _pool, registry: _search(model, registry, args)))
@@ -73,11 +78,15 @@ def _search(model: Model | None, registry: Registry, args: argparse.Namespace) -
         index.update(registry)
         hits = index.find(args.search, str(args.limit), args.server)
     except ArgumentError as e:
-        print(f"onetool tools: {escape_unsafe(str(e))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(e)
     finally:
         index.close()
     return _print_hits(args.search, [hit.to_dict() for hit in hits])
+
+
+def _refused(e: Exception) -> int:
+    print(f"onetool tools: {escape_unsafe(str(e))}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _print_hits(query: str, hits: list[dict[str, Any]]) -> int:
