@@ -55,7 +55,9 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedGat
     # In a folder of their own: `cli` runs in the state folder's parent, which has no onetool.yaml.
     folders = {"ONETOOL_STATE_DIR": str(folder / "home" / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "home" / "run")}
     marker = f"cli-{uuid.uuid4().hex}"
-    served = start_http_gateway(folder, CONFIG, marker, env=folders)
+    # The marker in its server's environment: what the gateway, or a standalone run on its config, started.
+    config = {"servers": {"time": {**CONFIG["servers"]["time"], "env": {"ONETOOL_TEST_MARKER": marker}}}}
+    served = start_http_gateway(folder, config, marker, env=folders)
     try:
         yield served, folders
     finally:
