@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from onetool.cli import build_parser
 from onetool.logs import log_level
 from tests.conftest import TIME_SERVER
-from tests.gateways import ONETOOL, gateway_config, write_config
+from tests.gateways import ONETOOL, gateway_config, processes_with, start_http_gateway, stop, write_config
 
 
 def onetool(
@@ -25,32 +26,60 @@ def onetool(
     return subprocess.run([ONETOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin, env=env)
 
 
+class Attached:
+    """The module's gateway (tests.gateways.gateway_config without the fault server no test here calls, and with a
+    server whose command does not exist, `missing`), in state and runtime folders of its own: a command given its
+    ``config`` and run with ``env`` attaches to it, as tests/cli/test_cli_attach.py proves prints what a standalone
+    command prints."""
+
+    def __init__(self, config: Path, env: dict[str, str]) -> None:
+        self.config, self.env = config, env
+
+    def __call__(
+        self, *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`onetool ARGS --config CONFIG` on the module's gateway."""
+        return onetool(*args, "--config", str(self.config), cwd=cwd, stdin=stdin, env={**self.env, **(env or {})})
+
+
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_config(tmp_path_factory.mktemp("cli"), gateway_config(f"cli-{uuid.uuid4().hex}"))
+def attached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Attached]:
+    folder = tmp_path_factory.mktemp("cli")
+    env = {"ONETOOL_STATE_DIR": str(folder / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "run")}
+    marker = f"cli-{uuid.uuid4().hex}"
+    config = gateway_config(marker)
+    del config["servers"]["fx"]
+    config["servers"]["missing"] = {"command": "no-such-mcp-server-onetool"}
+    served = start_http_gateway(folder, config, marker, env=env)
+    try:
+        yield Attached(folder / "onetool.yaml", env)
+    finally:
+        assert stop(served.proc) == 0
+    assert processes_with(marker) == []
 
 
 def test_help_and_version() -> None:
-    assert onetool("--help").returncode == 0
-    assert "run(code)" in onetool("--help").stdout
+    helped = onetool("--help")
+    assert helped.returncode == 0
+    assert "run(code)" in helped.stdout
     version = onetool("--version")
     assert version.returncode == 0 and version.stdout.startswith("onetool ")
 
 
-def test_run_prints_the_value(tmp_path: Path) -> None:
-    proc = onetool("run", "-c", "x = [1, 2]\nx + [3]", cwd=tmp_path)
+def test_run_prints_the_value(attached: Attached, tmp_path: Path) -> None:
+    proc = attached("run", "-c", "x = [1, 2]\nx + [3]", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "[1,2,3]\n"
 
 
-def test_run_from_file_and_stdin(tmp_path: Path) -> None:
+def test_run_from_file_and_stdin(attached: Attached, tmp_path: Path) -> None:
     (tmp_path / "snippet.py").write_text("'from a file'")
-    assert onetool("run", "snippet.py", cwd=tmp_path).stdout == "from a file\n"
-    assert onetool("run", "-", cwd=tmp_path, stdin="6 * 7").stdout == "42\n"
+    assert attached("run", "snippet.py", cwd=tmp_path).stdout == "from a file\n"
+    assert attached("run", "-", cwd=tmp_path, stdin="6 * 7").stdout == "42\n"
 
 
-def test_run_failure_exits_1_with_the_error_on_stderr(tmp_path: Path) -> None:
-    proc = onetool("run", "-c", "1 / 0", cwd=tmp_path)
+def test_run_failure_exits_1_with_the_error_on_stderr(attached: Attached, tmp_path: Path) -> None:
+    proc = attached("run", "-c", "1 / 0", cwd=tmp_path)
     assert proc.returncode == 1
     assert "ZeroDivisionError" in proc.stderr and proc.stdout == ""
 
@@ -60,22 +89,22 @@ TERMINAL_ATTACK = "print('\\x1b]52;c;aGk=\\x07' + chr(0x9b) + chr(0x202e) + chr(
 RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\x7f")
 
 
-def test_run_never_writes_a_terminal_control_raw(tmp_path: Path) -> None:
-    proc = onetool("run", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+def test_run_never_writes_a_terminal_control_raw(attached: Attached, tmp_path: Path) -> None:
+    proc = attached("run", "-c", TERMINAL_ATTACK, cwd=tmp_path)
     assert proc.returncode == 1
     assert not [c for c in RAW if c in proc.stdout + proc.stderr]
     assert "\\x1b]52;c;aGk=\\x07\\x9b\\u202e\\x7f\n" in proc.stderr and "ValueError: \\x1b[2J" in proc.stderr
 
 
-def test_run_json_gives_the_exact_data(tmp_path: Path) -> None:
-    proc = onetool("run", "--json", "-c", TERMINAL_ATTACK, cwd=tmp_path)
+def test_run_json_gives_the_exact_data(attached: Attached, tmp_path: Path) -> None:
+    proc = attached("run", "--json", "-c", TERMINAL_ATTACK, cwd=tmp_path)
     assert proc.returncode == 1 and proc.stdout.isascii() and proc.stderr == ""
     result = json.loads(proc.stdout)
     assert result["isError"] is True
     assert result["structuredContent"]["output"] == "\x1b]52;c;aGk=\x07\x9b\u202e\x7f\n"
     error = result["structuredContent"]["error"]
     assert (error["type"], error["message"], error["origin"]) == ("ValueError", "\x1b[2J", "code")
-    assert json.loads(onetool("run", "--json", "-c", "[1, '007']", cwd=tmp_path).stdout)["structuredContent"] == {
+    assert json.loads(attached("run", "--json", "-c", "[1, '007']", cwd=tmp_path).stdout)["structuredContent"] == {
         "result": [1, "007"]
     }
 
@@ -97,42 +126,48 @@ def test_bad_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_config_from_environment_variable(tmp_path: Path) -> None:
-    path = write_config(tmp_path, {"servers": {"x": {"command": "x", "enabled": False}}})
-    env = {**os.environ, "ONETOOL_CONFIG": str(path)}
+def test_config_from_environment_variable(attached: Attached, tmp_path: Path) -> None:
+    """$ONETOOL_CONFIG names the config, here the module gateway's (run from a folder without one): the command
+    attaches to the gateway of that config, saying nothing (not to "the only gateway running", which it names)."""
+    env = {**os.environ, **attached.env, "ONETOOL_CONFIG": str(attached.config)}
     proc = subprocess.run(
         [ONETOOL, "run", "-c", "[s['name'] for s in proxy.list_servers()]"],
         capture_output=True,
         text=True,
         env=env,
+        cwd=tmp_path,
         timeout=60,
     )
-    assert proc.stdout == '["x"]\n'
+    assert (proc.stdout, proc.stderr) == ('["brave","broken-server","missing","off","time"]\n', "")
 
 
-def test_run_with_servers(config: Path) -> None:
-    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')['timezone']")
+def test_run_with_servers(attached: Attached) -> None:
+    proc = attached("run", "-c", "time.get_current_time(timezone='UTC')['timezone']")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "UTC\n"
 
 
-def test_servers_table(config: Path) -> None:
-    proc = onetool("servers", "--config", str(config))
+def test_servers_table(attached: Attached) -> None:
+    proc = attached("servers")
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
     assert "connected" in lines["time"] and "2025-11-25" in lines["brave"] and "2026-07-28" in lines["time"]
     assert "failed" in lines["broken-server"] and "disabled" in lines["off"]
 
 
-def test_tools_of_one_server(config: Path) -> None:
-    proc = onetool("tools", "time", "--config", str(config))
+def test_tools_of_one_server(attached: Attached) -> None:
+    proc = attached("tools", "time")
     assert proc.returncode == 0
     assert "time.get_current_time(timezone: str)" in proc.stdout
     assert "brave" not in proc.stdout
-    assert onetool("tools", "nope", "--config", str(config)).returncode == 2
+    assert attached("tools", "nope").returncode == 2
 
 
-def test_check_reports_each_server(config: Path) -> None:
+def test_check_reports_each_server(tmp_path: Path) -> None:
+    """`check` never attaches: it connects each server of the config itself (here one that connects and one that
+    cannot start)."""
+    servers = gateway_config(f"cli-{uuid.uuid4().hex}")["servers"]
+    config = write_config(tmp_path, {"servers": {name: servers[name] for name in ("time", "broken-server")}})
     proc = onetool("check", "--config", str(config))
     assert proc.returncode == 1  # broken-server fails
     assert "ok      time: 2 tools (stdio, protocol 2026-07-28)" in proc.stdout
@@ -257,8 +292,9 @@ def test_log_level_names_in_any_case(name: str, level: str | None) -> None:
 
 
 @pytest.mark.parametrize("level", ["Info", "OFF"])
-def test_a_log_level_named_in_any_case_sets_what_a_command_logs(tmp_path: Path, level: str) -> None:
-    proc = onetool("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
+def test_a_log_level_named_in_any_case_sets_what_a_command_logs(attached: Attached, tmp_path: Path, level: str) -> None:
+    """`run` (attached: it reads the level before it looks for a gateway) takes the name; `serve` logs as it says."""
+    proc = attached("run", "-c", "1", cwd=tmp_path, env={"LOG_LEVEL": level})
     assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
     served = onetool("serve", cwd=tmp_path, stdin="", env={"LOG_LEVEL": level})  # stdio, at once at its end
     assert served.returncode == 0
@@ -293,21 +329,13 @@ def test_broken_local_pack_is_a_config_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "is not a folder" in proc.stderr
 
 
-def test_shipped_config_works_from_any_folder(tmp_path: Path) -> None:
-    """Its relative server arguments resolve in the config file's folder, not the current one."""
-    shipped = Path(__file__).resolve().parents[2] / "onetool.yaml"
-    proc = onetool("run", "--config", str(shipped), "-c", "everything.echo(message='hi')", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "Echo: hi\n"
-
-
-def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"servers": {"time": {"command": "no-such-mcp-server-onetool"}}})
-    proc = onetool("run", "--config", str(config), "-c", "time.get_current_time(timezone='UTC')", cwd=tmp_path)
+def test_a_failed_server_is_an_ordinary_error_in_run(attached: Attached, tmp_path: Path) -> None:
+    """The module gateway's server `missing` names a command that does not exist."""
+    proc = attached("run", "-c", "missing.get_current_time(timezone='UTC')", cwd=tmp_path)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith(
-        "[uncaught pack-call error] ToolUnavailable: server 'time' is unavailable: command not found"
+        "[uncaught pack-call error] ToolUnavailable: server 'missing' is unavailable: command not found"
     )
 
 
@@ -316,15 +344,23 @@ def test_a_failed_server_is_an_ordinary_error_in_run(tmp_path: Path) -> None:
     [["servers"], ["tools"], ["stubs"], ["check"], ["status"], ["run", "-c", "'x' * 100"], ["completion", "bash"]],
     ids=lambda command: command[0],
 )
-def test_a_reader_gone_ends_every_printing_command_quietly(tmp_path: Path, command: list[str]) -> None:
+def test_a_reader_gone_ends_every_printing_command_quietly(
+    attached: Attached, tmp_path: Path, command: list[str]
+) -> None:
     """`onetool servers | head -3`: the reader left; the command ends with status 0 and says nothing (see
     onetool.cli.main for why 0). Its stdout is a pipe nobody reads from the start, so its first write fails. The
-    config has no servers: what is printed is the proxy pack's, the config's lines, the run's value."""
-    config = write_config(tmp_path, {"servers": {}})
+    commands that attach print what the module's gateway answers; `check`, which never attaches, has a config with
+    no servers (the config's lines); `status` and `completion` take no config."""
+    if command[0] == "check":
+        config, folders = write_config(tmp_path, {"servers": {}}), {}
+    else:
+        config, folders = attached.config, attached.env
     unread, stdout = os.pipe()
     os.close(unread)
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("ONETOOL_CONFIG", "LOG_LEVEL")}
+        if command[0] not in ("status", "completion"):
+            env.update(folders)
         done = subprocess.run(
             [ONETOOL, *command, *(["--config", str(config)] if command[0] not in ("status", "completion") else [])],
             stdout=stdout,

@@ -107,15 +107,26 @@ def test_fish_offers_the_same(tmp_path: Path) -> None:
 # ----- server names -------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def project_and_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A folder whose onetool.yaml has servers gh and time, and whose store has one added at run time, extra; and a
-    config of another name beside it, with the server other."""
-    config = write_config(tmp_path, {"servers": {"gh": {"command": "gh-mcp"}, "time": {"command": TIME_SERVER}}})
-    added = cli("servers", "add", "extra", "--config", str(config), "--", TIME_SERVER)
+    config of another name beside it, with the server other. Made once for the module (adding a server with no
+    gateway opens the store: a heavy start), with the state folder that store is in."""
+    folder = tmp_path_factory.mktemp("project")
+    state = str(tmp_path_factory.mktemp("completion-state") / "state")
+    config = write_config(folder, {"servers": {"gh": {"command": "gh-mcp"}, "time": {"command": TIME_SERVER}}})
+    added = cli("servers", "add", "extra", "--config", str(config), "--", TIME_SERVER, env={"ONETOOL_STATE_DIR": state})
     assert added.returncode == 0, added.stderr
-    (tmp_path / "other.yaml").write_text("servers:\n  other: {command: x}\n")
-    return tmp_path
+    (folder / "other.yaml").write_text("servers:\n  other: {command: x}\n")
+    return folder, state
+
+
+@pytest.fixture
+def project(project_and_state: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The module's project folder; this test's state folder is the one its store is in."""
+    folder, state = project_and_state
+    monkeypatch.setenv("ONETOOL_STATE_DIR", state)
+    return folder
 
 
 SERVED = ["gh", "time", "extra"]

@@ -168,8 +168,9 @@ def test_the_client_snippets_run_onetool_and_it_serves(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """`onetool serve --http` on the example config (onetool.yaml), in folders of its own; yields the env that
-    points the CLI at it, and its URL."""
+    """`onetool serve --http` on the example config (onetool.yaml), in folders of its own and started in one (not
+    the repository, where its relative paths would resolve either way); yields the env that points the CLI at it,
+    and its URL."""
     folder = tmp_path_factory.mktemp("shipped")
     folders = {"ONETOOL_STATE_DIR": str(folder / "state"), "ONETOOL_RUNTIME_DIR": str(folder / "run")}
     log = folder / "gateway.log"
@@ -184,7 +185,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         "--log-file",
         str(log),
     ]
-    proc, url = start_and_read_line(command, env={**os.environ, **folders}, stderr=folder / "serve.stderr")
+    proc, url = start_and_read_line(command, env={**os.environ, **folders}, stderr=folder / "serve.stderr", cwd=folder)
     try:
         wait_for_record(log, "proxy.init")  # every server connected (discover.py lists the connected ones)
         yield {**folders, "URL": url}
@@ -210,6 +211,16 @@ def test_the_snippets_and_the_pack_run(shipped: dict[str, str], snippet: Path) -
     assert SNIPPET_RESULTS[snippet.name](result), out
     pack = onetool("run", "-c", "[text.slugify('Hello World'), text.word_counts('a b a', top=1)]", env=shipped)
     assert pack.stdout == '["hello-world",[{"word":"a","count":2}]]\n', pack.stderr
+
+
+def test_shipped_config_works_from_any_folder(shipped: dict[str, str], tmp_path: Path) -> None:
+    """Its relative server arguments resolve in the config file's folder, not the current one: the module's
+    gateway serves it started in a folder of its own, and the CLI names it from another."""
+    proc = onetool(
+        "run", "--config", str(ROOT / "onetool.yaml"), "-c", "everything.echo(message='hi')", env=shipped, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (proc.stdout, proc.stderr) == ("Echo: hi\n", "")
 
 
 def status_of(url: str) -> int:

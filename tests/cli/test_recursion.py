@@ -32,13 +32,15 @@ def test_a_config_that_serves_itself_is_refused(tmp_path: Path, server: dict[str
 
 
 def test_another_config_may_be_an_upstream(tmp_path: Path) -> None:
+    """The load-time check passes it (`--no-connect`: what is checked is the file, not the inner gateway)."""
     (tmp_path / "inner").mkdir()
     write_config(tmp_path / "inner", {})
     config = write_config(
         tmp_path, {"servers": {"inner": {"command": ONETOOL, "args": ["serve", "--config", "inner/onetool.yaml"]}}}
     )
-    done = cli("check", "--config", str(config))
+    done = cli("check", "--no-connect", "--config", str(config))
     assert "runs OneTool on this same config" not in done.stderr
+    assert done.returncode == 0 and "  -       inner: not tried (stdio)" in done.stdout.splitlines(), done
 
 
 def test_at_run_time_a_gateway_started_by_one_of_its_own_config_refuses_to_start(tmp_path: Path) -> None:
