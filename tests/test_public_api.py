@@ -72,6 +72,7 @@ PUBLIC: dict[str, list[str]] = {
         "Model",
         "ToolIndex",
         "Visible",
+        "query_terms",
         "semantic_model",
     ],
     "sandbox": [
