@@ -106,6 +106,10 @@ _MAX_DESCRIPTION = 2_000
 """Characters of an upstream's description of a prompt, argument, resource or template a client is shown."""
 _MAX_ITEMS = 10_000
 """Items of one kind kept per server: a server that lists millions costs no more than this."""
+LIST_WAIT = 5.0
+"""Seconds one listing waits for a server's prompts, resources or templates. A server slower than that (or hung)
+is left out of that listing, said in a WARNING, and asked again by the next one: one such server does not hold
+every client's listing for its whole call timeout."""
 _MAX_BLOB_CHARS = 4 * 1024 * 1024
 """Base64 characters of one binary content passed on (3 MiB); a larger one is replaced by a note."""
 _MAX_COMPLETIONS = 100
@@ -208,10 +212,16 @@ class CatalogueItems:
             "templates": pool.list_resource_templates,
         }
         seen = (self._gateway.registry, self._forgotten.get((server, kind), 0))
+        # Listed without it this time; asked again next time.
         try:
-            items = (await fetches[kind](server))[:_MAX_ITEMS]
+            with anyio.fail_after(LIST_WAIT):
+                items = (await fetches[kind](server))[:_MAX_ITEMS]
+        except TimeoutError:
+            logger.bind(server=server).warning(
+                "server '{}': its {} are not listed: no answer within {} s", server, kind, LIST_WAIT
+            )
+            return
         except ModelError as e:
-            # Listed without it this time; asked again next time.
             logger.bind(server=server).warning("server '{}': its {} are not listed: {}", server, kind, e)
             return
         into[server] = items

@@ -65,9 +65,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     stop(gateway.proc)
 
 
-def admin_post(served: ServedGateway, path: str) -> int:
+def admin_post(served: ServedGateway, path: str, body: Any = None) -> int:
     [record] = (served.log.parent / "run" / "gateways").glob("*.json")
-    return admin(served.url, "POST", path, token=json.loads(record.read_text())["admin_token"])[0]
+    return admin(served.url, "POST", path, body, token=json.loads(record.read_text())["admin_token"])[0]
 
 
 def face_urls(served: ServedGateway) -> dict[str, str]:
@@ -360,3 +360,29 @@ async def test_a_held_servers_prompts_and_resources_are_held_not_unknown(served:
                 assert "server 'items' is unavailable: held for review by an operator" in held.value.error.message
     finally:
         assert admin_post(served, "/admin/servers/items/approve") == 200
+
+
+async def test_a_server_hung_on_its_lists_is_left_out_of_them_not_waited_for(served: ServedGateway) -> None:
+    """A connected server that never answers prompts/list or resources/list (its call timeout: two minutes) holds
+    no client's listing past LIST_WAIT: the others' items are listed, its own next time it answers."""
+    marker = f"stalled-{uuid.uuid4().hex}"
+    stall = {"ITEMS_STALL": "prompts/list,resources/list", "ONETOOL_TEST_MARKER": marker}
+    spec = {"command": PYTHON, "args": [str(FIXTURES / "items_server.py")], "env": stall, "timeout": 120}
+    assert admin_post(served, "/admin/servers", {"name": "stalled", "spec": spec}) == 201
+    try:
+        with anyio.fail_after(60):
+            while "stalled" not in text_of(await served.run("[s['name'] for s in proxy.list_servers() if s['tools']]")):
+                await anyio.sleep(0.1)
+        async with client(served.url, "auto") as c:  # its reads time out at 60 s: well short of the 120 s
+            prompts = {p.name for p in await all_pages(c.list_prompts, "prompts")}
+            resources = {r.name for r in await all_pages(c.list_resources, "resources")}
+        assert "items:brief" in prompts and not [n for n in prompts if n.startswith("stalled")]
+        assert "items:note" in resources and not [n for n in resources if n.startswith("stalled")]
+        log = served.log.read_text()
+        assert "server 'stalled': its prompts are not listed: no answer within 5.0 s" in log
+        assert "server 'stalled': its resources are not listed: no answer within 5.0 s" in log
+    finally:
+        [record] = (served.log.parent / "run" / "gateways").glob("*.json")
+        token = json.loads(record.read_text())["admin_token"]
+        assert admin(served.url, "DELETE", "/admin/servers/stalled", token=token)[0] == 200
+    assert processes_with(marker) == []
