@@ -49,8 +49,9 @@ async def run() -> list[Row]:
         standalone = _wall(["run", "--config", str(ROOT / "onetool.yaml"), "-c", "1+1"], alone, 3)
         command = [ONETOOL, "serve", "--http", "--port", "0", "--config", str(config), "--log-level", "WARNING"]
         with serving(command, env) as url:
-            token = json.loads((folder / "run" / "gateway.json").read_text())["admin_token"]
-            attached = _wall(["run", "-c", "1+1"], env, 20)
+            [record] = (folder / "run" / "gateways").glob("*.json")  # the one gateway of this runtime folder
+            token = json.loads(record.read_text())["admin_token"]
+            attached = _wall(["run", "--config", str(config), "-c", "1+1"], env, 20)  # the served config's gateway
             delays = await list_changed_delays(
                 url,
                 20,

@@ -139,7 +139,7 @@ async def _in_process() -> list[Row]:
     face_samples: list[float] = []
     pool_samples: list[float] = []
     async with Gateway(config, warm_workers=1) as gateway:
-        face = DirectFace(gateway, ":", "propose")
+        face = DirectFace(gateway, ":", "propose", "all")
         await _timed(50, lambda: face.call(f"cat:{TOOL}", ARGS, None))
         for _ in range(CALLS):
             face_samples += await _timed(1, lambda: face.call(f"cat:{TOOL}", ARGS, None))
