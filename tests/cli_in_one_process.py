@@ -17,7 +17,17 @@ from pathlib import Path
 
 from tests.gateways import ONETOOL
 
-__all__ = ["onetool_each"]
+__all__ = ["Ended", "onetool_each"]
+
+
+class Ended(subprocess.CompletedProcess[str]):
+    """How one command ended, and ``loaded``: the modules the interpreter held after it (each name cut to its first
+    two parts, ``onetool.gateway``), which a command that is to load nothing heavy can be checked against."""
+
+    def __init__(self, args: list[str], status: int, stdout: str, stderr: str, loaded: list[str]) -> None:
+        super().__init__(args, status, stdout, stderr)
+        self.loaded = frozenset(loaded)
+
 
 _RUNNER = r"""
 import contextlib, io, json, os, sys
@@ -34,7 +44,8 @@ for args, env in json.loads(sys.argv[1]):
             status = e.code if isinstance(e.code, int) else 1
     os.environ.clear()
     os.environ.update(saved)
-    results.append({"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()})
+    loaded = sorted({".".join(name.split(".")[:2]) for name in sys.modules})
+    results.append({"status": status, "stdout": out.getvalue(), "stderr": err.getvalue(), "loaded": loaded})
 print(json.dumps(results))
 """
 
@@ -46,7 +57,7 @@ def onetool_each(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout: float = 60,
-) -> list[subprocess.CompletedProcess[str]]:
+) -> list[Ended]:
     """How each command (`onetool ARGS`) ended: its exit status, stdout and stderr. ``envs``: for each command, the
     environment variables it runs with besides ``env``, the process's (default: this one's)."""
     extra = envs if envs is not None else [{} for _ in commands]
@@ -63,6 +74,6 @@ def onetool_each(
     assert done.returncode == 0, f"a command raised instead of ending: {done.stderr}"
     results = json.loads(done.stdout.splitlines()[-1])
     return [
-        subprocess.CompletedProcess([ONETOOL, *args], r["status"], r["stdout"], r["stderr"])
+        Ended([ONETOOL, *args], r["status"], r["stdout"], r["stderr"], r["loaded"])
         for (args, _), r in zip(cases, results, strict=True)
     ]

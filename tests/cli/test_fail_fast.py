@@ -3,11 +3,10 @@ SQLAlchemy: seconds of start-up), so it comes back in a fraction of a second."""
 
 from __future__ import annotations
 
-import json
-import subprocess
+import os
 from pathlib import Path
 
-from tests.conftest import PYTHON
+from tests.cli_in_one_process import onetool_each
 
 HEAVY = ["mcp", "sqlalchemy", "sandbox.host", "onetool.gateway", "onetool.bridge"]
 
@@ -28,17 +27,8 @@ def test_bad_flags_and_a_bad_config_are_refused_before_anything_heavy_loads(tmp_
         ["tools", "--config", str(bad)],
     ]
     # One interpreter for every command: each must leave the heavy modules unloaded for the next one to be checked.
-    probe = (
-        "import json, sys; from onetool.cli import main\n"
-        f"for command in {commands!r}:\n"
-        "    status = main(command)\n"
-        f"    heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in {HEAVY!r}))\n"
-        "    print(json.dumps([status, heavy[:3]]), flush=True)\n"
-    )
-    env = {"ONETOOL_RUNTIME_DIR": str(tmp_path / "runtime"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    results = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(results) == len(commands), done.stderr
-    for (status, heavy), command in zip(results, commands, strict=True):
-        assert (status, heavy) == (2, []), (command, status, heavy)
-    assert "invalid YAML (line 2, column 1)" in done.stderr and "cannot read" in done.stderr
+    ended = onetool_each(commands, env={**os.environ, "ONETOOL_RUNTIME_DIR": str(tmp_path / "runtime")}, cwd=tmp_path)
+    for command, done in zip(commands, ended, strict=True):
+        heavy = sorted(m for m in done.loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+        assert (done.returncode, heavy) == (2, []), (command, done.returncode, heavy, done.stderr)
+    assert "invalid YAML (line 2, column 1)" in ended[0].stderr and "cannot read" in ended[2].stderr
