@@ -109,7 +109,7 @@ async def test_breaker_opens_on_a_stopped_server_and_a_ping_closes_it(
 async def test_a_stopped_stdio_server_fails_its_probe_and_is_restarted(
     mode: str, log_records: list[dict[str, Any]]
 ) -> None:
-    async with open_pool({"fx": fault("ok", connect_timeout=2)}, probe_interval=0.3, mode=mode) as pool:
+    async with open_pool({"fx": fault("ok", connect_timeout=8)}, probe_interval=0.3, mode=mode) as pool:
         # connect_timeout bounds the probe's ping and also each start: on a busy machine a start may miss it, a
         # retry will not.
         await wait_for_status(pool, "fx", "connected", timeout=60)
