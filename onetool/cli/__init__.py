@@ -24,34 +24,23 @@ from onetool.cli._serve import cmd_serve
 from onetool.cli._servers import cmd_servers
 from onetool.cli._status import cmd_status
 from onetool.cli._terminal import escaped_output
+from onetool.control.actions import ACTIONS, BUTTON_VERBS
 
 DEFAULT_PORT = 8765
 """`serve --http` without --port: what the README's client lines name."""
 DEFAULT_BRIDGE_PORT = 8080
 LEVEL_NAMES = "debug, info, warning, error, critical"
 SERVER_ENTRY_ACTIONS = {
-    "add": ("add a server (kept in the state store)", "(-- COMMAND [ARGS...] | --url URL)"),
-    "edit": (
-        "change a server added at run time: only what the options give (a running one restarts with it)",
-        "[-- COMMAND [ARGS...] | --url URL]",
-    ),
+    "add": (ACTIONS["add"].summary, "(-- COMMAND [ARGS...] | --url URL)"),
+    "edit": (ACTIONS["edit"].summary, "[-- COMMAND [ARGS...] | --url URL]"),
 }
 SERVER_ENTRY_HELP = (
     "A stdio server's command and its arguments come last, after --, so that options of its own (-y) stay its "
     "own: onetool servers add wix --env WIX_TOKEN=... -- npx -y @wix/mcp. An HTTP server takes --url instead. "
     "Checked as a config entry is."
 )
-SERVER_ACTIONS = {
-    "remove": "remove a server added at run time",
-    "enable": "enable a server",
-    "disable": "disable a server",
-    "restart": "restart a server",
-    "quarantine": "hide a server's tools until it is approved",
-    "approve": "approve a quarantined server, or its held tools",
-    "reject": "reject held tools' changes: they stay hidden, and the same change is not held for review again",
-    "convert": "serve a stdio server through the bridge (bridge.url) and connect it there",
-    "revert": "stop a converted server on the bridge and run it over stdio again",
-}
+SERVER_ACTIONS = {verb: ACTIONS[verb].summary for verb in BUTTON_VERBS}
+"""`servers VERB NAME` for every verb of the control plane's table given only a name (and perhaps --tool)."""
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -149,10 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
     for action, summary in SERVER_ACTIONS.items():
         one = actions.add_parser(action, parents=later, help=summary)
         one.add_argument("name", action=ServerName)
-        if action == "approve":
-            one.add_argument("--tool", action="append", help="approve only this held tool (repeat)")
-        elif action == "reject":
-            one.add_argument("--tool", action="append", required=True, help="reject this held tool's change (repeat)")
+        takes = ACTIONS[action].takes
+        if takes in ("tools", "held tools"):
+            whole = "" if takes == "held tools" else "; without it, the whole server"
+            one.add_argument(
+                "--tool",
+                action="append",
+                required=takes == "held tools",
+                help=f"{action} this held tool (repeat){whole}",
+            )
 
     reload = sub.add_parser(
         "reload",

@@ -4,6 +4,8 @@ and serves. A database that refuses the replica (no such database) is a startup 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import signal
 import socket
 import socketserver
@@ -14,20 +16,25 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import free_port
-from tests.gateways import ONETOOL, get, start_http_gateway, stop, text_of, until, write_config
+from tests.gateways import ONETOOL, get, origin, start_http_gateway, stop, text_of, until, write_config
 from tests.postgres import create_database
 from tests.replicas.conftest import fx_spec
+
+ADMIN_TOKEN = "outage-admin-token"
 
 
 class _Pipe(socketserver.BaseRequestHandler):
     target: tuple[str, int]
+    live: set[socket.socket]
 
     def handle(self) -> None:
         with socket.create_connection(self.target) as upstream:
+            self.live.update((upstream, self.request))
             back = threading.Thread(target=_copy, args=(upstream, self.request), daemon=True)
             back.start()
             _copy(self.request, upstream)
@@ -43,24 +50,35 @@ def _copy(source: socket.socket, sink: socket.socket) -> None:
         pass
 
 
+class _Listener(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True  # reopened on the same port after close()
+    daemon_threads = True
+
+
 class Forwarder:
     """A loopback port where "the database" is down (nothing listens) until :meth:`open` forwards it to ``port``."""
 
     def __init__(self, port: int) -> None:
         self.port = free_port()
-        handler = type("Pipe", (_Pipe,), {"target": ("127.0.0.1", port)})
+        self._live: set[socket.socket] = set()
+        handler = type("Pipe", (_Pipe,), {"target": ("127.0.0.1", port), "live": self._live})
         self._handler = handler
-        self._server: socketserver.ThreadingTCPServer | None = None
+        self._server: _Listener | None = None
 
     def open(self) -> None:
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", self.port), self._handler)
-        self._server.daemon_threads = True
+        self._server = _Listener(("127.0.0.1", self.port), self._handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        """The database goes down: no new connection, and the open ones are cut."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server = None
+        for open_socket in list(self._live):
+            with contextlib.suppress(OSError):
+                open_socket.shutdown(socket.SHUT_RDWR)
+        self._live.clear()
 
 
 @pytest.fixture
@@ -73,6 +91,17 @@ def database(postgres: str) -> Iterator[tuple[str, Forwarder]]:
         yield url.replace(f":{port}/", f":{forwarder.port}/"), forwarder
     finally:
         forwarder.close()
+
+
+def disable_fx(url: str) -> tuple[int, str | None, dict[str, Any]]:
+    """An admin write: (status, Retry-After, the JSON body)."""
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
+    request = urllib.request.Request(origin(url) + "/admin/servers/fx/disable", method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.headers.get("Retry-After"), json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Retry-After"), json.loads(e.read())
 
 
 def mcp_post(url: str) -> tuple[int, str | None]:
@@ -88,7 +117,7 @@ async def test_a_replica_started_before_its_database_waits_unready_then_serves(
     tmp_path: Path, database: tuple[str, Forwarder]
 ) -> None:
     url, forwarder = database
-    config = {"servers": {"fx": fx_spec()}, "state": {"url": url}}
+    config = {"servers": {"fx": fx_spec()}, "state": {"url": url}, "http": {"admin_token": ADMIN_TOKEN}}
     served = start_http_gateway(tmp_path, config, f"outage-{uuid.uuid4().hex}", settle=False)
     try:
         assert get(served.url, "/health") == (
@@ -110,6 +139,15 @@ async def test_a_replica_started_before_its_database_waits_unready_then_serves(
         log = served.log.read_text()
         assert "cannot open it: Connect call failed" in log and "serving unready (/ready answers 503)" in log
         assert "the state store can be read: starting the gateway" in log
+
+        # The database goes down while serving: a write changes nothing and says so, with when to try again.
+        forwarder.close()
+        status, retry_after, body = disable_fx(served.url)
+        assert (status, retry_after) == (503, "5"), body
+        assert body["error"].startswith("state store ") and "'fx'" in body["error"], body
+        forwarder.open()
+        status, _, body = until(lambda: (answer := disable_fx(served.url))[0] != 503 and answer, timeout=30)
+        assert status == 200 and body["enabled"] is False, body
         # the URL went to stdout once, when the unready front served, not again when the gateway did
         assert served.proc.stdout is not None
         served.proc.send_signal(signal.SIGTERM)

@@ -113,7 +113,7 @@ async def test_an_operator_approves_a_held_tool_after_reading_its_diff(served: S
         # Quarantined: every tool is new, read whole; the server is approved as a whole.
         await expect(page.get_by_role("heading", name="rug.lookup")).to_be_visible()
         await page.get_by_role("button", name="Approve server rug").click()
-        await expect(page.get_by_role("status")).to_contain_text("approved 'rug'")
+        await expect(page.get_by_role("status")).to_contain_text("approved server 'rug'")
         assert server(served.url, "rug")["quarantined"] is False
 
         # The rug pull: the approved tool's description changes under the gateway.
@@ -132,7 +132,7 @@ async def test_an_operator_approves_a_held_tool_after_reading_its_diff(served: S
         await expect(findings).to_contain_text("mentions files or secrets")
         await screenshot(page, "review")
         await held.get_by_role("button", name="Approve rug.lookup").click()
-        await expect(page.get_by_role("status")).to_contain_text("approved 'rug'")
+        await expect(page.get_by_role("status")).to_contain_text("approved server 'rug'")
         await expect(page.get_by_text("No tool is held.")).to_be_visible()
     assert server(served.url, "rug")["held_tools"] == []
     status, result = admin(served.url, "POST", "/admin/run", {"code": "rug.lookup(term='x')"}, ADMIN)
@@ -167,7 +167,7 @@ async def test_disabling_a_server_tells_connected_clients_that_the_tools_changed
         clients.drain()
         row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="time"))
         await row.get_by_role("button", name="Disable time").click()
-        await expect(page.get_by_role("status")).to_contain_text("disabled 'time'")
+        await expect(page.get_by_role("status")).to_contain_text("disabled server 'time'")
         for one in clients.heard.values():
             await one.next()
         description = (await clients.legacy.list_tools()).tools[0].description or ""
@@ -175,7 +175,7 @@ async def test_disabling_a_server_tells_connected_clients_that_the_tools_changed
         await expect(row).to_contain_text("disabled")
         clients.drain()
         await row.get_by_role("button", name="Enable time").click()
-        await expect(page.get_by_role("status")).to_contain_text("enabled 'time'")
+        await expect(page.get_by_role("status")).to_contain_text("enabled server 'time'")
         for one in clients.heard.values():
             await one.next()
     until(lambda: server(served.url, "time")["status"] == "connected")

@@ -7,11 +7,13 @@
                                            given replaces, null removes; env and headers merge key by key); a
                                            running server restarts with it
     DELETE /admin/servers/{name}           remove a server added at run time (or reject a model's proposal)
-    POST   /admin/servers/{name}/{action}  enable, disable, restart, quarantine, approve ({"tools": [...]} optional;
-                                           a model's proposal: starts it, quarantined, its "launch" says what runs)
-                                           reject ({"tools": [...]}: held tools whose change is refused; they stay
-                                           hidden, and the same change is not held for review again)
-                                           convert (serve a stdio server through the bridge), revert
+    POST   /admin/servers/{name}/{action}  a verb of the control plane's table (onetool.control.actions) that takes
+                                           nothing or tool names: remove, enable, disable, restart, quarantine,
+                                           approve ({"tools": [...]} optional; a model's proposal: starts it,
+                                           quarantined, its "launch" says what runs), reject ({"tools": [...]}: held
+                                           tools whose change is refused; they stay hidden, and the same change is
+                                           not held for review again), convert (serve a stdio server through the
+                                           bridge), revert
     PUT    /admin/servers/{name}/tools     {"allow": [...] or null, "deny": [...]}: which of its tools are offered,
                                            replacing its entry's filter (names or globs); DELETE: the entry decides
     GET    /admin/tools                    every pack snippets see, with its tools' signatures and summaries (what
@@ -31,11 +33,12 @@
     POST   /admin/servers/{name}/authorize and GET: see onetool.serve.oauth
 
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
-Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server), 409 (conflict; a change
-that lost a race to another replica also carries ``"current"``, the server as it is now, and changed nothing),
-500 (the state store failed); convert also 429 (the bridge is full) and 503 (the bridge is unavailable), and
-then nothing changed. Revert and remove never wait for the bridge: they are done at once, and a bridge that
-cannot be reached is asked to stop the server in the background.
+Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server or action), 409 (conflict; a
+change that lost a race to another replica also carries ``"current"``, the server as it is now, and changed
+nothing), 503 with ``Retry-After`` (the state store cannot be used now: nothing changed); convert also 429 (the
+bridge is full) and 503 (the bridge is unavailable), and then nothing changed. Revert and remove never wait for
+the bridge: they are done at once, and a bridge that cannot be reached is asked to stop the server in the
+background.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
+from onetool.control.actions import ACTIONS, BUTTON_VERBS, Action, lookup
 from onetool.errors import ArgumentError, ConfigError, ControlError, StateError
 from onetool.relay import ProgressClient
 from onetool.serve._drain import drained
@@ -64,7 +68,7 @@ if TYPE_CHECKING:
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
-_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "reject", "convert", "revert")
+_STORE_RETRY_AFTER = "5"
 
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -83,8 +87,8 @@ def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Aw
             if e.status == 409 and e.current is not None:
                 body["current"] = e.current  # a change that lost a race: what won
             return JSONResponse(body, status_code=e.status)
-        except StateError as e:
-            return JSONResponse({"error": str(e)}, status_code=500)
+        except StateError as e:  # the store is down or busy: nothing changed, and a retry may find it back
+            return JSONResponse({"error": str(e)}, status_code=503, headers={"Retry-After": _STORE_RETRY_AFTER})
 
     return endpoint
 
@@ -100,14 +104,6 @@ async def _body(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ControlError(f"the request body must be a JSON object, got {type(data).__name__}")
     return data
-
-
-async def _tool_names(request: Request) -> list[str] | None:
-    """The body's "tools": tool names, or None when it has none."""
-    tools = (await _body(request)).get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
-        raise ControlError('"tools" must be a list of tool names')
-    return tools
 
 
 def request_actor(request: Request) -> Actor:
@@ -128,52 +124,32 @@ def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] 
     async def show(request: Request) -> Any:
         return control.report(request.path_params["name"])
 
+    async def do(action: Action, name: str, request: Request, given: Any = None) -> Any:
+        view = await action(control, name, given, actor=request_actor(request))
+        return {action.done: name} if view is None else view.to_dict()
+
     async def add(request: Request) -> Any:
         body = await _body(request)
         name, spec = body.get("name"), body.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict):
             raise ControlError('expected {"name": "...", "spec": {...}} (spec: one server entry as in the config)')
-        return (await control.add(name, spec, actor=request_actor(request))).to_dict()
+        return await do(ACTIONS["add"], name, request, spec)
 
     async def edit(request: Request) -> Any:
-        name, actor = request.path_params["name"], request_actor(request)
-        return (await control.edit(name, await _body(request), actor=actor)).to_dict()
+        return await do(ACTIONS["edit"], request.path_params["name"], request, await _body(request))
 
     async def remove(request: Request) -> Any:
-        name = request.path_params["name"]
-        await control.remove(name, actor=request_actor(request))
-        return {"removed": name}
+        return await do(ACTIONS["remove"], request.path_params["name"], request)
 
     async def act(request: Request) -> Any:
-        name, action, actor = request.path_params["name"], request.path_params["action"], request_actor(request)
-        if action in ("enable", "disable"):
-            view = await control.set_enabled(name, action == "enable", actor=actor)
-        elif action == "restart":
-            view = await control.restart(name, actor=actor)
-        elif action == "quarantine":
-            view = await control.quarantine(name, actor=actor)
-        elif action == "approve":
-            view = await control.approve(name, actor=actor, tools=await _tool_names(request))
-        elif action == "reject":
-            tools = await _tool_names(request)
-            if not tools:
-                raise ControlError('expected {"tools": [...]}: the held tools whose change is rejected')
-            view = await control.reject(name, actor=actor, tools=tools)
-        elif action == "convert":
-            view = await control.convert(name, actor=actor)
-        elif action == "revert":
-            view = await control.revert(name, actor=actor)
-        else:
-            raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
-        return view.to_dict()
+        action = lookup(request.path_params["action"], BUTTON_VERBS)
+        return await do(action, request.path_params["name"], request, (await _body(request)).get("tools"))
 
     async def set_tools(request: Request) -> Any:
-        name, actor = request.path_params["name"], request_actor(request)
-        return (await control.set_tools(name, await _body(request), actor=actor)).to_dict()
+        return await do(ACTIONS["tools"], request.path_params["name"], request, await _body(request))
 
     async def reset_tools(request: Request) -> Any:
-        name, actor = request.path_params["name"], request_actor(request)
-        return (await control.set_tools(name, None, actor=actor)).to_dict()
+        return await do(ACTIONS["tools"], request.path_params["name"], request)
 
     async def reload(_request: Request) -> Any:
         try:

@@ -2,12 +2,13 @@
 ``read_cache`` (:mod:`._cache`) and, when the config names registries, ``list_registries`` and ``search_servers``
 (:mod:`._registries`).
 
-The first two act on the gateway's control plane (``gateway.control``) as the actor "mcp". A model is not an operator:
-``direct.management`` says how far it may go (``read-only``: list; ``propose``, the default: also add a server as
-a proposal and review quarantine; ``full``: also enable, disable, restart and remove), the tools list and
-describe only what the mode allows, and the control plane refuses whatever would undo an operator's decision.
-Nothing here can approve: a model that could approve could let in the very servers and tools quarantine holds
-back. Every answer is JSON data in which upstream text is escaped (``onetool.text.visible``): a description is
+The first two act on the gateway's control plane (``gateway.control``) as the actor "mcp", through the table of
+control verbs (:mod:`onetool.control.actions`), which says what a model may do: ``direct.management`` says how far
+(``read-only``: list; ``propose``, the default: also add a server as a proposal and review quarantine; ``full``:
+also enable, disable, restart and remove), the tools list and describe only what the mode allows, and the control
+plane refuses whatever would undo an operator's decision. Nothing here can approve.
+
+Every answer is JSON data in which upstream text is escaped (``onetool.text.visible``): a description is
 written by the upstream, and must not reach the model as plain text.
 """
 
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 from onetool.config import Management
+from onetool.control.actions import lookup, model_verbs
 from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
@@ -36,9 +38,15 @@ from onetool.serve.direct._registries import (
 from onetool.state.records import Actor
 from onetool.text import cut, visible
 
+if TYPE_CHECKING:
+    from onetool.control import ServerControl
+
 ACTOR: Actor = "mcp"
-OPERATIONS = ("list", "add", "remove", "enable", "disable", "restart")
-ALLOWED: dict[Management, tuple[str, ...]] = {"read-only": ("list",), "propose": ("list", "add"), "full": OPERATIONS}
+ALLOWED: dict[Management, tuple[str, ...]] = {
+    mode: ("list", *model_verbs(mode)) for mode in ("read-only", "propose", "full")
+}
+"""The operations of ``upstream_servers`` in each mode: reading the list, and the verbs the table lets a model use."""
+OPERATIONS = ALLOWED["full"]
 UPSTREAM_SERVERS = "upstream_servers"
 QUARANTINE_SECURITY = "quarantine_security"
 MANAGEMENT_NAMES = frozenset({UPSTREAM_SERVERS, QUARANTINE_SECURITY, READ_CACHE, LIST_REGISTRIES, SEARCH_SERVERS})
@@ -47,36 +55,6 @@ _MODE_KEY = "direct.management"
 _APPROVE_HOW = "an operator approves it through the admin API or `onetool servers approve NAME`"
 _MAX_DEPTH = 32
 """Nesting kept in an answer; an upstream's schema nested deeper is cut there."""
-
-
-class ServerViewLike(Protocol):
-    """What this module reads of a ``onetool.control.ServerView``."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def quarantined(self) -> bool: ...
-
-    def public(self) -> dict[str, Any]: ...
-
-
-class ControlLike(Protocol):
-    """The part of ``onetool.control.ServerControl`` an MCP client may use: everything but approve and quarantine."""
-
-    def list(self) -> Sequence[ServerViewLike]: ...
-
-    def held(self) -> Sequence[Any]:
-        """``HeldTool`` dataclasses."""
-        ...
-
-    async def add(self, name: str, spec: Mapping[str, Any], *, actor: Actor) -> ServerViewLike: ...
-
-    async def remove(self, name: str, *, actor: Actor) -> None: ...
-
-    async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerViewLike: ...
-
-    async def restart(self, name: str, *, actor: Actor) -> ServerViewLike: ...
 
 
 _SAYS = {  # by the first operation each sentence covers
@@ -154,7 +132,7 @@ class ManagementTools:
         self._schemas = {t.name: ToolSchema(t.input_schema) for t in listed}
 
     async def call(
-        self, control: ControlLike, name: str, arguments: Mapping[str, Any], *, max_chars: int
+        self, control: ServerControl, name: str, arguments: Mapping[str, Any], *, max_chars: int
     ) -> CallToolResult:
         """Call the management tool ``name`` (one of MANAGEMENT_NAMES); every failure is an isError result.
         ``max_chars``: the most a read_cache slice returns (``sandbox.max_output``)."""
@@ -213,7 +191,7 @@ def _as_data(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _review(control: ControlLike) -> dict[str, Any]:
+def _review(control: ServerControl) -> dict[str, Any]:
     held = []
     for h in control.held():
         findings = scan_tool(h.description, h.input_schema, changed=h.reason == "changed after approval")
@@ -230,7 +208,7 @@ def _review(control: ControlLike) -> dict[str, Any]:
     }
 
 
-async def _upstream_servers(control: ControlLike, arguments: dict[str, Any]) -> dict[str, Any]:
+async def _upstream_servers(control: ServerControl, arguments: dict[str, Any]) -> dict[str, Any]:
     operation: str = arguments["operation"]
     name: str | None = arguments.get("name")
     spec: Mapping[str, Any] | None = arguments.get("spec")
@@ -239,16 +217,14 @@ async def _upstream_servers(control: ControlLike, arguments: dict[str, Any]) -> 
     if name is None:
         existing = "" if operation == "add" else f"; servers: {', '.join(v.name for v in control.list()) or 'none'}"
         raise ArgumentError(f"upstream_servers: operation '{operation}' needs 'name'{existing}")
-    if operation == "add":
-        if spec is None:
-            raise ArgumentError("upstream_servers: operation 'add' needs 'spec', the new server's config entry")
-        view = await control.add(name, spec, actor=ACTOR)
-        return {"server": view.public(), "note": f"proposed: nothing runs it until {_APPROVE_HOW}"}
-    if spec is not None:
+    action = lookup(operation, OPERATIONS)
+    if action.takes == "nothing" and spec is not None:
         raise ArgumentError(f"upstream_servers: 'spec' is only for operation 'add', not '{operation}'")
-    if operation == "remove":
-        await control.remove(name, actor=ACTOR)
-        return {"removed": name}
-    if operation == "restart":
-        return {"server": (await control.restart(name, actor=ACTOR)).public()}
-    return {"server": (await control.set_enabled(name, operation == "enable", actor=ACTOR)).public()}
+    if action.takes == "spec" and spec is None:
+        raise ArgumentError("upstream_servers: operation 'add' needs 'spec', the new server's config entry")
+    view = await action(control, name, spec, actor=ACTOR)
+    if view is None:
+        return {action.done: name}
+    if operation == "add":
+        return {"server": view.public(), "note": f"proposed: nothing runs it until {_APPROVE_HOW}"}
+    return {"server": view.public()}

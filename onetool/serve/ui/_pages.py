@@ -1,7 +1,7 @@
 """The console's pages under /ui: server-rendered HTML (Jinja2), each change a plain form POST.
 
-Every change goes through the control plane's own operations (:class:`onetool.control.ServerControl`, as the admin
-API's do), made by the actor "api", and sends the browser back (303) to the page it came from, with what happened
+Every change is a verb of the control plane's table (:mod:`onetool.control.actions`, as the admin API's are), made
+by the actor "api", and sends the browser back (303) to the page it came from, with what happened
 shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs page's live list (SSE)
 and a confirmation before removing a server. Whatever a template prints is marked where a reader would not see a
 character (:func:`_shown`, every template's finalize): upstreams and models write most of it.
@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 
 from onetool.auth import resolve_flow
+from onetool.control.actions import BUTTON_VERBS, lookup
 from onetool.errors import ArgumentError, ControlError, StateError
 from onetool.logs import logger
 from onetool.metrics import RECENT_CALLS
@@ -46,7 +47,9 @@ Authorize = Callable[[str], Awaitable[str | None]]
 
 _HERE = Path(__file__).parent
 _ACTOR: Actor = "api"  # the console is the admin API's operator, in a browser
-_ACTIONS = ("enable", "disable", "restart", "quarantine", "approve", "reject", "remove", "authorize")
+_AUTHORIZE = "authorize"
+_FORM_VERBS = (*BUTTON_VERBS, _AUTHORIZE)
+"""What a server page's buttons post: the table's, and starting an OAuth login."""
 _AUDIT_ROWS = 200
 _LIVE_SECONDS = 300.0
 """A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown)."""
@@ -147,40 +150,23 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         return render(request, "server.html", session, server=report, tools=report["tools"], calls=summary)
 
     async def act(request: Request, session: Session) -> Response:
-        name, action = request.path_params["name"], request.path_params["action"]
-        form = await request.form()
+        name, verb = request.path_params["name"], request.path_params["action"]
         back = _back(request, f"/ui/servers/{name}")
         try:
-            if action in ("enable", "disable"):
-                await control.set_enabled(name, action == "enable", actor=_ACTOR)
-            elif action == "restart":
-                await control.restart(name, actor=_ACTOR)
-            elif action == "quarantine":
-                await control.quarantine(name, actor=_ACTOR)
-            elif action == "approve":
-                view = await control.approve(name, actor=_ACTOR, tools=_tools(form) or None)
-                if view.launch is not None:
-                    session.tell(True, f"server '{name}' approved to run; it starts quarantined: review its tools")
-                    return RedirectResponse(back, status_code=303)
-            elif action == "reject":
-                tools = _tools(form)
-                await control.reject(name, actor=_ACTOR, tools=tools)
-                session.tell(True, f"rejected the change of '{name}' {', '.join(tools)}: it stays hidden")
-                return RedirectResponse(back, status_code=303)
-            elif action == "remove":
-                await control.remove(name, actor=_ACTOR)
-                back = "/ui/servers" if back.startswith(f"/ui/servers/{name}") else back
-            elif action == "authorize":
+            if verb == _AUTHORIZE:
                 url = await authorize(name)
                 if url is None:
                     raise ControlError(f"server '{name}' gave no authorization URL")
                 return RedirectResponse(url, status_code=303)
-            else:
-                raise ControlError(f"unknown action '{action}'; actions: {', '.join(_ACTIONS)}", 404)
+            action = lookup(verb, _FORM_VERBS)
+            tools = _tools(await request.form()) or None
+            view = await action(control, name, tools, actor=_ACTOR)
         except (ControlError, StateError) as e:
             session.tell(False, str(e))
-        else:
-            session.tell(True, f"{_DONE[action]} '{name}'")
+            return RedirectResponse(back, status_code=303)
+        session.tell(True, action.said(name, view, tools))
+        if view is None and back.startswith(f"/ui/servers/{name}"):
+            back = "/ui/servers"  # its page is gone
         return RedirectResponse(back, status_code=303)
 
     async def tools(request: Request, session: Session) -> Response:
@@ -278,17 +264,6 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         ]
     )
     return Routes([Mount("/ui", app=router)])
-
-
-_DONE = {
-    "enable": "enabled",
-    "disable": "disabled",
-    "restart": "restarted",
-    "quarantine": "quarantined",
-    "approve": "approved",
-    "remove": "removed",
-    "authorize": "authorization started for",
-}
 
 
 def _tools(form: FormData) -> list[str]:

@@ -56,7 +56,16 @@ async def test_admin_needs_its_token_even_on_loopback_and_bad_requests_say_what_
             "disable it with `onetool servers disable time`",
         )
         status, body = admin(served.url, "POST", "/admin/servers/time/explode")
-        assert status == 404 and "actions: enable, disable, restart, quarantine, approve" in body["error"]
+        assert (status, body["error"]) == (
+            404,
+            "unknown action 'explode'; actions: remove, enable, disable, restart, quarantine, approve, reject, "
+            "convert, revert",
+        )
+        status, body = admin(served.url, "POST", "/admin/servers/time/reject", {"tools": []})
+        assert (status, body["error"]) == (
+            400,
+            'reject: expected {"tools": [...]}, a list of at least one held tool\'s name',
+        )
         status, body = admin(served.url, "POST", "/admin/run", {"code": "1 +"})
         assert status == 200 and body["isError"] and "SyntaxError" in body["content"][0]["text"]
         status, body = admin(served.url, "POST", "/admin/run", {"code": "{'a': [1, 2]}"})
