@@ -63,9 +63,11 @@ async def test_runs_waiting_on_pack_calls_lend_their_cpu_slot() -> None:
 async def test_runs_waiting_on_pack_calls_still_hold_their_workers() -> None:
     upstream, waiting = Upstream(), []
     async with box(max_workers=2, queue_timeout=0.3) as sandbox, anyio.create_task_group() as tg:
-        for _ in range(2):
+        # One after the other: the second never queues for the CPU slot the first lends once it waits (a busy
+        # machine may take longer than the queue timeout to bring the first to its call).
+        for started in (1, 2):
             tg.start_soon(_run, sandbox, upstream, "demo.wait()", waiting)
-        await upstream.waiting(2)
+            await upstream.waiting(started)
         busy = await sandbox.run("1 + 1", packs=PACKS, on_call=upstream.on_call)
         assert busy.error is not None and busy.error.type == "BusyError"
         assert busy.error.message.startswith(
