@@ -58,7 +58,7 @@ suite: install $(WHEELHOUSE)
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile
 
 typecheck: install
-	$(BIN)/mypy onetool sandbox
+	$(BIN)/mypy onetool sandbox packs
 
 # Made only where the machine has an oldest CPython other than the suite's.
 oldest-venv:
@@ -83,7 +83,7 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy onetool sandbox
+	$(BIN)/mypy onetool sandbox packs
 	$(BIN)/lint-imports --no-cache
 
 clean:

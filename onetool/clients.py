@@ -161,7 +161,8 @@ def _server(name: str, server: Mapping[str, Any], path: Path, out: Converted) ->
     spelled = _ENV_VAR.findall(repr(result))
     if spelled:
         out.renamed.append(f"{here}: {', '.join(f'${{env:{v}}} -> ${{{v}}}' for v in dict.fromkeys(spelled))}")
-    return _env_vars(result)
+    renamed: dict[str, Any] = _env_vars(result)
+    return renamed
 
 
 def _env_vars(value: Any) -> Any:

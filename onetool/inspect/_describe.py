@@ -83,7 +83,7 @@ class InspectServer(Generic[ToolT_co]):
     status: str = "connected"
 
 
-def describe_inspect(servers: Iterable[ServerLike]) -> str:
+def describe_inspect(servers: Iterable[ServerLike[ToolLike]]) -> str:
     """The ``inspect`` tool's description: one line per server, then one line per tool of it."""
     servers = list(servers)
     lines = [INTRO, "", "Available tools:"]
@@ -107,7 +107,7 @@ def describe_inspect(servers: Iterable[ServerLike]) -> str:
 
 
 def inspect_schemas(
-    servers: Iterable[ServerLike],
+    servers: Iterable[ServerLike[ToolLike]],
     server: str,
     tool: str | None = None,
     *,

@@ -44,7 +44,8 @@ _stemmer = Stemmer.Stemmer("english")
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """``word`` (lower case) as the Snowball English stemmer has it: ``repositories`` -> ``repositori``."""
-    return _stemmer.stemWord(word)
+    stemmed: str = _stemmer.stemWord(word)
+    return stemmed
 
 
 def words(text: str, *, split_camel: bool = True) -> list[str]:

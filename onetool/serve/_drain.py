@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onetool.drain import Drain
 from onetool.serve._requests import error_result
+
+T = TypeVar("T")
 
 RETRY_AFTER = 5
 """Seconds a client refused during a drain is told to wait (another replica, or this one restarted, answers)."""
@@ -58,13 +60,14 @@ def drain_calls(drain: Drain) -> Any:
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "tools/call" or ctx.request_id is None:
-            return await call_next(ctx)
+            result: HandlerResult = await call_next(ctx)
+            return result
         return await drained(drain, carrier_of(ctx), lambda: call_next(ctx))
 
     return middleware
 
 
-async def drained(drain: Drain, carrier: Hashable, call: Callable[[], Awaitable[Any]]) -> Any:
+async def drained(drain: Drain, carrier: Hashable, call: Callable[[], Awaitable[T]]) -> T | CallToolResult:
     """``call()``, counted by ``drain``: refused while it drains, stopped past its deadline, with an error result
     either way."""
     if drain.draining:

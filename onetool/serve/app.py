@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from onetool.auth.login import CALLBACK_PATH
 from onetool.config import Config
 from onetool.logs import logger
 from onetool.serve._drain import RETRY_AFTER
@@ -27,7 +28,7 @@ from onetool.serve._metrics import GatewayState, metrics_routes
 from onetool.serve._ops import ops_routes
 from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
 from onetool.serve._tools_module import tools_module_routes
-from onetool.serve.admin import CALLBACK_PATH, admin_routes, authorize_routes, callback_routes, running_logins
+from onetool.serve.admin import admin_routes, authorize_routes, callback_routes, running_logins
 from onetool.serve.direct import build_direct_server
 from onetool.serve.http import Listener, Routes, mcp_routes, serve_http
 from onetool.serve.inspect import build_inspect_server

@@ -61,7 +61,7 @@ class FrameReader:
         buffer = self._buffer
         if len(buffer) < HEADER.size:
             return HEADER.size - len(buffer)
-        (size,) = HEADER.unpack_from(buffer)
+        size: int = HEADER.unpack_from(buffer)[0]
         if size > max_size:
             raise ProtocolError(f"message of {size} bytes exceeds the {max_size} byte cap")
         return max(0, HEADER.size + size - len(buffer))

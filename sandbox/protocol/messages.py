@@ -197,7 +197,7 @@ def _about(call: Call, server: Any, origin: Any) -> dict[str, Any]:
 
 
 def is_ready(message: Any) -> bool:
-    return message == {"op": "ready"}
+    return isinstance(message, dict) and message == {"op": "ready"}
 
 
 def parse(message: Any, limits: Limits) -> Call | Progress | Sites | Done:

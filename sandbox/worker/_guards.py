@@ -101,7 +101,8 @@ def snippet_made(value: Any) -> bool:
     if isinstance(value, SnippetClass) or isinstance(kind, SnippetClass):
         return True
     if kind is FunctionType:
-        return value.__code__.co_filename == FILENAME
+        filename: str = value.__code__.co_filename
+        return filename == FILENAME
     return kind is MethodType and snippet_made(value.__func__) and snippet_made(value.__self__)
 
 
@@ -230,7 +231,8 @@ def snippet_class(name: str, bases: tuple[type, ...], namespace: dict[str, Any],
             meta = _SNIPPET_METACLASSES.get(kind) or _SNIPPET_METACLASSES.setdefault(
                 kind, type(f"Snippet{kind.__name__}", (SnippetClass, kind), {})
             )
-    return meta(name, bases, namespace, **kwargs)
+    made: type = meta(name, bases, namespace, **kwargs)
+    return made
 
 
 _WRITABLE = (dict, list, bytearray, set, collections.deque)

@@ -200,7 +200,8 @@ class Session:
                 f"parallel() item {index} made {len(recorded)} pack calls; each item must make exactly one and "
                 "return its result, like `lambda: pack.tool(x=1)`: work with the results parallel() returns"
             )
-        return recorded[0]
+        pending: Pending = recorded[0]  # not narrowed to `value`'s Any by the check above
+        return pending
 
     def _reserve(self, count: int) -> None:
         if self.calls + count > self.max_calls:

@@ -190,7 +190,8 @@ class _LandlockRuleset(ctypes.Structure):
 
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers; 0 without Landlock."""
-    return max(0, _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION))
+    abi: int = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+    return max(0, abi)
 
 
 def _landlock_ruleset(abi: int, *, scopes_only: bool) -> int:
@@ -202,7 +203,7 @@ def _landlock_ruleset(abi: int, *, scopes_only: bool) -> int:
         ruleset.net, size = (0 if scopes_only else 0b11), 16  # BIND_TCP, CONNECT_TCP
     if abi >= 6:
         ruleset.scoped, size = 0b11, 24  # ABSTRACT_UNIX_SOCKET, SIGNAL
-    fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(ruleset), size, 0)
+    fd: int = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(ruleset), size, 0)
     _check(fd, "landlock_create_ruleset")
     return fd
 
