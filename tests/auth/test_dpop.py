@@ -33,7 +33,7 @@ from tests.auth.conftest import SharedStore
 from tests.auth.test_machine_grants import Keys, delta, idp_token, keys  # noqa: F401 (fixture)
 from tests.gateways import ONETOOL, ServedGateway, auth_command, start_http_gateway, stop, text_of
 from tests.state.conftest import sqlite_execute
-from tests.upstream.test_oauth import TTL, OAuthServer, fetch, oauth_server, start_server  # noqa: F401 (fixture)
+from tests.upstream.test_oauth import OAuthServer, fetch, oauth_server, start_server  # noqa: F401 (fixture)
 
 
 @pytest.fixture
@@ -47,6 +47,11 @@ def serve(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], ServedGateway]]
     yield start
     for served in started:
         stop(served.proc)
+
+
+FX_TTL = 6
+"""Seconds `fx`'s tokens live: one refresh, and its token then outlives the call that needed it on a busy machine
+(2 s did not: a second refresh followed)."""
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +100,9 @@ async def test_authorization_code_nonce_binding_and_refresh_and_client_credentia
     serve: Callable[[dict[str, Any]], ServedGateway],
     tmp_path: Path,
 ) -> None:
-    """One gateway, two DPoP servers: `fx` with the authorization code (and a refresh, its tokens living TTL
+    """One gateway, two DPoP servers: `fx` with the authorization code (and a refresh, its tokens living FX_TTL
     seconds), `m2m` with client credentials (the module's server); then `onetool auth status` of both."""
-    server = start_server("--dpop")
+    server = start_server("--dpop", "--ttl", str(FX_TTL))
     cc = dpop_server
     oauth = {"client_id": "cc-client", "client_secret": "cc-secret", "issuer": cc.base, "dpop": True}
     cc_before, cc_bound = cc.hook("stats"), list(cc.hook("dpop-bound"))
@@ -132,7 +137,7 @@ async def test_authorization_code_nonce_binding_and_refresh_and_client_credentia
     assert before["authorization_code"] == 1 and before["dpop_nonce_challenge:token"] >= 1  # the code exchange's
     assert before["dpop_bound_request"] >= 1 and "dpop_replay" not in before
 
-    await anyio.sleep(TTL + 0.5)  # expired: the refresh is proved with the key its refresh token is bound to
+    await anyio.sleep(FX_TTL + 0.5)  # expired: the refresh is proved with the key its refresh token is bound to
     server.hook("dpop-nonce", "POST")  # with a nonce it does not know yet: one retry, wherever it meets it first
     assert text_of(await served.run("fx.add(a=2, b=2)")) == "4"
     after = server.hook("stats")
