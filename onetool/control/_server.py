@@ -1,8 +1,11 @@
 """The gateway's control plane: the live set of servers, their overrides and their trust, changed at run time.
 
 Config-file servers and servers added at run time (kept in the state store) are merged at startup, with the
-store's overrides (enabled, quarantined) applied. Each change goes to the store first (with its audit entry),
-then to the running pool, then to the faces (``on_change``); a failed store write changes nothing.
+store's overrides (enabled, quarantined) applied. Each change goes to the store first (with its audit entry); a
+failed store write changes nothing. Then the replica that made it applies the store exactly as the others do
+(:meth:`ServerControl._sync`, the follower's own way): :meth:`ServerControl._apply` is the one place that changes
+the live table and the pool, and the faces hear of it (``on_change``). Only a restart, which changes no state,
+and a bridge that moved a converted server reach the pool directly.
 
 Replicas: every gateway on one store follows it (:meth:`ServerControl.follow`): a PostgreSQL notification, or
 the change counter read every ``FOLLOW_PERIOD`` seconds, makes it re-read the store and apply what another
@@ -171,13 +174,8 @@ class ServerControl:
 
     async def reload(self) -> None:
         """Apply what the store holds now: servers added or removed elsewhere, overrides, approvals."""
-        changed: builtins.list[str] = []
         async with self._lock:  # a change made here meanwhile is in the snapshot, never undone by it
-            with anyio.fail_after(READ_DEADLINE):
-                snapshot = await self._store.snapshot()
-                fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
-            changed = await self._apply(fresh)
-            self._applied = snapshot.counter
+            changed = await self._sync()
             was_blind, self._blind = self._blind, False
         if changed:
             logger.bind(servers=changed).info("applied changes of the state store: {}", ", ".join(changed))
@@ -206,6 +204,29 @@ class ServerControl:
             restarted=[n for n in changed if n in before and n in self._servers and before[n] != fresh[n].connection()],
             updated=[n for n in changed if n in before and n in self._servers and before[n] == fresh[n].connection()],
         )
+
+    async def _sync(self) -> builtins.list[str]:
+        """Make this replica what the store holds now (the lock held): the names of the servers that changed."""
+        with anyio.fail_after(READ_DEADLINE):
+            snapshot = await self._store.snapshot()
+            fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
+        changed = await self._apply(fresh)
+        self._applied = snapshot.counter
+        return changed
+
+    async def _written(self, name: str) -> None:
+        """After this replica wrote a change of ``name`` to the store: apply the store here, as the follower does,
+        and tell the faces (of ``name`` too when nothing of what it keeps changed, as after a restart). Should the
+        store fail between the write and this read, the follower applies the change once it can read again."""
+        changed = await self._sync()
+        for server in (*(n for n in changed if n != name), name):
+            await self.refresh(server)
+
+    def _current(self, name: str) -> ServerView:
+        """``name`` as it is after a change this replica wrote; a 409 when another replica removed it meanwhile."""
+        if name not in self._servers:
+            raise ControlError(f"server '{name}' was removed meanwhile (by another replica)", 409, current=None)
+        return self._view(name)
 
     async def _apply(self, fresh: dict[str, _Server]) -> builtins.list[str]:
         """Make the live servers what ``fresh`` says; the names of those that changed. The servers that start or
@@ -254,11 +275,7 @@ class ServerControl:
     async def _lost(self, name: str, race: StateError | LostRace) -> NoReturn:
         """A write that lost a race to another writer: apply the store's state here, then a 409 that shows it."""
         try:
-            with anyio.fail_after(READ_DEADLINE):
-                snapshot = await self._store.snapshot()
-                fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
-            changed = await self._apply(fresh)
-            self._applied = snapshot.counter
+            changed = await self._sync()
         except (StateError, TimeoutError):
             changed = []
         for server in changed:
@@ -406,19 +423,15 @@ class ServerControl:
                 )
             config, stored = rules.new_server(name, spec, self._servers, actor)
             try:
-                added = await self._store.add_server(name, stored, actor, proposed=proposed)
+                await self._store.add_server(name, stored, actor, proposed=proposed)
             except ServerExists as e:  # added by another replica since this one last read the store
                 await self._lost(name, e)
-            trust = Trust(config.quarantined)
-            self._servers[name] = _Server(
-                config, added.added_by, config.enabled, trust, proposed=proposed, spec=dict(added.spec)
-            )
             if proposed:
                 self._log(name, "proposed", actor, **launch(config))
             else:
                 self._log(name, "added", actor, quarantined=config.quarantined)
-                await self._live().put(name, config)
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def remove(self, name: str, *, actor: Actor) -> None:
         async with self._lock:
@@ -432,13 +445,11 @@ class ServerControl:
                 if s is None:
                     raise rules.unknown(name, self._servers)
                 await self._lost(name, LostRace(f"server '{name}' was removed meanwhile (by another replica)"))
-            # Removed here first, then stopped on the bridge: one that cannot be reached is told in the background.
+            # Removed from the store first, then stopped on the bridge: one that cannot be reached is told in the
+            # background.
             await self._bridging.forget(name, actor=actor)
-            self._servers.pop(name, None)
-            if name in self._live():
-                await self._live().remove(name)
             self._log(name, "removed", actor)
-            await self.refresh(name)
+            await self._written(name)
 
     async def set_enabled(self, name: str, enabled: bool, *, actor: Actor) -> ServerView:
         async with self._lock:
@@ -446,15 +457,12 @@ class ServerControl:
             if enabled:
                 rules.check_usable(name, s.config)
             try:
-                s.version = (await self._store.set_enabled(name, enabled, actor, expected=s.version)).version
+                await self._store.set_enabled(name, enabled, actor, expected=s.version)
             except LostRace as e:
                 await self._lost(name, e)
-            s.enabled_by = actor
-            if s.enabled != enabled:
-                s.enabled = enabled
-                await self._live().put(name, s.pool_config())
             self._log(name, "enabled" if enabled else "disabled", actor)
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def edit(self, name: str, patch: Mapping[str, Any], *, actor: Actor) -> ServerView:
         """Change an added server's entry (``patch``: see :func:`rules.edited_server`); a running one restarts with
@@ -473,21 +481,17 @@ class ServerControl:
             if s.proposed and isinstance(patch, Mapping):
                 rules.check_proposal_edit(name, patch)
             assert s.spec is not None  # an added server's
-            config, spec = rules.edited_server(name, s.spec, patch)
+            _, spec = rules.edited_server(name, s.spec, patch)
             changed = rules.changed_keys(s.spec, spec)
             if not changed:
                 return self._view(name)  # nothing to write, nothing to restart
             try:
-                s.version = (
-                    await self._store.edit_server(name, spec, actor, changed=changed, expected=s.version)
-                ).version
+                await self._store.edit_server(name, spec, actor, changed=changed, expected=s.version)
             except LostRace as e:
                 await self._lost(name, e)
-            s.config, s.spec = config, spec
             self._log(name, "edited", actor, keys=changed)
-            if not s.proposed:
-                await self._live().put(name, s.pool_config())
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def set_tools(self, name: str, tools: Mapping[str, Any] | None, *, actor: Actor) -> ServerView:
         """Offer only the tools ``tools`` (``{"allow": [...] | None, "deny": [...]}``) lets through, whatever the
@@ -496,14 +500,14 @@ class ServerControl:
         async with self._lock:
             s = self._require(name)
             chosen = rules.tool_filter(name, tools)
+            stored = chosen.model_dump(mode="json") if chosen is not None else None
             try:
-                stored = chosen.model_dump(mode="json") if chosen is not None else None
-                s.version = (await self._store.set_tools(name, stored, actor, expected=s.version)).version
+                await self._store.set_tools(name, stored, actor, expected=s.version)
             except LostRace as e:
                 await self._lost(name, e)
-            s.tools_set = chosen
             self._log(name, "tools filter reset" if chosen is None else "tools filter set", actor, tools=stored)
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def restart(self, name: str, *, actor: Actor) -> ServerView:
         async with self._lock:
@@ -512,19 +516,21 @@ class ServerControl:
                 raise ControlError(f"server '{name}' is disabled; enable it to start it", 409)
             await self._store.record("restart_server", actor, name)
             self._log(name, "restarted", actor)
+            # A restart changes no state a replica follows: this replica's own connection is started again.
             await self._live().put(name, s.pool_config())
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def quarantine(self, name: str, *, actor: Actor) -> ServerView:
         async with self._lock:
             s = self._require(name)
             try:
-                s.version = (await self._store.set_quarantined(name, True, actor, expected=s.version)).version
+                await self._store.set_quarantined(name, True, actor, expected=s.version)
             except LostRace as e:
                 await self._lost(name, e)
-            s.trust.quarantined, s.trust.approved_at = True, None
             self._log(name, "quarantined", actor)
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def approve(self, name: str, *, actor: Actor, tools: Sequence[str] | None = None) -> ServerView:
         """Let a quarantined server's tools in (recording them as approved), or the named held tools.
@@ -547,28 +553,20 @@ class ServerControl:
             current = {t.name: t for t in self._live().tools(name)}
             if tools is None:
                 try:
-                    override = await self._store.approve_server(name, actor, current.values(), expected=s.version)
+                    await self._store.approve_server(name, actor, current.values(), expected=s.version)
                 except LostRace as e:
                     await self._lost(name, e)
-                s.version = override.version
-                s.trust.quarantined, s.trust.approved_at = False, override.approved_at
-                s.trust.approved, s.trust.rejected = await self._store.approved_tools(name), {}
                 self._log(name, "approved", actor, tools=len(current))
             else:
                 # A rejected change may still be approved: the operator changed their mind.
                 self._check_reviewable(name, s, tools, s.trust.held.keys() | s.trust.refused)
                 try:
-                    approved = await self._store.approve_tools(
-                        name, [current[t] for t in tools], actor, expected=s.version
-                    )
+                    await self._store.approve_tools(name, [current[t] for t in tools], actor, expected=s.version)
                 except LostRace as e:
                     await self._lost(name, e)
-                s.version += 1
-                s.trust.approved |= approved
-                for tool in tools:
-                    s.trust.rejected.pop(tool, None)
                 self._log(name, "tools approved", actor, tools=sorted(tools))
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def reject(self, name: str, *, actor: Actor, tools: Sequence[str]) -> ServerView:
         """Reject the named held tools' changes: their approved definitions stay, and the tools stay hidden while
@@ -581,13 +579,12 @@ class ServerControl:
             self._check_reviewable(name, s, tools, s.trust.held.keys())
             current = {t.name: t for t in self._live().tools(name)}
             try:
-                rejected = await self._store.reject_tools(name, [current[t] for t in tools], actor, expected=s.version)
+                await self._store.reject_tools(name, [current[t] for t in tools], actor, expected=s.version)
             except LostRace as e:
                 await self._lost(name, e)
-            s.version += 1
-            s.trust.rejected |= rejected
             self._log(name, "tools rejected", actor, tools=sorted(tools))
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     @staticmethod
     def _check_reviewable(name: str, s: _Server, tools: Sequence[str], reviewable: AbstractSet[str]) -> None:
@@ -609,22 +606,20 @@ class ServerControl:
             s = self._started(name, "convert", actor)
             if s.bridged is not None:
                 raise ControlError(f"server '{name}' is already converted (to {s.bridged.url}); revert it first", 409)
-            s.bridged = await self._bridging.convert(name, s.config, actor=actor)
-            self._log(name, "converted", actor, url=s.bridged.url)
-            await self._live().put(name, s.pool_config())
-            return await self._changed(name)
+            bridged = await self._bridging.convert(name, s.config, actor=actor)
+            self._log(name, "converted", actor, url=bridged.url)
+            await self._written(name)
+            return self._current(name)
 
     async def revert(self, name: str, *, actor: Actor) -> ServerView:
         """Connect ``name`` over stdio again, as its conversion record has it, and stop it on the bridge (in the
         background when the bridge cannot be reached now: the revert does not wait for it)."""
         async with self._lock:
-            s = self._started(name, "revert", actor)
-            record = await self._bridging.revert(name, actor=actor)
-            s.config = s.config.model_copy(update={"command": record.command, "args": record.args, "env": record.env})
-            s.bridged = None
+            self._started(name, "revert", actor)
+            await self._bridging.revert(name, actor=actor)
             self._log(name, "reverted", actor)
-            await self._live().put(name, s.pool_config())
-            return await self._changed(name)
+            await self._written(name)
+            return self._current(name)
 
     async def keep_registered(self) -> None:
         """Until cancelled: re-register the converted servers with the bridge now and whenever one goes down (a
@@ -677,14 +672,9 @@ class ServerControl:
         what = launch(s.config, values=True)
         if not await self._store.accept_proposal(name, actor, what):
             raise ControlError(f"server '{name}' is no longer a proposal in the state store; list servers again", 409)
-        s.proposed = False
         self._log(name, "approved to run", actor, **launch(s.config))
-        await self._live().put(name, s.pool_config())
-        return dataclasses.replace(await self._changed(name), launch=what)
-
-    async def _changed(self, name: str) -> ServerView:
-        await self.refresh(name)
-        return self._view(name)
+        await self._written(name)
+        return dataclasses.replace(self._current(name), launch=what)
 
     def _view(self, name: str) -> ServerView:
         s = self._servers[name]
