@@ -287,6 +287,12 @@ class ServerConfig(_Strict):
         description="megabytes of one call's arguments as JSON: a larger call is refused before it is sent (one "
         "upstream serves every client, and a run must not hold it up for them with data it has to parse and check)",
     )
+    protocol: Literal["auto", "2025-11-25"] = Field(
+        default="auto",
+        description="the MCP protocol era to speak with it: auto (the newest both speak: 2026-07-28 when it does), or "
+        "2025-11-25 (the initialize handshake), for a server whose tools ask their client mid-call by a request of "
+        "their own, which 2026-07-28 connections do not carry (FastMCP's ctx.elicit)",
+    )
     unattended_elicitation: Literal["decline", "defaults"] = Field(
         default="decline",
         description="what this server's question gets when no user can be asked: decline, or (defaults) a form "

@@ -396,7 +396,7 @@ class Connection:
 
         return Client(
             transport,
-            mode=self._options.mode,
+            mode="legacy" if self.config.protocol == "2025-11-25" else self._options.mode,
             read_timeout_seconds=self.config.timeout,
             message_handler=on_message,
             logging_callback=on_log,
