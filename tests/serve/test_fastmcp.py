@@ -1,9 +1,9 @@
 """FastMCP 4.2.3 on both sides of a real `onetool serve --http`, as users run it: its client (which speaks
-2026-07-28) asked, sampled and listed for roots by the upstream of its call, and shown the upstreams' prompts and
-resources; a FastMCP upstream whose tool asks with ``ctx.elicit`` answered by the client of the run, whatever
-client that is (FastMCP, or the `mcp` SDK in either era). FastMCP 4.2.3 servers have no ``ctx.sample``, and their
-``ctx.elicit`` works on handshake-era connections only: `servers.NAME.protocol: "2025-11-25"` is how a user runs
-such a server behind OneTool."""
+2026-07-28) asked (forms and URL mode), sampled and listed for roots by the upstream of its call, and shown the
+upstreams' prompts and resources; a FastMCP upstream whose tool asks with ``ctx.elicit`` answered by the client of
+the run, whatever client that is (FastMCP, or the `mcp` SDK in either era). FastMCP 4.2.3 servers have no
+``ctx.sample``, and their ``ctx.elicit`` works on handshake-era connections only: `servers.NAME.protocol:
+"2025-11-25"` is how a user runs such a server behind OneTool."""
 
 from __future__ import annotations
 
@@ -58,11 +58,15 @@ class FastMCPUser:
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.opened: list[str] = []
         self.sampled: list[SamplingParams] = []
 
     async def elicit(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
         self.asked.append(message)
-        return response_type(value="Ada") if response_type is not None else {}
+        if isinstance(params, types.ElicitRequestURLParams):
+            self.opened.append(params.url)  # the user opened the page and finished there
+            return {}
+        return response_type(value="Ada")
 
     async def sample(self, messages: list[SamplingMessage], params: SamplingParams, context: Any) -> str:
         self.sampled.append(params)
@@ -103,6 +107,12 @@ async def test_the_fastmcp_client_is_asked_sampled_and_listed_for_roots_by_the_u
         asked = await client.call_tool("run", {"code": "fm.ask_name()"})
         assert text_of(asked) == "hello Ada"
         assert user.asked and "What is your name?" in user.asked[-1] and "'fm'" in user.asked[-1]
+
+        # URL mode: the page to open goes as the upstream sent it, the message says who asks.
+        code = "everything.trigger_url_elicitation(url='https://consent.example/flow?id=7')"
+        opened = await client.call_tool("run", {"code": code})
+        assert user.opened == ["https://consent.example/flow?id=7"], text_of(opened)
+        assert "'everything'" in user.asked[-1] and "accept" in text_of(opened), text_of(opened)
 
 
 async def test_the_fastmcp_client_sees_a_fastmcp_upstreams_prompts_and_resources(served: ServedGateway) -> None:
