@@ -378,20 +378,30 @@ class CatalogueItems:
             if key not in self._held:
                 if len(self._held) >= _MAX_HELD:
                     raise MCPError(INTERNAL_ERROR, f"this gateway holds {_MAX_HELD:,} resource subscriptions already")
-                era = self._gateway.pool.server_status(server).protocol_version
-                if era in MODERN_PROTOCOL_VERSIONS:
-                    raise MCPError(
-                        INVALID_PARAMS,
-                        f"server '{server}' speaks MCP {era}, where resource updates come on a listen stream: OneTool "
-                        "passes on the updates of servers of the 2025-11-25 handshake only; read the resource again",
-                    )
                 await self._subscribe(server, upstream)
             self._held[key] = self._held.get(key, 0) + 1
 
     async def _subscribe(self, server: str, upstream: str) -> None:
-        request = SubscribeRequest(params=SubscribeRequestParams(uri=upstream))
-        await self._ask(server, "resources/subscribe", partial(_send_empty, request), retry=True)
-        self._declared[server] = self._gateway.pool.capabilities(server)
+        """Ask ``server`` for the updates of ``upstream``: on its listen stream (2026-07-28, the filter of the
+        stream the pool holds), else by ``resources/subscribe`` on its session."""
+        pool = self._gateway.pool
+        if self._modern(server):
+            await self._watch(server, upstream, on=True)
+        else:
+            request = SubscribeRequest(params=SubscribeRequestParams(uri=upstream))
+            await self._ask(server, "resources/subscribe", partial(_send_empty, request), retry=True)
+        self._declared[server] = pool.capabilities(server)
+
+    def _modern(self, server: str) -> bool:
+        return self._gateway.pool.server_status(server).protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def _watch(self, server: str, upstream: str, *, on: bool) -> None:
+        try:
+            await self._gateway.pool.watch_resource(server, upstream, on=on)
+        except ModelError as e:
+            raise MCPError(INTERNAL_ERROR, one_line(visible(str(e)[:_MAX_ERROR], keep=""), _MAX_ERROR)) from None
+        except TimeoutError:
+            raise MCPError(INTERNAL_ERROR, f"server '{server}' did not open its listen stream in time") from None
 
     async def renew(self) -> None:
         """Subscribe again to what a server forgot by reconnecting: a new session holds no subscriptions. A new
@@ -422,7 +432,10 @@ class CatalogueItems:
                 return
             request = UnsubscribeRequest(params=UnsubscribeRequestParams(uri=upstream))
             try:
-                await self._ask(server, "resources/unsubscribe", partial(_send_empty, request), retry=False)
+                if self._modern(server):
+                    await self._watch(server, upstream, on=False)
+                else:
+                    await self._ask(server, "resources/unsubscribe", partial(_send_empty, request), retry=False)
             except MCPError as e:
                 logger.bind(server=server).debug("server '{}': not unsubscribed: {}", server, e.error.message)
 

@@ -293,6 +293,11 @@ class UpstreamPool:
             raise conn.snapshot().unavailable(display)
         return conn
 
+    async def watch_resource(self, server: str, uri: str, *, on: bool = True) -> None:
+        """Have a 2026-era ``server`` send the updates of its resource ``uri`` on its listen stream (``on``), or no
+        longer (see :meth:`Connection.watch`); a handshake-era one is asked by ``resources/subscribe`` instead."""
+        await self._connection(server, f"resources/subscribe on '{server}'").watch(uri, on=on)
+
     def listen_logs(self, server: str, listener: LogListener, level: types.LoggingLevel) -> Callable[[], None]:
         """Pass ``server``'s log messages at ``level`` or above to ``listener`` until the returned function is
         called; the server's calls meanwhile ask it for the most detailed level its listeners want. A server

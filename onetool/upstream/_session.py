@@ -54,6 +54,7 @@ class Session:
         self.connected_at = math.inf  # when it became usable (anyio clock)
         self.answered_at = -math.inf  # when the server last answered anything on it
         self.log_level: LoggingLevel | None = None  # what logging/setLevel last set (a handshake-era server)
+        self.stream: ListenStream | None = None  # a 2026-era session's subscriptions/listen stream, once open
 
     def answered(self) -> None:
         """The server answered a request: it is alive and responsive."""
@@ -62,6 +63,18 @@ class Session:
 
     def uptime(self) -> float:
         return max(0.0, anyio.current_time() - self.connected_at)
+
+
+class ListenStream:
+    """One ``subscriptions/listen`` stream of a 2026-era session: what it carries, and a way to have it opened
+    again with other resources (a stream's filter is fixed when it opens)."""
+
+    def __init__(self, resources: frozenset[str]) -> None:
+        self.resources = resources
+        """The resources whose updates the server agreed to send on it."""
+        self.reopen = anyio.Event()
+        self.replaced = anyio.Event()
+        """Set once the stream that replaces this one is open (or the session ended without one)."""
 
 
 class Watched(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):

@@ -54,6 +54,7 @@ from onetool.upstream._backoff import ShortSession, backoff_wait
 from onetool.upstream._oauth import UpstreamAuth
 from onetool.upstream._results import ResultCheck
 from onetool.upstream._session import (
+    ListenStream,
     Lost,
     Session,
     Watched,
@@ -147,6 +148,9 @@ class Connection:
         self._ever_connected = False
         self._scope = anyio.CancelScope()
         self.log_listeners: dict[LogListener, types.LoggingLevel] = {}
+        self.watched: set[str] = set()
+        """Resources whose updates a 2026-era session's listen stream asks for (a handshake-era session is asked by
+        ``resources/subscribe``: onetool.serve._catalogue_items)."""
         self._askers: dict[object, _Asker | None] = {}  # per tool call in flight: who answers its requests
         self._auth = (
             UpstreamAuth(name, config.url or "", config, options.token_store)
@@ -643,25 +647,71 @@ class Connection:
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        """Hold the session's ``subscriptions/listen`` stream: its catalogue's changes, and the updates of the
+        watched resources; opened again whenever those change (:meth:`watch`)."""
         started = False
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
-                listen = client.listen(tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True)
-                async with listen as events:
-                    deadline.deadline = math.inf
-                    task_status.started()
-                    started = True
-                    async for event in events:
-                        if isinstance(event, ToolsListChanged):
-                            session.refresh.set()
-                        elif (notify := self._options.on_notification) is not None:
-                            # Its prompts or resources: told as a handshake-era server tells them.
-                            await notify(self.name, event_to_notification(event, {}))
+            while True:
+                with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
+                    listen = client.listen(
+                        tools_list_changed=True,
+                        prompts_list_changed=True,
+                        resources_list_changed=True,
+                        resource_subscriptions=sorted(self.watched),
+                    )
+                    async with listen as events, anyio.create_task_group() as tg:
+                        deadline.deadline = math.inf
+                        stream, replaced = (
+                            ListenStream(frozenset(events.honored.resource_subscriptions or ())),
+                            session.stream,
+                        )
+                        session.stream = stream
+                        if replaced is not None:
+                            replaced.replaced.set()
+                            session.refresh.set()  # nothing is replayed between two streams: list the tools again
+                        if not started:
+                            task_status.started()
+                            started = True
+                        tg.start_soon(_cancel_on, stream.reopen, tg.cancel_scope)
+                        async for event in events:
+                            if isinstance(event, ToolsListChanged):
+                                session.refresh.set()
+                            elif (notify := self._options.on_notification) is not None:
+                                # Its prompts, resources and watched resources: told as a handshake-era server
+                                # tells them.
+                                await notify(self.name, event_to_notification(event, {}))
+                        tg.cancel_scope.cancel()
+                if not (session.stream is not None and session.stream.reopen.is_set()) or deadline.cancelled_caught:
+                    break  # the stream ended (or would not open): nothing more comes this session
         except Exception as e:
             # Not every 2026-era server serves subscriptions/listen; its catalogue is then static.
-            logger.bind(server=self.name).debug("server '{}': no tools/list_changed stream: {}", self.name, e)
+            logger.bind(server=self.name).debug("server '{}': no subscriptions/listen stream: {}", self.name, e)
+        finally:
+            if session.stream is not None:
+                session.stream.replaced.set()  # nobody waits for a stream that will not come
         if not started:
             task_status.started()
+
+    async def watch(self, uri: str, *, on: bool = True) -> None:
+        """Have this server's 2026-era listen stream carry ``uri``'s updates (``on``), or no longer; returns once
+        the stream that does is open. A server not connected now is asked when it connects. An MCPError when the
+        server will not send them."""
+        if on == (uri in self.watched):
+            session = self._session
+            if session is None or session.stream is None or on == (uri in session.stream.resources):
+                return
+        (self.watched.add if on else self.watched.discard)(uri)
+        session = self._session
+        if session is None or session.stream is None:
+            return
+        stream = session.stream
+        stream.reopen.set()
+        with anyio.fail_after(self.config.connect_timeout):
+            await stream.replaced.wait()
+        if session.stream is stream:
+            raise MCPError(types.INTERNAL_ERROR, f"server '{self.name}': its listen stream could not be opened again")
+        if on and uri not in session.stream.resources:
+            raise MCPError(types.INVALID_PARAMS, f"server '{self.name}' did not agree to send the updates of {uri!r}")
 
     async def roots_changed(self) -> None:
         """Tell a handshake-era server that roots changed; a 2026-era one has no session to tell, and asks again
@@ -824,6 +874,11 @@ class Connection:
             session.calls.discard(scope)
         # Only reached when _lose cancelled the scope.
         raise Lost(session.lost)
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 class _Asker:

@@ -210,10 +210,10 @@ async def test_completion_reaches_the_owning_server(served: ServedGateway, mode:
 
 @contextlib.asynccontextmanager
 async def hearing(
-    url: str, mode: str, *methods: str
+    url: str, mode: str, *methods: str, resources: list[str] | None = None
 ) -> AsyncIterator[tuple[Client, anyio.abc.ObjectReceiveStream[str]]]:
     """A client that records the notifications it hears of ``methods`` (a 2026-era one through its listen stream,
-    asking for the prompts' and resources' changes and the updates of DOC)."""
+    asking for the prompts' and resources' changes and the updates of ``resources``, by default DOC's)."""
     send, receive = anyio.create_memory_object_stream[str](100)
 
     async def on_message(message: Any) -> None:
@@ -224,7 +224,8 @@ async def hearing(
 
     async with send, receive, client(url, mode, message_handler=on_message) as c, anyio.create_task_group() as tg:
         if mode == "auto":
-            listen = c.listen(prompts_list_changed=True, resources_list_changed=True, resource_subscriptions=[DOC])
+            subscribed = resources or [DOC]
+            listen = c.listen(prompts_list_changed=True, resources_list_changed=True, resource_subscriptions=subscribed)
             await tg.start(_pump, listen, send)
         try:
             yield c, receive
@@ -291,13 +292,20 @@ def command_line(pid: int) -> str:
     return ""
 
 
-async def test_a_2026_era_servers_resources_cannot_be_subscribed_to_and_say_why(served: ServedGateway) -> None:
-    async with client(served.url, "legacy") as c:
-        with pytest.raises(MCPError) as refused:
-            await c.session.send_request(
-                SubscribeRequest(params=SubscribeRequestParams(uri="hostile://note")), EmptyResult
-            )
-        assert refused.value.code == INVALID_PARAMS and "2025-11-25" in refused.value.error.message
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_2026_era_servers_resource_updates_reach_subscribers_of_either_era(
+    served: ServedGateway, mode: str
+) -> None:
+    """`items` speaks 2026-07-28: its updates come on the listen stream the gateway holds, opened again with each
+    resource subscribed to, and are passed on as a handshake-era server's are."""
+    touched = "hostile://many/1"
+    updated = "notifications/resources/updated"
+    async with hearing(served.url, mode, updated, resources=[touched]) as (c, notes):
+        if mode == "legacy":
+            await c.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=touched)), EmptyResult)
+        async with client(f"{served.url}/direct") as direct:
+            assert text_of(await direct.call_tool("items:touch", {"uri": touched})) == "touched"
+        await heard(notes, f"{updated} {touched}")
 
 
 async def test_list_changed_reaches_both_eras_when_an_upstream_or_a_server_changes(served: ServedGateway) -> None:
