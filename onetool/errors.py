@@ -11,12 +11,17 @@
     ├── StateError          the state store cannot be used: corrupt, locked, unreachable, too new (exit status 2)
     │   ├── StoreUnreachable  its server cannot be reached now: `onetool serve --http` waits for it, unready
     │   └── ServerExists    a server of that name was already added at run time
+    ├── LostRace            a write over a version another replica changed meanwhile: nothing was written
     ├── ServeError          the gateway cannot serve (port in use, unsafe bind)
     │   └── PortInUse       the port to listen on is taken
-    ├── AttachError         the running gateway refused the CLI's request
-    │   └── SeveralGateways   no config names the gateway, and several run
-    └── BridgeError         ``onetool bridge`` refused a request; ``status`` is its HTTP status (400 ... 500)
-        └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
+    ├── AuthError           an OAuth authorization could not be made
+    ├── NotRunning          no gateway answers where its discovery file says (the CLI works without one)
+    └── StatusError         ``status`` is the HTTP status it answers (or was answered) with
+        ├── ControlError    a control action that cannot be done (400, 404, 409; a lost race carries ``current``)
+        ├── AttachError     the running gateway refused the CLI's request
+        │   └── SeveralGateways   no config names the gateway, and several run
+        └── BridgeError     ``onetool bridge`` refused a request (400 ... 500; a 400 may name the ``field``)
+            └── BridgeUnavailable   the bridge cannot be reached, or cannot start the server (503 to the caller)
 
 Inside a snippet a `ModelError` is raised as the sandbox exception its `snippet_type` names (a `ToolError`
 subclass), so snippet code can catch a timeout or an unavailable server by type, with its `origin`: "tool" when
@@ -51,6 +56,7 @@ __all__ = [
     "ServerHeld",
     "SeveralGateways",
     "StateError",
+    "StatusError",
     "StoreUnreachable",
     "ToolFailed",
     "UnknownPack",
@@ -101,12 +107,20 @@ class PortInUse(ServeError):
         self.port = port
 
 
-class ControlError(OneToolError):
-    """A control action that cannot be done; ``status`` is its HTTP status (400 bad spec, 404 unknown, 409 conflict)."""
+class StatusError(OneToolError):
+    """An error whose HTTP status says what kind it is: the API that meets it answers with ``status``."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class ControlError(StatusError):
+    """A control action that cannot be done (400 bad spec, 404 unknown, 409 conflict)."""
 
     def __init__(self, message: str, status: int = 400, current: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status)
         self.current = current
         """For a change that lost a race (409): the server as it is now (None: it no longer exists)."""
 
@@ -116,12 +130,8 @@ class AuthError(OneToolError):
     what to do."""
 
 
-class AttachError(OneToolError):
+class AttachError(StatusError):
     """The running gateway answered the CLI with an error; the message is its own."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class NotRunning(OneToolError):
@@ -233,13 +243,11 @@ class UpstreamTimeout(UpstreamError):
         self.seconds = seconds
 
 
-class BridgeError(OneToolError):
+class BridgeError(StatusError):
     """On both sides of the bridge: the service answers with ``status``; the gateway's client raises it."""
 
-    def __init__(self, status: int, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+    def __init__(self, message: str, status: int, *, field: str | None = None) -> None:
+        super().__init__(message, status)
         self.field = field
         """For a 400: the request field that was missing or wrong."""
 
@@ -248,4 +256,4 @@ class BridgeUnavailable(BridgeError):
     """Nothing changed: the bridge is unreachable, refused the token, or failed to start the server."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(503, f"bridge unavailable: {message}")
+        super().__init__(f"bridge unavailable: {message}", 503)

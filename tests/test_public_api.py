@@ -37,6 +37,7 @@ PUBLIC: dict[str, list[str]] = {
         "ServerHeld",
         "SeveralGateways",
         "StateError",
+        "StatusError",
         "StoreUnreachable",
         "ToolFailed",
         "UnknownPack",
@@ -46,6 +47,7 @@ PUBLIC: dict[str, list[str]] = {
         "UpstreamUnavailable",
         "Verdict",
     ],
+    "onetool.control.actions": ["ACTIONS", "Action", "BUTTON_VERBS", "lookup", "model_verbs"],
     "onetool.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
     "onetool.gateway": ["Gateway", "limits_of"],
     "onetool.registry": ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "load_local_packs"],
@@ -117,3 +119,29 @@ def test_every_error_is_a_onetool_error_or_a_sandbox_type() -> None:
     for name in errors.__all__:
         value = getattr(errors, name)
         assert value in (errors.RunError, errors.Verdict) or issubclass(value, errors.OneToolError), name
+
+
+def test_the_error_tree_drawn_in_the_errors_module_is_the_code() -> None:
+    """Every error of onetool.errors is drawn under its own base in the module's docstring, and nothing else is."""
+    import re
+
+    import onetool.errors as errors
+
+    assert errors.__doc__ is not None
+    drawn: dict[str, str] = {}
+    parents: list[str] = []
+    for line in errors.__doc__.split("OneToolError\n", 1)[1].split("\n\n", 1)[0].splitlines():
+        found = re.match(r"^([ │]*)[├└]── (\w+(?:, \w+)*)", line)
+        assert found, line
+        depth = len(found.group(1)) // 4 - 1  # the docstring indents the tree by four
+        names = found.group(2).split(", ")
+        parents[depth:] = [names[-1]]
+        for name in names:
+            drawn[name] = parents[depth - 1] if depth else "OneToolError"
+    errors_in_code = {
+        name: value.__mro__[1].__name__
+        for name in errors.__all__
+        if isinstance(value := getattr(errors, name), type) and issubclass(value, errors.OneToolError)
+        if value is not errors.OneToolError
+    }
+    assert drawn == errors_in_code

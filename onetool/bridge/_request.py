@@ -28,7 +28,7 @@ def request_field(_server: str, *keys: str) -> str:
 
 
 def _bad(field: str, message: str) -> BridgeError:
-    return BridgeError(400, message, field=field)
+    return BridgeError(message, 400, field=field)
 
 
 def parse_convert(body: Any) -> tuple[str, ServerConfig]:

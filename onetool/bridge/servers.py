@@ -110,16 +110,16 @@ class BridgedServers:
         server = self._servers.get(name)
         if server is None:
             names = ", ".join(sorted(self._servers)) or "none"
-            raise BridgeError(404, f"no bridged server '{name}' (bridged: {names})")
+            raise BridgeError(f"no bridged server '{name}' (bridged: {names})", 404)
         return server
 
     async def convert(self, name: str, config: ServerConfig) -> Bridged:
         """Start ``name`` and serve it on a port of its own (``Bridged.url`` per client)."""
         if name in self._servers or name in self._starting:
-            raise BridgeError(409, f"server '{name}' is already converted; DELETE /convert/{name} first")
+            raise BridgeError(f"server '{name}' is already converted; DELETE /convert/{name} first", 409)
         limit = self._limits.max_servers
         if limit is not None and len(self._servers) + len(self._starting) >= limit:
-            raise BridgeError(429, f"the bridge serves at most {limit} servers (--max-servers); stop one first")
+            raise BridgeError(f"the bridge serves at most {limit} servers (--max-servers); stop one first", 429)
         self._starting.add(name)
         try:
             listener = self._allocate()
@@ -151,7 +151,7 @@ class BridgedServers:
             try:
                 return listen(self._host, 0, self._token, tls=self._tls)
             except ServeError as e:
-                raise BridgeError(500, str(e)) from None
+                raise BridgeError(str(e), 500) from None
         taken = {s.port for s in self._servers.values()}
         for port in range(base, min(base + _PORT_SCAN, 65536)):
             if port in taken:
@@ -160,7 +160,7 @@ class BridgedServers:
                 return listen(self._host, port, self._token, tls=self._tls)
             except ServeError:
                 continue  # in use by someone else
-        raise BridgeError(500, f"no free port in {base}-{base + _PORT_SCAN - 1} on {self._host} (--base-port)")
+        raise BridgeError(f"no free port in {base}-{base + _PORT_SCAN - 1} on {self._host} (--base-port)", 500)
 
     async def _start(self, name: str, config: ServerConfig, listener: Listener) -> Bridged:
         assert self._tg is not None, "convert() outside running()"
@@ -170,11 +170,11 @@ class BridgedServers:
         status = await self._tg.start(upstream.run)
         try:
             if not status.connected:
-                raise BridgeError(500, f"cannot start server '{name}': {_reason(status.error, status.fix)}")
+                raise BridgeError(f"cannot start server '{name}': {_reason(status.error, status.fix)}", 500)
             try:
                 shake = await handshake(upstream)
             except UpstreamError as e:
-                raise BridgeError(500, f"cannot start server '{name}': {e}") from None
+                raise BridgeError(f"cannot start server '{name}': {e}", 500) from None
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await upstream.stop()

@@ -142,13 +142,13 @@ def _api(
 
 async def _json_body(request: Request) -> Any:
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-        raise BridgeError(415, "send the body as JSON (Content-Type: application/json)")
+        raise BridgeError("send the body as JSON (Content-Type: application/json)", 415)
     data = bytearray()
     async for chunk in request.stream():
         data += chunk
         if len(data) > MAX_BODY:
-            raise BridgeError(413, f"the body is over {MAX_BODY} bytes")
+            raise BridgeError(f"the body is over {MAX_BODY} bytes", 413)
     try:
         return json.loads(data)
     except ValueError as e:
-        raise BridgeError(400, f"the body is not valid JSON: {e}", field="body") from None
+        raise BridgeError(f"the body is not valid JSON: {e}", 400, field="body") from None

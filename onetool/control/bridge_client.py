@@ -81,7 +81,7 @@ class BridgeClient:
         path on this machine); ``args`` are sent as they are, so they must make sense on the bridge's host.
         """
         if spec.command is None:
-            raise BridgeError(400, f"only stdio servers can be converted; '{name}' is a {spec.transport} server")
+            raise BridgeError(f"only stdio servers can be converted; '{name}' is a {spec.transport} server", 400)
         body = {
             "serverName": name,
             "command": spec.command,
@@ -172,7 +172,7 @@ class BridgeClient:
             return BridgeUnavailable(f"{where}: {said}")
         field = answer.get("field")
         return BridgeError(
-            status, f"the bridge at {where} refused '{name}': {said}", field=str(field) if field else None
+            f"the bridge at {where} refused '{name}': {said}", status, field=str(field) if field else None
         )
 
 
