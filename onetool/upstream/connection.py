@@ -93,6 +93,8 @@ SET_LEVEL_TIMEOUT: Final = 2.0
 """Seconds the logging/setLevel a call sends first (a handshake-era server's level changed) may take."""
 LEVELS: Final[tuple[types.LoggingLevel, ...]] = get_args(types.LoggingLevel)
 """MCP's log levels, most detailed first: what a level "at or above" another means, wherever the gateway filters."""
+STOPPING: Final = "it is being stopped (an operator removed, disabled or restarted it just now)"
+STOPPING_FIX: Final = "see proxy.list_servers() for what runs now"
 QUEUE_WAIT: Final = 1.0
 """Seconds a request waits for one of its server's call slots before it fails: long enough to ride out a burst,
 short enough that a run learns soon that the server is saturated."""
@@ -793,7 +795,7 @@ class Connection:
         After a lost session it is sent again on the next one only if ``retry`` (it has no side effects).
         """
         if (self._session is None or self._session.lost) and not await self.revive():
-            raise self.snapshot().unavailable(display)
+            raise self._unavailable(display)
         await self._take_call_slot(display)
         try:
             try:
@@ -805,13 +807,19 @@ class Connection:
                 "server '{}': retrying {} (read-only or idempotent) after reconnect", self.name, display
             )
             if not await self.revive():
-                raise self.snapshot().unavailable(display)
+                raise self._unavailable(display)
             try:
                 return await self._once(display, send, timeout)
             except Lost as again:
                 raise _lost(self.name, display, again) from None
         finally:
             self._call_slots.release()
+
+    def _unavailable(self, display: str) -> UpstreamUnavailable:
+        """Why a request finds no session it could be sent on."""
+        if self._stopping:  # its status still says what it was: this connection is being ended for good
+            return UpstreamUnavailable(self.name, STOPPING, tool=display, fix=STOPPING_FIX)
+        return self.snapshot().unavailable(display)
 
     async def _take_call_slot(self, display: str) -> None:
         try:

@@ -410,10 +410,13 @@ async def test_a_server_removed_while_a_run_follows_its_logs(tmp_path: Path) -> 
     moment; a call that slips between the pool's removal and the registry's rebuild is tests/upstream/test_calls's
     `test_following_the_logs_of_a_server_removed_meanwhile_is_quiet`.)"""
     marker = f"removed-{uuid.uuid4().hex}"
-    served = start_http_gateway(tmp_path, hostile_config(marker), marker)  # its own: the admin API changes it
+    # Its own gateway, as the admin API changes it; its runs may take the time a removal takes on a busy machine
+    # (the run calls the server 4 s after it starts; the removal starts at 0.5 s).
+    config = {**hostile_config(marker), "sandbox": {"timeout": 15, "max_concurrent_runs": 3}}
+    served = start_http_gateway(tmp_path, config, marker)
     spec = {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}
     code = (
-        "fx.sleep(seconds=1.5)\ntry:\n    gone.echo(message='x')\n    r = 'answered'\n"
+        "fx.sleep(seconds=4)\ntry:\n    gone.echo(message='x')\n    r = 'answered'\n"
         "except Exception as e:\n    r = str(e)\nr"
     )
     try:

@@ -134,6 +134,25 @@ async def test_following_the_logs_of_a_server_removed_meanwhile_is_quiet() -> No
             await pool.call("fx", "echo", {"message": "x"})
 
 
+async def test_a_call_to_a_server_being_removed_says_so() -> None:
+    """While its process is being ended (a stubborn one takes the whole grace period), the connection still
+    reads as it was: a call then is told that the server is being stopped, not that it is connected."""
+    async with open_pool({"fx": fault("stubborn")}) as pool, anyio.create_task_group() as tg:
+        await wait_for_status(pool, "fx", "connected", timeout=60)
+        tg.start_soon(pool.remove, "fx")
+        with anyio.fail_after(10):
+            while True:  # answered until its session ends; then refused until the pool forgets it
+                try:
+                    await pool.call("fx", "echo", {"message": "x"})
+                except UpstreamError as e:
+                    refused = str(e)
+                    break
+        assert refused == (
+            "server 'fx' is unavailable: it is being stopped (an operator removed, disabled or restarted it just "
+            "now); see proxy.list_servers() for what runs now"
+        )
+
+
 async def test_a_server_that_stops_reading_fails_the_call_at_once() -> None:
     """Writing to a server whose stdin is closed fails: the session ends there, and the call with it, rather
     than waiting out its timeout for an answer that cannot come (the server's stdout is still open)."""
