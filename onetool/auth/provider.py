@@ -146,9 +146,11 @@ class _Observed(OAuthClientProvider):
     """Hooks into the SDK provider's flow: expiry kept across restarts, logging, why a flow stopped, and the
     refresh, which this class does instead of the SDK (:meth:`_refresh_flow`).
 
-    It overrides the SDK's private ``_initialize``, ``_auth_flow``, ``_refresh_token`` and ``_handle_token_response``
-    (mcp 2.3.0), and its refresh calls the SDK's own ``_refresh_token`` and ``_handle_refresh_response``;
-    ``tests/upstream/test_oauth.py`` and ``tests/auth/test_refresh.py`` exercise each of them.
+    It overrides the SDK's private ``_initialize``, ``_auth_flow``, ``_refresh_token``, ``_handle_token_response``,
+    ``_add_auth_header`` and ``_perform_authorization`` and its ``async_auth_flow`` (mcp 2.3.0), and its refresh
+    calls the SDK's own ``_refresh_token`` and ``_handle_refresh_response``; ``tests/auth/test_sdk_seams.py`` pins
+    each (its name, parameters, and that the SDK's flow still calls it), ``tests/upstream/test_oauth.py`` and
+    ``tests/auth/test_refresh.py`` exercise them.
     """
 
     server: str
