@@ -26,27 +26,35 @@ import builtins
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from onetool.config import Config, ServerConfig, ToolFilter, to_identifier, validate_server
+from onetool.config import Config, ServerConfig, to_identifier
 from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
-from onetool.control._trust import Trust
-from onetool.control._views import FROM_CONFIG, PROPOSED, HeldTool, ServerView, launch, tools_filter
-from onetool.errors import ConfigError, ControlError, LostRace, ServerExists, StateError
+from onetool.control._table import LiveServer, merge
+from onetool.control._views import (
+    FROM_CONFIG,
+    PROPOSED,
+    HeldTool,
+    ServerView,
+    launch,
+    quarantined_tool,
+    shown_status,
+    tools_filter,
+)
+from onetool.errors import ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
 from onetool.reload import Reloaded
 from onetool.state.records import Actor, AuditEntry
-from onetool.upstream.status import ServerState, ServerStatus
+from onetool.upstream.status import ServerState
 
 if TYPE_CHECKING:
     from mcp import types
 
-    from onetool.state import Snapshot, StateStore
+    from onetool.state import StateStore
     from onetool.upstream import UpstreamPool
 
 
@@ -58,53 +66,11 @@ READ_DEADLINE = 10.0
 """Seconds a re-read of the store may take before this replica counts the store as unreadable."""
 
 
-@dataclass
-class _Server:
-    config: ServerConfig
-    """As the config file or the add gave it."""
-    added_by: Actor | None
-    enabled: bool
-    trust: Trust
-    bridged: ServerConfig | None = None
-    """For a converted server: the entry the pool connects instead of ``config`` (the bridge's URL)."""
-    proposed: bool = False
-    """A model's proposal no operator approved yet: never in the pool."""
-    enabled_by: Actor | None = None
-    """Who last enabled or disabled it (None: nobody, the config or the add decides)."""
-    version: int = 0
-    """The version of its overrides in the store this gateway knows (0: none): each change is written over it."""
-    spec: dict[str, Any] | None = None
-    """An added server's entry as stored (what an edit changes); None for a config-file server."""
-    tools_set: ToolFilter | None = None
-    """The tools filter set at run time (``onetool servers tools``): it replaces the entry's own."""
-
-    @property
-    def offered(self) -> ToolFilter:
-        """Which of its tools are offered: the run-time filter, else the entry's own."""
-        return self.tools_set if self.tools_set is not None else self.config.tools
-
-    def pool_config(self) -> ServerConfig:
-        connect = self.bridged or self.config
-        update: dict[str, Any] = {}
-        if connect.enabled != self.enabled:
-            update["enabled"] = self.enabled
-        if connect.sampling is None:
-            # A server added at run time (perhaps at a model's proposal) spends no client's model unless its
-            # entry says so.
-            update["sampling"] = "forward" if self.added_by is None else "deny"
-        return connect.model_copy(update=update) if update else connect
-
-    def connection(self) -> tuple[bool, dict[str, Any]]:
-        """What the pool's connection depends on: a change here reconnects the server, any other (its tools
-        filter, its quarantine) only changes what faces show."""
-        return self.proposed, self.pool_config().model_dump(exclude={"tools", "quarantined"})
-
-
 class ServerControl:
     """Build with :meth:`load`, then :meth:`attach` the pool made from :meth:`configs`."""
 
     def __init__(
-        self, servers: dict[str, _Server], store: StateStore, config: Config, bridging: Bridging, applied: int = 0
+        self, servers: dict[str, LiveServer], store: StateStore, config: Config, bridging: Bridging, applied: int = 0
     ) -> None:
         self._servers = servers
         self._store = store
@@ -123,7 +89,7 @@ class ServerControl:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
         snapshot = await store.snapshot()
         bridging = Bridging(config.bridge, store)
-        loaded = await _merge(config, snapshot, bridging, quiet=False)
+        loaded = await merge(config, snapshot, bridging, quiet=False)
         return cls(loaded, store, config, bridging, snapshot.counter)
 
     @property
@@ -191,7 +157,7 @@ class ServerControl:
         async with self._lock:
             with anyio.fail_after(READ_DEADLINE):
                 snapshot = await self._store.snapshot()
-                fresh = await _merge(config, snapshot, self._bridging, quiet=False)
+                fresh = await merge(config, snapshot, self._bridging, quiet=False)
             before = {name: s.connection() for name, s in self._servers.items()}
             changed = await self._apply(fresh)
             self._config, self._config_path = config, config.path
@@ -209,7 +175,7 @@ class ServerControl:
         """Make this replica what the store holds now (the lock held): the names of the servers that changed."""
         with anyio.fail_after(READ_DEADLINE):
             snapshot = await self._store.snapshot()
-            fresh = await _merge(self._config, snapshot, self._bridging, quiet=True)
+            fresh = await merge(self._config, snapshot, self._bridging, quiet=True)
         changed = await self._apply(fresh)
         self._applied = snapshot.counter
         return changed
@@ -228,7 +194,7 @@ class ServerControl:
             raise ControlError(f"server '{name}' was removed meanwhile (by another replica)", 409, current=None)
         return self._view(name)
 
-    async def _apply(self, fresh: dict[str, _Server]) -> builtins.list[str]:
+    async def _apply(self, fresh: dict[str, LiveServer]) -> builtins.list[str]:
         """Make the live servers what ``fresh`` says; the names of those that changed. The servers that start or
         reconnect do so at once, side by side: a reload waits for the slowest first attempt, not their sum."""
         pool = self._live()
@@ -402,13 +368,13 @@ class ServerControl:
     def held(self) -> builtins.list[HeldTool]:
         return [held for name, s in self._servers.items() for held in self._held_by(name, s)]
 
-    def _held_by(self, name: str, s: _Server) -> builtins.list[HeldTool]:
+    def _held_by(self, name: str, s: LiveServer) -> builtins.list[HeldTool]:
         """What no face shows of this server until an admin approves it: every tool while it is quarantined, else
         those changed or new since its approval."""
         if not s.trust.quarantined:
             return builtins.list(s.trust.held.values())
         pool = self._live()
-        return [_quarantined(name, t) for t in (pool.tools(name) if name in pool else [])]
+        return [quarantined_tool(name, t) for t in (pool.tools(name) if name in pool else [])]
 
     # ----- changes -------------------------------------------------------------------------------
 
@@ -587,7 +553,7 @@ class ServerControl:
             return self._current(name)
 
     @staticmethod
-    def _check_reviewable(name: str, s: _Server, tools: Sequence[str], reviewable: AbstractSet[str]) -> None:
+    def _check_reviewable(name: str, s: LiveServer, tools: Sequence[str], reviewable: AbstractSet[str]) -> None:
         """A ControlError unless ``tools`` are one or more of ``reviewable``, the tools of ``name`` an admin may
         decide on now: a quarantined server is reviewed as a whole."""
         if s.trust.quarantined:
@@ -652,13 +618,13 @@ class ServerControl:
             raise RuntimeError("the control plane has no pool yet")
         return self._pool
 
-    def _require(self, name: str) -> _Server:
+    def _require(self, name: str) -> LiveServer:
         s = self._servers.get(name)
         if s is None:
             raise rules.unknown(name, self._servers)
         return s
 
-    def _started(self, name: str, action: str, actor: Actor) -> _Server:
+    def _started(self, name: str, action: str, actor: Actor) -> LiveServer:
         """The server, if ``actor`` may ``action`` it and it is no proposal (nothing of a proposal runs)."""
         s = self._require(name)
         rules.check_model_may_change(name, action, actor, s.added_by, s.enabled_by, self._config_path)
@@ -666,7 +632,7 @@ class ServerControl:
             raise rules.still_proposed(name)
         return s
 
-    async def _accept(self, name: str, s: _Server, actor: Actor) -> ServerView:
+    async def _accept(self, name: str, s: LiveServer, actor: Actor) -> ServerView:
         """Let a proposal run: the pool starts it now, quarantined as every server a model added."""
         # A model wrote every value of a proposal (an operator may not add one): the audit keeps what was approved.
         what = launch(s.config, values=True)
@@ -699,7 +665,7 @@ class ServerControl:
             name=name,
             pack=st.pack,
             type=st.type,
-            status=_status(st, quarantined=s.trust.quarantined and s.enabled),
+            status=shown_status(st, quarantined=s.trust.quarantined and s.enabled),
             enabled=s.enabled,
             quarantined=s.trust.quarantined,
             error=st.error or st.unresponsive,
@@ -721,83 +687,3 @@ class ServerControl:
     @staticmethod
     def _log(name: str, done: str, actor: Actor, **fields: Any) -> None:
         logger.bind(server=name, actor=actor, **fields).info("server '{}' {} by {}", name, done, actor)
-
-
-def _status(st: ServerStatus, *, quarantined: bool) -> str:
-    if quarantined:
-        return "quarantined"
-    return "unresponsive" if st.unresponsive else str(st.status)
-
-
-def _quarantined(server: str, tool: types.Tool) -> HeldTool:
-    return HeldTool(
-        server=server,
-        tool=tool.name,
-        reason="server quarantined",
-        description=tool.description or "",
-        input_schema=dict(tool.input_schema),
-        diff=None,
-    )
-
-
-async def _merge(config: Config, snapshot: Snapshot, bridging: Bridging, *, quiet: bool) -> dict[str, _Server]:
-    """The config's servers with the store's: added servers, overrides, approvals, conversions."""
-    servers: dict[str, tuple[ServerConfig, Actor | None, bool, dict[str, Any] | None]] = {
-        name: (s, None, False, None) for name, s in config.servers.items()
-    }
-    packs = {to_identifier(name): name for name in servers}
-    for name, added in snapshot.added.items():
-        if to_identifier(name) in packs:
-            if quiet:
-                continue
-            logger.warning(
-                "server '{}' (added by {}) clashes with '{}' in the config file: the file's server is used",
-                name,
-                added.added_by,
-                packs[to_identifier(name)],
-            )
-            continue
-        try:
-            servers[name] = (validate_server(name, added.spec), added.added_by, added.proposed, dict(added.spec))
-        except ConfigError as e:
-            if not quiet:
-                logger.error("{}; remove it with `onetool servers remove {}`", e, name)
-            continue
-        packs[to_identifier(name)] = name
-    overrides, approvals = snapshot.overrides, snapshot.approvals
-    loaded: dict[str, _Server] = {}
-    for name, (server, added_by, proposed, spec) in servers.items():
-        o = overrides.get(name)
-        enabled = server.enabled if o is None or o.enabled is None else o.enabled
-        quarantined = server.quarantined if o is None or o.quarantined is None else o.quarantined
-        approved_at = o.approved_at if o is not None else None
-        approved = approvals.get(name, {}) if approved_at is not None else {}
-        trust = Trust(quarantined, approved_at, approved, snapshot.rejections.get(name, {}))
-        enabled_by = o.enabled_by if o is not None else None
-        version = o.version if o is not None else 0
-        loaded[name] = _Server(
-            server,
-            added_by,
-            enabled,
-            trust,
-            proposed=proposed,
-            enabled_by=enabled_by,
-            version=version,
-            spec=spec,
-            tools_set=_stored_filter(name, o.tools if o is not None else None, quiet=quiet),
-        )
-    for name, entry in (await bridging.entries({n: s.config for n, s in loaded.items()})).items():
-        loaded[name].bridged = entry
-    return loaded
-
-
-def _stored_filter(name: str, stored: Mapping[str, Any] | None, *, quiet: bool) -> ToolFilter | None:
-    """The run-time tools filter the store holds; one that no longer validates is dropped, and said so once."""
-    if stored is None:
-        return None
-    try:
-        return ToolFilter.model_validate(stored)
-    except ValueError as e:
-        if not quiet:
-            logger.error("server '{}': ignoring the stored tools filter ({}); set it again", name, e)
-        return None

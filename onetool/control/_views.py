@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from onetool.config import ServerConfig, ToolFilter
 from onetool.text import visible
+
+if TYPE_CHECKING:
+    from mcp import types
+
+    from onetool.upstream.status import ServerStatus
 
 HeldReason = Literal["server quarantined", "changed after approval"]
 FROM_CONFIG = "config"
@@ -181,3 +186,22 @@ def launch(config: ServerConfig, *, values: bool = False) -> dict[str, Any]:
 
 def _shown_values(values: dict[str, str]) -> dict[str, str]:
     return {visible(k, keep=""): visible(v, keep="") for k, v in sorted(values.items())}
+
+
+def shown_status(st: ServerStatus, *, quarantined: bool) -> str:
+    """What a server's view says it is: "quarantined" for an enabled server whose tools await approval."""
+    if quarantined:
+        return "quarantined"
+    return "unresponsive" if st.unresponsive else str(st.status)
+
+
+def quarantined_tool(server: str, tool: types.Tool) -> HeldTool:
+    """A tool of a quarantined server, as review shows it: held with the whole server."""
+    return HeldTool(
+        server=server,
+        tool=tool.name,
+        reason="server quarantined",
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema),
+        diff=None,
+    )
