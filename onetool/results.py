@@ -31,6 +31,7 @@ __all__ = [
     "MEDIA_TYPES",
     "ORIGIN_PREFIXES",
     "error_message",
+    "error_result",
     "error_span_fields",
     "error_text",
     "is_envelope_schema",
@@ -48,6 +49,11 @@ _MAX_MEDIA_SCAN = 1_000
 _MIN_ERROR_CHARS = 4_096
 _MAX_SOURCE_CHARS = 1_000
 _HINT = "return less, e.g. slice or select fields"
+
+
+def error_result(text: str) -> types.CallToolResult:
+    """A tool's failure, said in ``text``: what a face answers when the call could not be made or was stopped."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def to_value(result: types.CallToolResult, output_schema: Mapping[str, Any] | None = None) -> Any:

@@ -20,12 +20,13 @@ from typing import Any, TypeVar
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.types import CallToolResult, RequestId
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onetool.drain import Drain
-from onetool.serve._requests import error_result
+from onetool.results import error_result
 
 T = TypeVar("T")
 
@@ -56,10 +57,12 @@ def stopped(drain: Drain) -> CallToolResult:
 
 def drain_calls(drain: Drain) -> Any:
     """Server middleware: every ``tools/call`` counted by ``drain``, stopped with an error result past its
-    deadline, refused with one while it drains."""
+    deadline, refused with one while it drains. A 2026-era client's retry that answers its call's questions is no
+    new call: it passes, even while draining (the call it continues is counted: _input_required.py)."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method != "tools/call" or ctx.request_id is None:
+        continues = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and _continues(ctx.params)
+        if ctx.method != "tools/call" or ctx.request_id is None or continues:
             result: HandlerResult = await call_next(ctx)
             return result
         return await drained(drain, carrier_of(ctx), lambda: call_next(ctx))
@@ -143,10 +146,18 @@ class DrainGuard:
 
 
 def _starts_work(body: bytes) -> bool:
-    """Whether a POST body holds a request that starts work (:data:`_NEW_WORK`), or is no JSON-RPC at all."""
+    """Whether a POST body holds a request that starts work (:data:`_NEW_WORK`; a retry that continues a call
+    does not), or is no JSON-RPC at all."""
     try:
         message = json.loads(body)
     except ValueError:
         return True
     messages = message if isinstance(message, list) else [message]
-    return not messages or any(not isinstance(m, dict) or m.get("method") in _NEW_WORK for m in messages)
+    return not messages or any(
+        not isinstance(m, dict) or (m.get("method") in _NEW_WORK and not _continues(m.get("params"))) for m in messages
+    )
+
+
+def _continues(params: Any) -> bool:
+    """Whether a ``tools/call``'s params continue a call that waits for its client's answers (``requestState``)."""
+    return isinstance(params, dict) and params.get("requestState") is not None

@@ -8,6 +8,10 @@ of an upstream to the call's client (elicitation, sampling, roots/list; asks.py)
 fulfils it and retries ``tools/call`` with ``input_responses`` and that ``request_state``, which hands the answers to
 the waiting upstream and waits again, on the same call. The mcp SDK's Client drives this loop by itself.
 
+A gateway that drains counts such a call until it ends (not only while a request of its client is open), admits
+its client's retries (they continue counted work; serve/_drain.py), and past the drain's deadline ends it with the
+drain's error result.
+
 Bounds: at most MAX_WAITING calls wait at once (past it, a 2026-era call runs as before: nobody to ask); a question
 waits no longer than the call's deadline (connection.py's asker); a finished call's result is kept RESULT_GRACE
 seconds for a client still on its way back, then dropped. A ``request_state`` names one call of one face: another
@@ -32,7 +36,9 @@ from mcp.types import INVALID_PARAMS, InputRequest, InputRequiredResult
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from onetool.drain import Drain
 from onetool.logs import logger
+from onetool.serve._drain import stopped
 
 __all__ = ["MAX_WAITING", "RESULT_GRACE", "Continuations", "Waiting", "waiting_call"]
 
@@ -126,8 +132,9 @@ class Continuations:
     """A face's 2026-era tool calls waiting for their client: ``async with running()`` in the face's lifespan, and
     :meth:`middleware` in its chain."""
 
-    def __init__(self, face: str) -> None:
+    def __init__(self, face: str, drain: Drain) -> None:
         self._face = face
+        self._drain = drain
         self._waiting: dict[str, Waiting] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
 
@@ -185,8 +192,10 @@ class Continuations:
     async def _run(self, waiting: Waiting, call_next: CallNext, ctx: ServerRequestContext[Any, Any]) -> None:
         token = waiting_call.set(waiting)
         try:
-            with waiting.scope:
+            with self._drain.call(("continuation", waiting.state)) as counted, waiting.scope:
                 waiting.finish(await call_next(ctx))
+            if counted.cancelled_caught:  # past the drain's deadline
+                waiting.finish(stopped(self._drain))
         except Exception as e:  # the handler's own error: its client gets it as it would have
             waiting.finish(e)
         finally:

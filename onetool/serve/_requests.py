@@ -24,7 +24,6 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
-    CallToolResult,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -40,7 +39,6 @@ from mcp.types import (
     LoggingMessageNotification,
     LoggingMessageNotificationParams,
     SetLevelRequestParams,
-    TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
@@ -52,10 +50,6 @@ from onetool.upstream.connection import LEVELS
 DEFAULT_LOG_LEVEL: Final[LoggingLevel] = "warning"
 """Upstream log messages a handshake-era client gets before it sends logging/setLevel."""
 R = TypeVar("R", bound=BaseModel)
-
-
-def error_result(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 class RequestClient:

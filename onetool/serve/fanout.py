@@ -186,7 +186,7 @@ def face_server(
     """
     fanout = ListChangedFanout(changes)
     updates = ItemUpdates(items, changes, fanout)
-    continuations = Continuations(face)
+    continuations = Continuations(face, drain)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:

@@ -131,6 +131,32 @@ async def test_a_run_in_flight_finishes_while_new_work_is_refused(
     assert "drained, shutting down" in log
 
 
+async def test_a_2026_era_call_waiting_for_its_clients_answer_is_drained_not_dropped(tmp_path: Path) -> None:
+    """A 2026-07-28 client's call that asks its user something waits between two of the client's requests: the
+    gateway told to stop counts it until it ends, and takes the client's retry that carries the answer (it continues
+    the call; it starts no work)."""
+    settings = config(30)
+    settings["servers"]["elicit"] = {"command": PYTHON, "args": [str(FIXTURES / "elicit_server.py")], "timeout": 60}
+    served = start_http_gateway(tmp_path, settings, f"drain-{uuid.uuid4().hex}")
+    try:
+
+        async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            served.proc.send_signal(signal.SIGTERM)
+            await anyio.to_thread.run_sync(until, lambda: get(served.url, "/ready")[0] == 503)
+            return types.ElicitResult(action="accept", content={"text": "answered while draining"})
+
+        async with Client(served.url, read_timeout_seconds=60, elicitation_callback=answer) as client:
+            assert client.protocol_version == "2026-07-28"
+            await client.list_tools()  # as listed_run: the result is checked against the list without asking again
+            result = await client.call_tool("run", {"code": "elicit.note()"})
+            assert not result.is_error and "answered while draining" in text_of(result), text_of(result)
+        assert await anyio.to_thread.run_sync(lambda: served.proc.wait(timeout=30)) == 0
+        log = served.log.read_text()
+        assert "draining: 1 call(s) in flight" in log and "drained, shutting down" in log
+    finally:
+        stop(served.proc)
+
+
 @pytest.mark.parametrize("served", [1], indirect=True)
 async def test_past_drain_seconds_a_run_ends_with_a_clear_error(served: ServedGateway) -> None:
     async with anyio.create_task_group() as tg:

@@ -34,9 +34,10 @@ from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.relay import relayed
+from onetool.results import error_result
 from onetool.serve._catalogue_items import items_of
 from onetool.serve._names import namespaced
-from onetool.serve._requests import LogLevels, RequestClient, error_result
+from onetool.serve._requests import LogLevels, RequestClient
 from onetool.serve.direct._cache import ResultCache, cut_result, without_output_schema
 from onetool.serve.direct._manage import MANAGEMENT_NAMES, ManagementTools, data_answer
 from onetool.serve.direct._registries import Registries

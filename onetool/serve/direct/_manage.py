@@ -26,7 +26,7 @@ from onetool.control.actions import lookup, model_verbs
 from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
 from onetool.registry.schema import ToolSchema
-from onetool.serve._requests import error_result
+from onetool.results import error_result
 from onetool.serve.direct._cache import READ_CACHE, READ_CACHE_TOOL, ResultCache, read_cache
 from onetool.serve.direct._registries import (
     LIST_REGISTRIES,

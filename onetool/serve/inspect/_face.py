@@ -42,9 +42,10 @@ from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
 from onetool.relay import relayed
+from onetool.results import error_result
 from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
 from onetool.serve._catalogue_items import items_of
-from onetool.serve._requests import LogLevels, RequestClient, error_result
+from onetool.serve._requests import LogLevels, RequestClient
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 from onetool.upstream import ServerState

@@ -15,9 +15,10 @@ from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from onetool.logs import logger
 from onetool.registry import UpstreamTool
 from onetool.relay import RunClient
+from onetool.results import error_result
 from onetool.serve._catalogue_items import items_of
 from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
-from onetool.serve._requests import LogLevels, error_result
+from onetool.serve._requests import LogLevels
 from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 
