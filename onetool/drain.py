@@ -62,14 +62,24 @@ class Drain:
         drain's deadline passes."""
         key = object()
         with anyio.CancelScope() as scope:
-            self._calls[key] = scope
+            self.hold(key, scope)
             try:
                 yield scope
             finally:
-                del self._calls[key]
-                if carrier in self._carriers:
-                    self._answering.add(carrier)
-                self._signal()
+                self.release(key, carrier)
+
+    def hold(self, key: object, scope: anyio.CancelScope) -> None:
+        """Count a call that runs beyond any one request (a 2026-era call waiting for its client's answers) until
+        :meth:`release`; ``scope`` is cancelled when the drain's deadline passes."""
+        self._calls[key] = scope
+
+    def release(self, key: object, carrier: Hashable) -> None:
+        """The call held as ``key`` ended; its answer goes out on ``carrier`` (counted until that is written)."""
+        if self._calls.pop(key, None) is None:
+            return
+        if carrier in self._carriers:
+            self._answering.add(carrier)
+        self._signal()
 
     def opened(self, carrier: Hashable) -> None:
         """A transport received a request that may carry a call; until :meth:`closed`, a call it carried counts

@@ -8,9 +8,9 @@ of an upstream to the call's client (elicitation, sampling, roots/list; asks.py)
 fulfils it and retries ``tools/call`` with ``input_responses`` and that ``request_state``, which hands the answers to
 the waiting upstream and waits again, on the same call. The mcp SDK's Client drives this loop by itself.
 
-A gateway that drains counts such a call until it ends (not only while a request of its client is open), admits
-its client's retries (they continue counted work; serve/_drain.py), and past the drain's deadline ends it with the
-drain's error result.
+A gateway that drains counts such a call while it waits for its client too (its first request is counted as every
+call's is), takes its client's retries (they continue counted work; serve/_drain.py), and past the drain's deadline
+ends it with the drain's error result.
 
 Bounds: at most MAX_WAITING calls wait at once (past it, a 2026-era call runs as before: nobody to ask); a question
 waits no longer than the call's deadline (connection.py's asker); a finished call's result is kept RESULT_GRACE
@@ -38,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from onetool.drain import Drain
 from onetool.logs import logger
-from onetool.serve._drain import stopped
+from onetool.serve._drain import carrier_of, stopped
 
 __all__ = ["MAX_WAITING", "RESULT_GRACE", "Continuations", "Waiting", "waiting_call"]
 
@@ -183,18 +183,23 @@ class Continuations:
             waiting.scope.cancel()
             self._waiting.pop(waiting.state, None)
             waiting.collected.set()
+            self._drain.release(waiting, None)
             raise
-        if not isinstance(result, InputRequiredResult):
+        if isinstance(result, InputRequiredResult):
+            # Between two of its client's requests the call is counted here; during its first, the request is.
+            self._drain.hold(waiting, waiting.scope)
+        else:
             self._waiting.pop(waiting.state, None)
             waiting.collected.set()
+            self._drain.release(waiting, carrier_of(waiting.ctx))  # counted until this answer is written
         return result
 
     async def _run(self, waiting: Waiting, call_next: CallNext, ctx: ServerRequestContext[Any, Any]) -> None:
         token = waiting_call.set(waiting)
         try:
-            with self._drain.call(("continuation", waiting.state)) as counted, waiting.scope:
+            with waiting.scope:
                 waiting.finish(await call_next(ctx))
-            if counted.cancelled_caught:  # past the drain's deadline
+            if waiting.result is None:  # stopped: past the drain's deadline (or its client gave up on it)
                 waiting.finish(stopped(self._drain))
         except Exception as e:  # the handler's own error: its client gets it as it would have
             waiting.finish(e)
@@ -203,6 +208,7 @@ class Continuations:
         # A client that was asked something may still be on its way back for this result.
         with anyio.move_on_after(RESULT_GRACE):
             await waiting.collected.wait()
+        self._drain.release(waiting, None)
         if self._waiting.pop(waiting.state, None) is not None:
             logger.bind(face=self._face).info("a 2026-era client never came back for its call's result")
 

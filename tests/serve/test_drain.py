@@ -241,6 +241,10 @@ async def test_while_draining_a_cancel_still_reaches_its_call_and_a_large_body_i
 
         large = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"pad": "x" * 100_000}}
         assert (await anyio.to_thread.run_sync(session_post, large)).status == 503
+        # A handshake-era call that carries a requestState, as a 2026-era retry does, is still new work: refused.
+        posing = {**call, "id": 8, "params": {**call["params"], "requestState": "forged"}}  # type: ignore[dict-item]
+        posed = await anyio.to_thread.run_sync(session_post, posing)
+        assert "this call did not run" in (await anyio.to_thread.run_sync(posed.read)).decode()
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
         assert (await anyio.to_thread.run_sync(session_post, cancel)).status == 202
         # The cancelled call ends at once, so the drain does, far before the 30 s sleep or drain.
