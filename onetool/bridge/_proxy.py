@@ -32,7 +32,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from onetool.bridge._upstream import BridgedUpstream
 from onetool.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from onetool.serve.fanout import ListChanged, ListChangedFanout, ListChangedServer
+from onetool.serve.list_changed import ListChanged, ListChangedFanout, ListChangedServer
 
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]

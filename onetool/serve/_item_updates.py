@@ -41,7 +41,7 @@ from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._requests import connection_of
 
 if TYPE_CHECKING:
-    from onetool.serve.fanout import ChangeSubscription, ListChanged, ListChangedFanout
+    from onetool.serve.list_changed import ChangeSubscription, ListChanged, ListChangedFanout
 
 __all__ = ["ItemUpdates"]
 

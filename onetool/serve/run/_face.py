@@ -1,5 +1,5 @@
 """The `run` face (code mode, ``/mcp`` and the default on stdio): one MCP tool, ``run(code)``, which runs a snippet
-through the gateway (:mod:`onetool.runs`). This module only speaks MCP; serve.fanout tells clients of both eras
+through the gateway (:mod:`onetool.runs`). This module only speaks MCP; serve.list_changed tells clients of both eras
 about catalogue changes; serve.stdio and serve.http carry the server.
 
 While a run runs, its client gets its progress and its upstreams' log messages (:mod:`onetool.serve._requests`).
