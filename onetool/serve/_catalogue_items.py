@@ -384,13 +384,12 @@ class CatalogueItems:
     async def _subscribe(self, server: str, upstream: str) -> None:
         """Ask ``server`` for the updates of ``upstream``: on its listen stream (2026-07-28, the filter of the
         stream the pool holds), else by ``resources/subscribe`` on its session."""
-        pool = self._gateway.pool
         if self._modern(server):
             await self._watch(server, upstream, on=True)
         else:
             request = SubscribeRequest(params=SubscribeRequestParams(uri=upstream))
             await self._ask(server, "resources/subscribe", partial(_send_empty, request), retry=True)
-        self._declared[server] = pool.capabilities(server)
+        self._declared[server] = self._gateway.pool.capabilities(server)
 
     def _modern(self, server: str) -> bool:
         return self._gateway.pool.server_status(server).protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -399,7 +398,7 @@ class CatalogueItems:
         try:
             await self._gateway.pool.watch_resource(server, upstream, on=on)
         except ModelError as e:
-            raise MCPError(INTERNAL_ERROR, one_line(visible(str(e)[:_MAX_ERROR], keep=""), _MAX_ERROR)) from None
+            raise _escaped(e) from None
         except TimeoutError:
             raise MCPError(INTERNAL_ERROR, f"server '{server}' did not open its listen stream in time") from None
 
@@ -430,11 +429,11 @@ class CatalogueItems:
                 return
             if self._held.pop(key, None) is None:
                 return
-            request = UnsubscribeRequest(params=UnsubscribeRequestParams(uri=upstream))
             try:
                 if self._modern(server):
                     await self._watch(server, upstream, on=False)
                 else:
+                    request = UnsubscribeRequest(params=UnsubscribeRequestParams(uri=upstream))
                     await self._ask(server, "resources/unsubscribe", partial(_send_empty, request), retry=False)
             except MCPError as e:
                 logger.bind(server=server).debug("server '{}': not unsubscribed: {}", server, e.error.message)
@@ -471,7 +470,7 @@ class CatalogueItems:
         try:
             return await self._gateway.pool.request(server, f"{display} on '{server}'", send, retry=retry)
         except ModelError as e:
-            raise MCPError(INTERNAL_ERROR, one_line(visible(str(e)[:_MAX_ERROR], keep=""), _MAX_ERROR)) from None
+            raise _escaped(e) from None
 
     def _refuse_held(self, names: Callable[[str], bool]) -> None:
         """A server an operator holds for review is said to be held, as its tools are, not unknown."""
@@ -485,6 +484,11 @@ class CatalogueItems:
 
 
 # ----- shaping: what an upstream wrote, as a client is shown it ---------------------------------------------
+
+
+def _escaped(error: ModelError) -> MCPError:
+    """A request's failure as an MCP error whose message (often the upstream's words) is escaped and cut."""
+    return MCPError(INTERNAL_ERROR, one_line(visible(str(error)[:_MAX_ERROR], keep=""), _MAX_ERROR))
 
 
 def _unstamped(meta: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -663,11 +663,8 @@ class Connection:
                     )
                     async with listen as events, anyio.create_task_group() as tg:
                         deadline.deadline = math.inf
-                        stream, replaced = (
-                            ListenStream(frozenset(events.honored.resource_subscriptions or ())),
-                            session.stream,
-                        )
-                        session.stream = stream
+                        replaced = session.stream
+                        stream = session.stream = ListenStream(frozenset(events.honored.resource_subscriptions or ()))
                         if replaced is not None:
                             replaced.replaced.set()
                             session.refresh.set()  # nothing is replayed between two streams: list the tools again
