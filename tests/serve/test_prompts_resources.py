@@ -305,7 +305,12 @@ async def test_a_2026_era_servers_resource_updates_reach_subscribers_of_either_e
             await c.session.send_request(SubscribeRequest(params=SubscribeRequestParams(uri=touched)), EmptyResult)
         async with client(f"{served.url}/direct") as direct:
             assert text_of(await direct.call_tool("items:touch", {"uri": touched})) == "touched"
-        await heard(notes, f"{updated} {touched}")
+            await heard(notes, f"{updated} {touched}")
+            # An update of a resource nobody here subscribed to reaches nobody: the next one heard is ours.
+            assert text_of(await direct.call_tool("items:touch", {"uri": "hostile://many/2"})) == "touched"
+            assert text_of(await direct.call_tool("items:touch", {"uri": touched})) == "touched"
+            with anyio.fail_after(20):
+                assert await notes.receive() == f"{updated} {touched}"
 
 
 async def test_list_changed_reaches_both_eras_when_an_upstream_or_a_server_changes(served: ServedGateway) -> None:
