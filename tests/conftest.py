@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_on_a_free_port(
+    start: Callable[[int], subprocess.Popen[Any]], answers: Callable[[int], bool], timeout: float = 15.0
+) -> tuple[subprocess.Popen[Any], int]:
+    """A server started on a port that was free a moment before, and its port, once ``answers(port)`` shows that
+    this server is the one listening there. Between :func:`free_port` and the server's bind, another process may
+    take the port (the kernel hands a ``--port 0`` listener the same ephemeral ports): then the server exits
+    (address in use), or someone else answers, and it is started again on another port."""
+    for _ in range(3):
+        port = free_port()
+        proc = start(port)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            if answers(port):
+                return proc, port
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            raise TimeoutError(f"the server on 127.0.0.1:{port} did not answer within {timeout} s")
+    raise RuntimeError("three free ports in a row were taken before the server could bind one")
 
 
 def wait_for_port(port: int, timeout: float = 15.0) -> None:

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
 from itertools import count
 from pathlib import Path
 from typing import Any, Literal
@@ -60,7 +60,7 @@ def sqlite_file(url: str) -> Path | None:
 
 def sqlite_execute(path: Path, sql: str) -> list[tuple[object, ...]]:
     """Run SQL on a store file with the plain sqlite3 module: a second, independent client."""
-    with sqlite3.connect(path) as con:
+    with closing(sqlite3.connect(path)) as con:  # sqlite3's own `with` commits but does not close
         return con.execute(sql).fetchall()
 
 

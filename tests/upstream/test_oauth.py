@@ -41,7 +41,7 @@ from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
 from onetool.upstream.authorize import Authorized, authorize
 from tests.config.test_config import error_of, write
-from tests.conftest import FIXTURES, free_port, wait_for_port
+from tests.conftest import FIXTURES, serve_on_a_free_port
 from tests.fixtures.oauth_server import EXCHANGE_REFUSED
 from tests.processes import stop
 from tests.state.conftest import RecordingStore
@@ -62,13 +62,23 @@ class OAuthServer:
 @contextmanager
 def oauth_server(*flags: str) -> Iterator[OAuthServer]:
     """The fixture server (tests/fixtures/oauth_server.py, access tokens living TTL seconds) while inside."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags])
+
+    def start(port: int) -> subprocess.Popen[Any]:
+        return subprocess.Popen([sys.executable, OAUTH_SERVER, str(port), "--ttl", str(TTL), *flags])
+
+    proc, port = serve_on_a_free_port(start, _answers_as_the_fixture)
     try:
-        wait_for_port(port)
         yield OAuthServer(port)
     finally:
         stop(proc, 5)
+
+
+def _answers_as_the_fixture(port: int) -> bool:
+    """Whether the OAuth fixture (not some other server that took its port) answers on ``port``."""
+    try:
+        return httpx2.get(f"http://127.0.0.1:{port}/fixture/stats", timeout=2).status_code == 200
+    except httpx2.HTTPError:
+        return False
 
 
 @pytest.fixture
