@@ -60,7 +60,8 @@ def sqlite_file(url: str) -> Path | None:
 
 def sqlite_execute(path: Path, sql: str) -> list[tuple[object, ...]]:
     """Run SQL on a store file with the plain sqlite3 module: a second, independent client."""
-    with closing(sqlite3.connect(path)) as con:  # sqlite3's own `with` commits but does not close
+    # closing() closes it; the connection's own with-block commits (and does not close).
+    with closing(sqlite3.connect(path)) as con, con:
         return con.execute(sql).fetchall()
 
 
