@@ -159,7 +159,8 @@ async def test_parallel_calls_overlap_and_keep_their_order(gateway: ServedGatewa
     result, _ = await call_run(gateway, code, mode)
     elapsed = time.monotonic() - started
     assert result.structured_content == {"result": [f"slept {0.5 + i / 100}" for i in range(10)]}, text_of(result)
-    assert elapsed < 2.5, f"10 x 0.5 s in parallel took {elapsed:.2f} s"
+    # One after another they take 5.45 s; overlapping, about 0.6 s on a quiet machine (a busy CI one took 2.6 s).
+    assert elapsed < 5.0, f"10 x 0.5 s in parallel took {elapsed:.2f} s"
 
 
 async def test_parallel_with_one_failure(gateway: ServedGateway) -> None:
