@@ -155,44 +155,55 @@ class ServerControl:
         """Serve ``config``'s servers from now on (a reloaded config file), merged with the store as at start: the
         added start, the removed stop, those whose connection changed reconnect, the others keep theirs."""
         async with self._lock:
-            with anyio.fail_after(READ_DEADLINE):
-                snapshot = await self._store.snapshot()
-                fresh = await merge(config, snapshot, self._bridging, quiet=False)
             before = {name: s.connection() for name, s in self._servers.items()}
-            changed = await self._apply(fresh)
+            changed = await self._sync(config)
             self._config, self._config_path = config, config.path
-            self._applied = snapshot.counter
         for name in changed:
             await self.refresh(name)
+        # _apply updated each kept row in place: its connection now is the new one.
+        kept = [n for n in changed if n in before and n in self._servers]
         return Reloaded(
             added=[n for n in changed if n not in before],
             removed=[n for n in changed if n not in self._servers],
-            restarted=[n for n in changed if n in before and n in self._servers and before[n] != fresh[n].connection()],
-            updated=[n for n in changed if n in before and n in self._servers and before[n] == fresh[n].connection()],
+            restarted=[n for n in kept if before[n] != self._servers[n].connection()],
+            updated=[n for n in kept if before[n] == self._servers[n].connection()],
         )
 
-    async def _sync(self) -> builtins.list[str]:
-        """Make this replica what the store holds now (the lock held): the names of the servers that changed."""
+    async def _sync(self, config: Config | None = None) -> builtins.list[str]:
+        """Make this replica what the store holds now, with ``config``'s servers (a reloaded file; default: the one
+        it serves), the lock held: the names of the servers that changed. Problems of stored servers are logged
+        only with a new config (the follower would repeat them every second)."""
         with anyio.fail_after(READ_DEADLINE):
             snapshot = await self._store.snapshot()
-            fresh = await merge(self._config, snapshot, self._bridging, quiet=True)
+            fresh = await merge(config or self._config, snapshot, self._bridging, quiet=config is None)
         changed = await self._apply(fresh)
         self._applied = snapshot.counter
         return changed
 
     async def _written(self, name: str) -> None:
         """After this replica wrote a change of ``name`` to the store: apply the store here, as the follower does,
-        and tell the faces (of ``name`` too when nothing of what it keeps changed, as after a restart). Should the
-        store fail between the write and this read, the follower applies the change once it can read again."""
-        changed = await self._sync()
+        and tell the faces (of ``name`` too when nothing of what it keeps changed, as after a restart). A store
+        that fails between the write and this read does not make the written change look refused: this replica
+        goes blind as its follower would, and applies the change once it can read again."""
+        try:
+            changed = await self._sync()
+        except (StateError, TimeoutError) as e:
+            self._go_blind(f"cannot read the state store after a change was written ({e})")
+            changed = []
         for server in (*(n for n in changed if n != name), name):
             await self.refresh(server)
 
     def _current(self, name: str) -> ServerView:
         """``name`` as it is after a change this replica wrote; a 409 when another replica removed it meanwhile."""
-        if name not in self._servers:
-            raise ControlError(f"server '{name}' was removed meanwhile (by another replica)", 409, current=None)
-        return self._view(name)
+        if name in self._servers:
+            return self._view(name)
+        if self._blind:  # the read after the write failed (_written)
+            raise ControlError(
+                f"the change of server '{name}' is written, but the state store cannot be read now: this gateway "
+                "applies it once it can",
+                503,
+            )
+        raise ControlError(f"server '{name}' was removed meanwhile (by another replica)", 409, current=None)
 
     async def _apply(self, fresh: dict[str, LiveServer]) -> builtins.list[str]:
         """Make the live servers what ``fresh`` says; the names of those that changed. The servers that start or

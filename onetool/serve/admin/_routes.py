@@ -35,7 +35,8 @@
 A change is made by the actor the ``X-OneTool-Actor`` header names ("cli" from the CLI), else "api".
 Errors are ``{"error": message}`` with 400 (bad request or spec), 404 (unknown server or action), 409 (conflict; a
 change that lost a race to another replica also carries ``"current"``, the server as it is now, and changed
-nothing), 503 with ``Retry-After`` (the state store cannot be used now: nothing changed); convert also 429 (the
+nothing), 503 (the state store cannot be used now: with ``Retry-After`` nothing changed; without it, the message
+says the change was written and this gateway applies it once it can read the store again); convert also 429 (the
 bridge is full) and 503 (the bridge is unavailable), and then nothing changed. Revert and remove never wait for
 the bridge: they are done at once, and a bridge that cannot be reached is asked to stop the server in the
 background.
@@ -56,7 +57,7 @@ from starlette.types import Receive, Scope, Send
 from onetool.control.actions import ACTIONS, BUTTON_VERBS, Action, lookup
 from onetool.errors import ArgumentError, ConfigError, ControlError, StateError
 from onetool.relay import ProgressClient
-from onetool.serve._drain import drained
+from onetool.serve._drain import RETRY_AFTER, drained
 from onetool.serve._tools_module import filter_too_long
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
@@ -68,7 +69,6 @@ if TYPE_CHECKING:
 
 ACTOR_HEADER = "X-OneTool-Actor"
 _ACTORS: dict[str, Actor] = {"cli": "cli", "api": "api"}
-_STORE_RETRY_AFTER = "5"
 
 
 Handler = Callable[[Request], Awaitable[Any]]
@@ -88,7 +88,7 @@ def json_endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Aw
                 body["current"] = e.current  # a change that lost a race: what won
             return JSONResponse(body, status_code=e.status)
         except StateError as e:  # the store is down or busy: nothing changed, and a retry may find it back
-            return JSONResponse({"error": str(e)}, status_code=503, headers={"Retry-After": _STORE_RETRY_AFTER})
+            return JSONResponse({"error": str(e)}, status_code=503, headers={"Retry-After": str(RETRY_AFTER)})
 
     return endpoint
 
