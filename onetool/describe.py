@@ -1,30 +1,28 @@
 """The ``run`` tool's description: how to use it, its limits, and every pack's tools.
 
 This text is all a model sees of OneTool, and it is sent on every turn, so it teaches by example (a call of a tool
-it can call: :func:`example`) and stays within
-:data:`BUDGET_BYTES` as the client receives it. Each tool is listed under its pack as ``tool(arg: type = default)
--> shape # first sentence`` while everything fits. When it does not, the listing gives up detail in steps, each taken by
-every pack (longest listing first) before any pack takes the next: the compact form ``tool(arg, opt?) # purpose``,
-then purposes cut shorter for all, then no purposes, then names only, then a count with what the pack is about
-(the words its tools are named by), then a count. Names and parameter names go last: with them a model can write
-the call, and ``proxy.describe("pack.tool")`` gives the rest. Whatever the size, the text says that
-``proxy.search`` finds tools by task, which is how a model meets a catalogue too large to list.
+it can call: :func:`example`) and stays within :data:`BUDGET_BYTES` as the client receives it. Each tool is listed
+under its pack as ``tool(arg: type = default) -> shape # first sentence`` while everything fits; when it does not,
+the packs give up detail as :mod:`onetool.listing` says, the compact form being ``tool(arg, opt?) # purpose``.
+Names and parameter names go last: with them a model can write the call, and ``proxy.describe("pack.tool")`` gives
+the rest. Whatever the size, the text says that ``proxy.search`` finds tools by task, which is how a model meets a
+catalogue too large to list.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from onetool.listing import Level, Levels, fit, gist, json_size
 from onetool.registry import LocalTool, Pack, Registry, Tool, UpstreamTool
 from onetool.results import is_envelope_schema
 from onetool.schema_walk import object_view
 from onetool.text import one_line
 from sandbox import ALLOWED_MODULES, Limits
 
-__all__ = ["BUDGET_BYTES", "INSTRUCTIONS_CHARS", "describe_run", "example", "intro", "json_size"]
+__all__ = ["BUDGET_BYTES", "INSTRUCTIONS_CHARS", "describe_run", "example", "intro"]
 
 INSTRUCTIONS_CHARS = 300
 """A server's own instructions, as shown under its pack (in full: proxy.list_servers())."""
@@ -34,23 +32,12 @@ name and schema and the result's own keys (about 265 bytes), a tools/list under 
 size. The four reference servers' 42 tools (server-everything lists 4 more to a client that can elicit, sample
 and list roots, as the gateway's pool can) are all listed with their names and parameters: 90 % less than the
 same tools listed directly."""
-MAX_PURPOSE_CHARS = 80
-"""A tool's purpose in the compact form, at most; cut shorter for all tools when the listing does not fit."""
-MIN_PURPOSE_CHARS = 32
-"""Cut shorter, a purpose mostly repeats the tool's name: packs drop their purposes instead, longest first."""
 
 _MODULES = ", ".join(ALLOWED_MODULES)
 _SHORTENED = (
     'Shortened to fit: proxy.search("task") finds tools, proxy.list_tools(server="name") lists a pack\'s tools, '
     'proxy.describe("pack.tool") gives one tool\'s types and description.'
 )
-_GIST_WORDS = 5
-"""Words a pack's line names what it is about by, at most (the count level)."""
-_GENERIC_WORDS = "get list create update delete set add remove search find read write run fetch new retrieve api"
-_GENERIC = frozenset(_GENERIC_WORDS.split())
-"""Words of tool names that say what is done, not what to: left out of a pack's gist."""
-
-Level = Callable[[Pack, Registry], str]
 
 _PLACEHOLDERS = {"string": '"..."', "integer": "1", "number": "1.0", "boolean": "True", "array": "[]", "object": "{}"}
 """What the example passes for a required argument of each JSON type (the model fills in real values)."""
@@ -81,11 +68,6 @@ Example:
   {shown[1]}
 In listings `b?` is optional, `{{a: str}}` a dict, `-> T` the result.
 Find tools for a task: proxy.search("what you need") gives the best, with signatures."""
-
-
-def json_size(text: str) -> int:
-    """Bytes of ``text`` inside a JSON string, as a client receives it: escapes and UTF-8 counted."""
-    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
 
 
 def example(registry: Registry) -> tuple[str, str]:
@@ -152,125 +134,58 @@ def describe_run(registry: Registry, limits: Limits, budget: int = BUDGET_BYTES)
     if not packs:
         return head + "\n\nNo packs are available."
     room = budget - json_size(f"{head}\n\nPacks:\n{_SHORTENED}")
-    lines, shortened = _Listing(packs, registry).fit(room)
+    lines, shortened = fit({p.name: p for p in packs}, _levels(registry), room)
     return "\n".join([head, "", "Packs:", *lines, *([_SHORTENED] if shortened else [])])
 
 
-class _Listing:
-    """Every pack's listing at the level of detail chosen for it, and the bytes they take together (kept as
-    packs change level: the description is rebuilt on the event loop after every catalogue change)."""
+def _levels(registry: Registry) -> Levels[Pack]:
+    """A pack's listing at each level of detail (:mod:`onetool.listing`)."""
 
-    def __init__(self, packs: Sequence[Pack], registry: Registry) -> None:
-        self._packs = {p.name: p for p in packs}
-        self._registry = registry
-        self.chosen: dict[str, str] = {}
-        self._sizes: dict[str, int] = {}
-        self._size = 0
-        self._take_all(_full)
+    def header(pack: Pack) -> str:
+        status = registry.pack_status(pack)
+        note = ""
+        if status is not None and not status.connected:
+            # A server still connecting has no error yet: "[server connecting]".
+            note = f" [server {status.status}: {status.error}]" if status.error else f" [server {status.status}]"
+        return f"{pack.name}:{note}"
 
-    def fit(self, room: int) -> tuple[list[str], bool]:
-        """The pack lines within ``room`` bytes, and whether any pack is shown with less than everything."""
-        if self._size <= room:
-            return list(self.chosen.values()), False
-        if self._degrade(_compact_at(MAX_PURPOSE_CHARS), room):
-            return list(self.chosen.values()), True
-        # Every pack is compact and still too long: the longest purposes that fit every pack, if they say enough;
-        # else purposes for the packs with the shortest listings only.
-        low, high = MIN_PURPOSE_CHARS, MAX_PURPOSE_CHARS - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if self._all_at(_compact_at(middle)) <= room else (low, middle - 1)
-        self._take_all(_compact_at(low))
-        for level in (_compact_at(0), _names, _gist, _count):
-            if self._degrade(level, room):
-                return list(self.chosen.values()), True
-        return _first_fitting(list(self.chosen.values()), room), True
-
-    def _take(self, name: str, text: str) -> None:
-        size = json_size(text) + 2  # + the "\n" that joins it
-        self._size += size - self._sizes.get(name, 0)
-        self.chosen[name], self._sizes[name] = text, size
-
-    def _take_all(self, level: Level) -> None:
-        for name, pack in self._packs.items():
-            self._take(name, level(pack, self._registry))
-
-    def _degrade(self, level: Level, room: int) -> bool:
-        """Take ``level`` pack by pack, longest listing first, until everything fits; whether it does."""
-        for name in sorted(self._sizes, key=self._sizes.__getitem__, reverse=True):
-            if self._size <= room:
-                return True
-            self._take(name, level(self._packs[name], self._registry))
-        return self._size <= room
-
-    def _all_at(self, level: Level) -> int:
-        return sum(json_size(level(pack, self._registry)) + 2 for pack in self._packs.values())
-
-
-def _header(pack: Pack, registry: Registry) -> str:
-    status = registry.pack_status(pack)
-    note = ""
-    if status is not None and not status.connected:
-        # A server still connecting has no error yet: "[server connecting]".
-        note = f" [server {status.status}: {status.error}]" if status.error else f" [server {status.status}]"
-    return f"{pack.name}:{note}"
-
-
-def _full(pack: Pack, registry: Registry) -> str:
-    lines = [_header(pack, registry)]
-    status = registry.pack_status(pack)
-    if status is not None and status.instructions:
-        lines.append(f"  # {one_line(status.instructions, INSTRUCTIONS_CHARS)}")
-    for tool in pack.tools.values():
-        summary = f" # {tool.summary}" if tool.summary else ""
-        lines.append(f"  {tool.signature.removeprefix(f'{pack.name}.')}{summary}")
-    return "\n".join(lines)
-
-
-def _compact_at(purpose: int) -> Level:
-    """``tool(a, b?) # purpose`` per line, purposes cut to ``purpose`` characters (0: none); a server's
-    instructions are left to proxy.list_servers()."""
-
-    def compact(pack: Pack, registry: Registry) -> str:
-        lines = [_header(pack, registry)]
-        for name, tool in pack.tools.items():
-            said = tool.purpose(purpose) if purpose else ""
-            lines.append(f"  {name}({tool.params})" + (f" # {said}" if said else ""))
+    def full(pack: Pack) -> str:
+        lines = [header(pack)]
+        status = registry.pack_status(pack)
+        if status is not None and status.instructions:
+            lines.append(f"  # {one_line(status.instructions, INSTRUCTIONS_CHARS)}")
+        for tool in pack.tools.values():
+            summary = f" # {tool.summary}" if tool.summary else ""
+            lines.append(f"  {tool.signature.removeprefix(f'{pack.name}.')}{summary}")
         return "\n".join(lines)
 
-    return compact
+    def compact(purpose: int) -> Level[Pack]:
+        """``tool(a, b?) # purpose`` per line, purposes cut to ``purpose`` characters (0: none); a server's
+        instructions are left to proxy.list_servers()."""
 
+        def at(pack: Pack) -> str:
+            lines = [header(pack)]
+            for name, tool in pack.tools.items():
+                said = tool.purpose(purpose) if purpose else ""
+                lines.append(f"  {name}({tool.params})" + (f" # {said}" if said else ""))
+            return "\n".join(lines)
 
-def _names(pack: Pack, registry: Registry) -> str:
-    return f"{_count(pack, registry)}: {', '.join(pack.tools)}"
+        return at
 
+    def count(pack: Pack) -> str:
+        n = len(pack.tools)
+        return f"{header(pack)} {n} tool{'' if n == 1 else 's'}"
 
-def _gist(pack: Pack, registry: Registry) -> str:
-    """``github: 26 tools (pull request, issue, repository...)``: the count, and the words most of its tools are
-    named by (a pack's one-line purpose)."""
-    seen: dict[str, int] = {}
-    for name in pack.tools:
-        for word in dict.fromkeys(name.lower().split("_")):
-            if len(word) > 1 and word not in _GENERIC and word not in pack.name and not word.isdigit():
-                seen[word] = seen.get(word, 0) + 1
-    top = sorted(seen, key=lambda w: -seen[w])[:_GIST_WORDS]
-    return f"{_count(pack, registry)} ({', '.join(top)})" if top else _count(pack, registry)
+    def about(pack: Pack) -> str:
+        """``github: 26 tools (pull, request, issue...)``: a pack's one-line purpose."""
+        words = gist(pack.tools, pack.name)
+        return f"{count(pack)} ({', '.join(words)})" if words else count(pack)
 
-
-def _count(pack: Pack, registry: Registry) -> str:
-    count = len(pack.tools)
-    return f"{_header(pack, registry)} {count} tool{'' if count == 1 else 's'}"
-
-
-def _first_fitting(lines: list[str], room: int) -> list[str]:
-    """As many pack lines as fit, and how many packs are left out (only for hundreds of packs)."""
-    kept: list[str] = []
-    used = 0
-    for i, line in enumerate(lines):
-        left = len(lines) - i
-        rest = f"... and {left} more pack{'' if left == 1 else 's'}: proxy.list_servers() lists them."
-        if used + json_size(line) + json_size(rest) + 4 > room:
-            return [*kept, rest]
-        kept.append(line)
-        used += json_size(line) + 2
-    return kept
+    return Levels(
+        full=full,
+        compact=compact,
+        names=lambda pack: f"{count(pack)}: {', '.join(pack.tools)}",
+        gist=about,
+        count=count,
+        rest=lambda left: f"... and {left} more pack{'' if left == 1 else 's'}: proxy.list_servers() lists them.",
+    )

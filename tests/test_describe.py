@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from onetool.describe import BUDGET_BYTES, INSTRUCTIONS_CHARS, describe_run, intro, json_size
+from onetool.describe import BUDGET_BYTES, INSTRUCTIONS_CHARS, describe_run, intro
+from onetool.listing import json_size
 from onetool.registry import LocalTool, Pack, Registry
 from onetool.registry._summary import MAX_SUMMARY_CHARS, brief, summarize
 from onetool.upstream import ServerState, ServerStatus

@@ -1,8 +1,10 @@
-"""What ``inspect`` tells the model: its own description (every server and tool), and tool schemas on request.
+"""What ``inspect`` tells the model: its own description (every server and tool, within a budget), and tool schemas
+on request.
 
-The input is plain data (:class:`InspectServer`, :class:`InspectTool`, or anything shaped like them), so this
-module knows nothing of the registry or the pool. Quarantined, disabled and failed servers are invisible; the
-failed ones are named in one closing line so the model knows they exist but cannot be used now.
+The input is plain data (:class:`InspectServer`, :class:`InspectTool`, or anything shaped like them), so this module
+knows nothing of the registry or the pool (it cuts a summary as the registry does: ``brief``). Quarantined, disabled
+and failed servers are invisible; the failed ones are named in one closing line so the model knows they exist but
+cannot be used now.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from onetool.config import DEFAULT_MAX_DESCRIPTION_LEN
 from onetool.errors import UnknownPack, UnknownTool, UpstreamUnavailable
 from onetool.inspect.compress import compress
+from onetool.listing import Level, Levels, fit, gist, json_size
+from onetool.registry import brief
 from onetool.text import closest, one_line, shown_name
 
 INSTRUCTIONS_MAX_CHARS = 300
@@ -23,6 +27,16 @@ _SHOWN_STATES = frozenset({"connected"})
 _MAX_NAME = 128
 """MCP names are at most 128 characters; a longer one is cut rather than let fill the description."""
 _MAX_SUMMARY = 160
+_MAX_FAILED = 300
+"""The closing line's names of failed servers, at most (a catalogue of hundreds can have many)."""
+BUDGET_BYTES = 5_000
+"""The whole description, JSON-escaped UTF-8 as a client receives it (about 1,250 tokens): the four reference
+servers' tools are listed in full, each with its first sentence; a larger catalogue gives up detail to stay
+within it (``inspect(query=...)`` finds what the listing no longer names)."""
+_SHORTENED = (
+    'Shortened to fit: inspect(query="a task") finds the best tools of every server, inspect(server_name) lists '
+    "a server's tools."
+)
 
 INTRO = """\
 Inspect the tools of the MCP servers below, then call one with exec(server_name, tool_name, arguments).
@@ -83,27 +97,74 @@ class InspectServer(Generic[ToolT_co]):
     status: str = "connected"
 
 
-def describe_inspect(servers: Iterable[ServerLike[ToolLike]]) -> str:
-    """The ``inspect`` tool's description: one line per server, then one line per tool of it."""
+def describe_inspect(servers: Iterable[ServerLike[ToolLike]], budget: int = BUDGET_BYTES) -> str:
+    """The ``inspect`` tool's description: one line per server, then one line per tool of it, given up detail as
+    :mod:`onetool.listing` says where that does not fit in ``budget`` bytes."""
     servers = list(servers)
-    lines = [INTRO, "", "Available tools:"]
-    visible = [s for s in servers if s.status not in HIDDEN_STATES]
-    for server in visible:
-        line = f"  Server: {one_line(server.name, _MAX_NAME)}"
-        if server.status not in _SHOWN_STATES:
-            line += f" [{one_line(server.status, 40)}]"
-        if server.instructions and server.instructions.strip():
-            line += f" - {one_line(server.instructions, INSTRUCTIONS_MAX_CHARS)}"
-        lines.append(line)
-        for tool in server.tools:
-            name, summary = one_line(tool.name, _MAX_NAME), one_line(tool.summary, _MAX_SUMMARY)
-            lines.append(f"    - {name}: {summary}" if summary else f"    - {name}")
-    if not visible:
-        lines.append("  (no servers are available)")
+    visible = {str(i): s for i, s in enumerate(servers) if s.status not in HIDDEN_STATES}
     failed = [one_line(s.name, _MAX_NAME) for s in servers if s.status == "failed"]
-    if failed:
-        lines.append(f"Unavailable (failed to connect): {', '.join(failed)}")
+    tail = [f"Unavailable (failed to connect): {one_line(', '.join(failed), _MAX_FAILED)}"] if failed else []
+    head = [INTRO, "", "Available tools:"]
+    if not visible:
+        return "\n".join([*head, "  (no servers are available)", *tail])
+    room = budget - json_size("\n".join([*head, _SHORTENED, *tail])) - 2
+    lines, shortened = fit(visible, _LEVELS, room)
+    return "\n".join([*head, *lines, *([_SHORTENED] if shortened else []), *tail])
+
+
+def _header(server: ServerLike[ToolLike]) -> str:
+    line = f"  Server: {one_line(server.name, _MAX_NAME)}"
+    if server.status not in _SHOWN_STATES:
+        line += f" [{one_line(server.status, 40)}]"
+    return line
+
+
+def _full(server: ServerLike[ToolLike]) -> str:
+    line = _header(server)
+    if server.instructions and server.instructions.strip():
+        line += f" - {one_line(server.instructions, INSTRUCTIONS_MAX_CHARS)}"
+    lines = [line]
+    for tool in server.tools:
+        name, summary = one_line(tool.name, _MAX_NAME), one_line(tool.summary, _MAX_SUMMARY)
+        lines.append(f"    - {name}: {summary}" if summary else f"    - {name}")
     return "\n".join(lines)
+
+
+def _compact(purpose: int) -> Level[ServerLike[ToolLike]]:
+    """``- tool: purpose`` per line, purposes cut to ``purpose`` characters (0: none), without the server's
+    instructions."""
+
+    def at(server: ServerLike[ToolLike]) -> str:
+        lines = [_header(server)]
+        for tool in server.tools:
+            name, said = one_line(tool.name, _MAX_NAME), brief(one_line(tool.summary, _MAX_SUMMARY), purpose)
+            lines.append(f"    - {name}: {said}" if purpose and said else f"    - {name}")
+        return "\n".join(lines)
+
+    return at
+
+
+def _count(server: ServerLike[ToolLike]) -> str:
+    n = len(server.tools)
+    return f"{_header(server)}: {n} tool{'' if n == 1 else 's'}"
+
+
+def _names(server: ServerLike[ToolLike]) -> str:
+    return f"{_count(server)}: {', '.join(one_line(t.name, _MAX_NAME) for t in server.tools)}"
+
+
+def _gist(server: ServerLike[ToolLike]) -> str:
+    words = gist((t.name for t in server.tools), server.name.lower())
+    return f"{_count(server)} ({', '.join(words)})" if words else _count(server)
+
+
+def _rest(left: int) -> str:
+    return f"  ... and {left} more server{'' if left == 1 else 's'}: inspect(query=...) finds their tools."
+
+
+_LEVELS: Levels[ServerLike[ToolLike]] = Levels(
+    full=_full, compact=_compact, names=_names, gist=_gist, count=_count, rest=_rest
+)
 
 
 def inspect_schemas(

@@ -1,10 +1,11 @@
 """The inspect/exec face (``/mcp/inspect``; ``/mcp`` and stdio under ``serve --mode inspect``): two MCP tools.
 
-``inspect(server_name, tool_name=None)`` returns tool schemas as compressed types; its description lists every
-server and tool of the live catalogue. ``inspect(query=...)`` searches them all (:mod:`onetool.search`): the best
-tools for a task, each with its argument types. ``exec(server_name, tool_name, arguments=None)`` calls one tool. Both
-answer data as TOON text with the raw value in ``structuredContent``. A call takes the one call path
-(:mod:`onetool.calls`); this module only maps inspect's names to tools and shapes results as TOON.
+``inspect(server_name, tool_name=None)`` returns tool schemas as compressed types; its description lists the servers
+and tools of the live catalogue, shortened to a budget at any size. ``inspect(query=...)`` searches them all
+(:mod:`onetool.search`): the best tools for a task, each with its argument types. ``exec(server_name, tool_name,
+arguments=None)`` calls one tool. Both answer data as TOON text with the raw value in ``structuredContent``. A call
+takes the one call path (:mod:`onetool.calls`); this module only maps inspect's names to tools and shapes results as
+TOON.
 """
 
 from __future__ import annotations
