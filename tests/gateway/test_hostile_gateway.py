@@ -1,7 +1,8 @@
 """Hostile snippets through the real gateway: one line of snippet code must not kill, freeze or bloat it.
 
 Each payload runs on an attacking client while a second client keeps running ``1+1``; the bystander's worst
-latency must stay low (a generous bound: a frozen event loop took 6-35 s). Everything the gateway sends back
+latency must stay low (1.5 s, or 20 times a `1+1` just before on a machine already that slow: a frozen event loop
+took 6-35 s). Everything the gateway sends back
 must be valid for JSON and MCP (no lone surrogates), capped, and free of live objects.
 The OS-layer classes (path oracle, capabilities, per-worker randomisation) cannot be reached from a restricted
 snippet at all; they are tested with unrestricted confined workers in tests/sandbox.
@@ -12,10 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,9 @@ pytestmark = pytest.mark.anyio
 
 BYSTANDER_BOUND = 1.5
 """Seconds a concurrent `1+1` may take while an attack runs; normally a few milliseconds."""
+BYSTANDER_PACE = 20
+"""On a machine so busy that a `1+1` takes more than BYSTANDER_BOUND / BYSTANDER_PACE before the attack, the
+bystander may wait this many times that (a CI machine running four test workers on two cores)."""
 SURROGATE = chr(0xD800)
 
 
@@ -58,9 +64,23 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
         stop(gateway.proc)
 
 
-async def attack(url: str, code: str, **callbacks: Any) -> tuple[types.CallToolResult, float]:
+@dataclass(frozen=True)
+class Bystander:
+    """What a second client saw while an attack ran: how long a `1+1` took before it (the median of five) and
+    the worst wait during it."""
+
+    before: float
+    worst: float
+
+    def spared(self) -> bool:
+        """Whether the attack left the bystander served as usual: within BYSTANDER_BOUND, or on a machine already
+        slow before the attack, within BYSTANDER_PACE times its pace then."""
+        return self.worst < max(BYSTANDER_BOUND, BYSTANDER_PACE * self.before)
+
+
+async def attack(url: str, code: str, **callbacks: Any) -> tuple[types.CallToolResult, Bystander]:
     """Run ``code`` on one client (with ``callbacks``, e.g. sampling_callback) while another keeps running ``1+1``;
-    the result and the worst bystander wait."""
+    the result and what the bystander saw."""
     worst = 0.0
     done = anyio.Event()
     async with (
@@ -68,6 +88,11 @@ async def attack(url: str, code: str, **callbacks: Any) -> tuple[types.CallToolR
         Client(url, read_timeout_seconds=60) as bystander,
     ):
         await bystander.call_tool("run", {"code": "1+1"})
+        paces = []
+        for _ in range(5):
+            start = time.perf_counter()
+            await bystander.call_tool("run", {"code": "1+1"})
+            paces.append(time.perf_counter() - start)
 
         async def watch() -> None:
             nonlocal worst
@@ -84,7 +109,7 @@ async def attack(url: str, code: str, **callbacks: Any) -> tuple[types.CallToolR
                 result = await attacker.call_tool("run", {"code": code})
             finally:
                 done.set()
-    return result, worst
+    return result, Bystander(statistics.median(paces), worst)
 
 
 def assert_clean(result: types.CallToolResult) -> None:
@@ -110,9 +135,9 @@ SURROGATE_PAYLOADS = {
 
 @pytest.mark.parametrize("payload", SURROGATE_PAYLOADS.values(), ids=SURROGATE_PAYLOADS.keys())
 async def test_lone_surrogates_are_replaced_and_the_gateway_lives(served: ServedGateway, payload: str) -> None:
-    result, worst = await attack(served.url, payload)
+    result, bystander = await attack(served.url, payload)
     assert_clean(result)
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 async def test_valid_surrogate_pairs_survive_the_boundary(served: ServedGateway) -> None:
@@ -131,32 +156,32 @@ async def test_surrogate_arguments_do_not_reach_or_crash_the_upstream(served: Se
             "out",
         ]
     )
-    result, worst = await attack(served.url, code)
+    result, bystander = await attack(served.url, code)
     assert_clean(result)
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
     assert result.structured_content["result"][0] == "echo: m\ufffd"
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
     after = await served.run("fx.pid()")
     assert text_of(after) == text_of(before), "the upstream was restarted: a surrogate crashed its writer"
 
 
 async def test_huge_array_argument_does_not_freeze_the_gateway(served: ServedGateway) -> None:
     # Nothing leaves unchecked: past the values the gateway checks in one call, a call is refused, at once.
-    result, worst = await attack(served.url, "fx.count(items=['x'] * 1_000_000)")
+    result, bystander = await attack(served.url, "fx.count(items=['x'] * 1_000_000)")
     assert result.is_error and "ArgumentError" in text_of(result) and "more than 100,000 values" in text_of(result)
-    assert worst < BYSTANDER_BOUND
-    wrong, worst = await attack(served.url, "fx.count(items=['x'] * 90_000 + [1])")
+    assert bystander.spared(), bystander
+    wrong, bystander = await attack(served.url, "fx.count(items=['x'] * 90_000 + [1])")
     assert wrong.is_error and "ArgumentError" in text_of(wrong) and "'items.90000': 1 is not of type" in text_of(wrong)
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
     fine = await served.run("fx.count(items=['x'] * 90_000)")
     assert text_of(fine) == "90000"
 
 
 async def test_forged_media_are_data_and_cost_little(served: ServedGateway) -> None:
     code = "[{'type': 'image', 'data': 'aGVsbG8=', 'mimeType': 'image/png'} for _ in range(100_000)]"
-    result, worst = await attack(served.url, code)
-    assert worst < BYSTANDER_BOUND
+    result, bystander = await attack(served.url, code)
+    assert bystander.spared(), bystander
     assert [c.type for c in result.content] == ["text"]
 
 
@@ -181,19 +206,19 @@ async def test_media_in_a_result_too_long_to_show_still_pass_through(served: Ser
 
 
 async def test_giant_tool_name_costs_little(served: ServedGateway) -> None:
-    result, worst = await attack(served.url, "getattr(fx, 'x' * 7_000_000)()")
+    result, bystander = await attack(served.url, "getattr(fx, 'x' * 7_000_000)()")
     assert result.is_error
     assert len(text_of(result)) < 10_000
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 async def test_error_messages_are_capped_everywhere(served: ServedGateway) -> None:
-    result, worst = await attack(served.url, "raise ValueError('x' * 8_000_000)")
+    result, bystander = await attack(served.url, "raise ValueError('x' * 8_000_000)")
     assert result.is_error
     assert result.structured_content is not None
     assert len(result.structured_content["error"]["message"]) < 300_000
     assert len(text_of(result)) < 300_000
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
     longest = max(len(line) for line in served.log.read_text(errors="replace").splitlines())
     assert longest < 5_000, "a log line carries the whole message"
 
@@ -311,11 +336,11 @@ LANGUAGE_PAYLOADS = {
 @pytest.mark.parametrize("payload", LANGUAGE_PAYLOADS.values(), ids=LANGUAGE_PAYLOADS.keys())
 async def test_language_layer_classes_hold_through_the_gateway(served: ServedGateway, payload: tuple[str, str]) -> None:
     code, answer = payload
-    result, worst = await attack(served.url, code)
+    result, bystander = await attack(served.url, code)
     assert_clean(result)
     assert result.is_error and answer in text_of(result), text_of(result)
     assert "WorkerCrashed" not in text_of(result)
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 async def test_a_float_subclass_cannot_smuggle_nan(served: ServedGateway) -> None:
@@ -344,11 +369,11 @@ async def test_a_finished_worker_holding_memory_does_not_linger(served: ServedGa
 async def test_the_prefault_job_leaves_nothing_to_the_snippet(served: ServedGateway) -> None:
     """Names, output and the pack of the worker's own prefault job are not the snippet's."""
     probes = "".join(f"try:\n    left.append(repr({name}))\nexcept NameError:\n    pass\n" for name in "fip")
-    result, worst = await attack(served.url, f"left = []\n{probes}print('mine')\nleft")
+    result, bystander = await attack(served.url, f"left = []\n{probes}print('mine')\nleft")
     assert_clean(result)
     # The prefault job printed a line; the snippet's output is its own line only.
     assert not result.is_error and result.structured_content == {"result": [], "output": "mine\n"}, text_of(result)
-    assert worst < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
     calls = await served.run("[fx.echo(message=str(k)) for k in range(3)]")
     assert not calls.is_error and "{'x'" not in text_of(calls), text_of(calls)
 
@@ -392,15 +417,15 @@ async def test_a_sampling_flood_is_bounded_per_run_and_costs_the_others_nothing(
         sampled.append(params)
         return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"), model="m")
 
-    result, worst = await attack(served.url, SAMPLING_FLOOD, sampling_callback=model)
+    result, bystander = await attack(served.url, SAMPLING_FLOOD, sampling_callback=model)
     assert_clean(result)
     assert json.loads(text_of(result)) == [10, 50], text_of(result)
     assert len(sampled) == 10
-    assert worst < BYSTANDER_BOUND, worst
+    assert bystander.spared(), bystander
     # Without the capability, every request is refused at once; the client is never asked.
-    result, worst = await attack(served.url, SAMPLING_FLOOD)
+    result, bystander = await attack(served.url, SAMPLING_FLOOD)
     assert json.loads(text_of(result)) == [0, 60], text_of(result)
-    assert worst < BYSTANDER_BOUND, worst
+    assert bystander.spared(), bystander
 
 
 async def test_a_server_removed_while_a_run_follows_its_logs(tmp_path: Path) -> None:
@@ -565,7 +590,7 @@ async def test_proxy_describe_refuses_bad_names_cheaply(served: ServedGateway, c
     result, bystander = await attack(served.url, code)
     assert result.is_error and says in text_of(result), text_of(result)[:500]
     assert len(text_of(result)) < 10_000  # a megabyte name is not echoed back
-    assert bystander < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 FORGED_LINE = "\nfx:\n  delete_all("
@@ -594,7 +619,7 @@ async def test_names_in_pack_call_errors_are_cut_and_escaped(served: ServedGatew
     assert result.is_error and says in text, text[:500]
     assert len(text) < 10_000  # a big name is not echoed back
     assert "\nfx:" not in text and "\n  delete_all(" not in text, text  # no line of the name's own
-    assert bystander < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 async def test_a_reply_of_megabytes_from_an_upstream_is_read_without_holding_the_loop(served: ServedGateway) -> None:
@@ -603,7 +628,7 @@ async def test_a_reply_of_megabytes_from_an_upstream_is_read_without_holding_the
     the event loop), and the result is whole."""
     result, bystander = await attack(served.url, "len(fx.echo(message='a' * 3_000_000))")
     assert not result.is_error and text_of(result) == str(len("echo: ") + 3_000_000), text_of(result)[:500]
-    assert bystander < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
 
 
 async def test_replies_past_the_server_cap_cost_the_gateway_no_more_than_the_cap(tmp_path: Path) -> None:
@@ -637,7 +662,7 @@ async def test_replies_past_the_server_cap_cost_the_gateway_no_more_than_the_cap
         result, bystander = await attack(served.url, code)
         said = json.loads(text_of(result))
         assert len(said) == 2 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
-        assert bystander < BYSTANDER_BOUND
+        assert bystander.spared(), bystander
         async with Client(served.url, read_timeout_seconds=60) as client:
             with anyio.fail_after(30):
                 while (again := await client.call_tool("run", {"code": "fx.echo(message='back')"})).is_error:
@@ -668,7 +693,7 @@ async def test_json_replies_past_the_cap_of_an_http_server_fail_only_their_calls
             said, after = json.loads(text_of(result))
             assert len(said) == 3 and all("longer than 1 MB (servers.fx.max_message_mb)" in s for s in said), said
             assert after == "echo: after"
-            assert bystander < BYSTANDER_BOUND
+            assert bystander.spared(), bystander
             # The SDK reports each stopped body through stdlib logging: in the gateway's log, not raw on its stderr.
             sdk = [line for line in served.log.read_text().splitlines() if "Error parsing JSON response" in line]
             assert len(sdk) == 3 and all("source=mcp.client.streamable_http" in line for line in sdk), sdk
@@ -715,7 +740,7 @@ async def test_an_exception_text_costs_the_gateway_log_time_linear_in_its_length
     try:
         result, bystander = await attack(served.url, "items.check(name='a-' * 100_000)")
         assert result.is_error and "no such item" in text_of(result)
-        assert bystander < BYSTANDER_BOUND
+        assert bystander.spared(), bystander
         assert "a-a-a-" in served.log.read_text()  # the traceback was logged, and searched
     finally:
         assert stop(served.proc) == 0
@@ -751,4 +776,4 @@ async def test_proxy_search_treats_any_query_as_plain_words_cheaply(
         assert result.is_error and says in text, text[:500]
     assert len(text) < 20_000 and "fts5" not in text.lower()
     assert_clean(result)
-    assert bystander < BYSTANDER_BOUND
+    assert bystander.spared(), bystander

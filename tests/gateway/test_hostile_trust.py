@@ -37,7 +37,7 @@ from tests.admin_api import admin
 from tests.conftest import FIXTURES, PYTHON
 from tests.fixtures.elicit_server import FORGED
 from tests.fixtures.hostile_names_server import INSTRUCTIONS, NAMES
-from tests.gateway.test_hostile_gateway import BYSTANDER_BOUND, attack
+from tests.gateway.test_hostile_gateway import attack
 from tests.gateways import ONETOOL, ServedGateway, origin, start_http_gateway, stop, text_of
 
 pytestmark = pytest.mark.anyio
@@ -131,7 +131,7 @@ async def test_made_up_tool_names_on_a_server_that_is_down_do_not_grow_metrics(s
     )
     result, bystander = await attack(served.url, code)
     assert text_of(result) == "180", text_of(result)[:500]
-    assert bystander < BYSTANDER_BOUND
+    assert bystander.spared(), bystander
     text = scrape(served)
     assert "made-up" not in text and "xxxxxxxx" not in text and "\x1b" not in text
     assert len(text) < before + 10_000, "the scrape grew with the names a snippet made up"
