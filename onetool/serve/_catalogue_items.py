@@ -108,8 +108,11 @@ _MAX_ITEMS = 10_000
 """Items of one kind kept per server: a server that lists millions costs no more than this."""
 LIST_WAIT = 5.0
 """Seconds one listing waits for a server's prompts, resources or templates. A server slower than that (or hung)
-is left out of that listing, said in a WARNING, and asked again by the next one: one such server does not hold
-every client's listing for its whole call timeout."""
+is left out of that listing, said in a WARNING, and left out of the next ones for HUNG_RETRY: one such server does
+not hold every client's listing for its whole call timeout, nor each listing for LIST_WAIT."""
+HUNG_RETRY = 60.0
+"""Seconds a server that did not answer a listing within LIST_WAIT is left out of listings without being asked, unless
+it says that list changed or the catalogue changes first: a hung server costs one wait a minute, not one a listing."""
 _MAX_BLOB_CHARS = 4 * 1024 * 1024
 """Base64 characters of one binary content passed on (3 MiB); a larger one is replaced by a note."""
 _MAX_COMPLETIONS = 100
@@ -156,6 +159,7 @@ class CatalogueItems:
         self._seen: Registry | None = None
         # How often each (server, kind) was forgotten: a list fetched across a change is not cached.
         self._forgotten: dict[tuple[str, Kind], int] = {}
+        self._hung: dict[tuple[str, Kind], float] = {}  # (server, kind) -> when it is asked again
         self._held: dict[tuple[str, str], int] = {}  # (server, upstream URI) -> subscribers here
         self._declared: dict[str, ServerCapabilities | None] = {}  # what each server's held session declared
         self._holding = anyio.Lock()
@@ -187,16 +191,19 @@ class CatalogueItems:
         """Drop what is cached of ``server``'s ``kinds``: it said they changed."""
         for kind in kinds:
             self._cache.pop((server, kind), None)
+            self._hung.pop((server, kind), None)
             self._forgotten[server, kind] = self._forgotten.get((server, kind), 0) + 1
 
     async def _lists(self, kind: Kind) -> dict[str, list[Any]]:
         registry = self._gateway.registry
         if registry is not self._seen:  # a server came, went or changed: its lists may have too
             self._cache.clear()
+            self._hung.clear()
             self._seen = registry
         servers = self.servers("prompts" if kind == "prompts" else "resources")
         lists = {s: self._cache[s, kind] for s in servers if (s, kind) in self._cache}
-        missing = [s for s in servers if s not in lists]
+        now = anyio.current_time()
+        missing = [s for s in servers if s not in lists and self._hung.get((s, kind), now) <= now]
         if missing:
             async with anyio.create_task_group() as tg:
                 for server in missing:
@@ -217,8 +224,14 @@ class CatalogueItems:
             with anyio.fail_after(LIST_WAIT):
                 items = (await fetches[kind](server))[:_MAX_ITEMS]
         except TimeoutError:
+            self._hung[server, kind] = anyio.current_time() + HUNG_RETRY
             logger.bind(server=server).warning(
-                "server '{}': its {} are not listed: no answer within {} s", server, kind, LIST_WAIT
+                "server '{}': its {} are not listed: no answer within {} s; not asked again for {:g} s unless it "
+                "says they changed",
+                server,
+                kind,
+                LIST_WAIT,
+                HUNG_RETRY,
             )
             return
         except ModelError as e:
