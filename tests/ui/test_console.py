@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from playwright.async_api import Page, async_playwright, expect
@@ -198,6 +199,48 @@ async def test_the_runs_page_shows_each_run_as_it_ends(served: ServedGateway) ->
         await expect(page.get_by_role("table")).to_contain_text("api")
         await page.get_by_role("link", name="OAuth").click()
         await expect(page.get_by_text("No server uses OAuth.")).to_be_visible()
+
+
+async def test_the_live_runs_stream_resumes_after_the_last_run_the_browser_showed(served: ServedGateway) -> None:
+    """A live list that lost its stream misses no run: the runs page names the last run it shows, the browser's
+    EventSource sends back the id of the last event it got when it reconnects (Last-Event-ID), and the stream
+    starts with every run that ended after it, oldest first, each once."""
+    async with browser_page() as page:
+        await sign_in(page, served.url)
+        await page.get_by_role("link", name="Runs").click()
+        shown = await page.locator("#runs").get_attribute("data-after")
+        session = {c["name"]: c["value"] for c in await page.context.cookies()}
+    assert shown is not None
+    gap = [f"in the gap {n}" for n in range(3)]
+    for text in gap:
+        await served.run(repr(text))
+    cookie = "; ".join(f"{k}={v}" for k, v in session.items())
+    for resume in ({"Last-Event-ID": shown}, {}):
+        url = origin(served.url) + "/ui/runs/events" + ("" if resume else f"?after={shown}")
+        events = await _sse_runs(url, {"Cookie": cookie, **resume}, len(gap))
+        assert [text for _, text in events] == gap, events
+        ids = [event_id for event_id, _ in events]
+        assert len(set(ids)) == 3 and all(event_id.startswith(shown.split("-")[0] + "-") for event_id in ids)
+
+
+async def _sse_runs(url: str, headers: dict[str, str], count: int) -> list[tuple[str, str]]:
+    """The first ``count`` run events of the SSE stream at ``url``: each one's id and the snippet its row shows."""
+    events: list[tuple[str, str]] = []
+    event_id, data = "", ""
+    with anyio.fail_after(20):
+        async with httpx2.AsyncClient(timeout=20) as http, http.stream("GET", url, headers=headers) as response:
+            assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+            async for line in response.aiter_lines():
+                if line.startswith("id: "):
+                    event_id = line[4:]
+                elif line.startswith("data: "):
+                    data += line[6:]
+                elif not line and data:
+                    events.append((event_id, re.search(r"in the gap \d", data).group()))  # type: ignore[union-attr]
+                    data = ""
+                    if len(events) == count:
+                        break
+    return events
 
 
 async def test_a_change_without_the_form_token_or_from_another_site_is_refused(served: ServedGateway) -> None:

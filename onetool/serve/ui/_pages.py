@@ -30,6 +30,7 @@ from onetool.control.actions import BUTTON_VERBS, lookup
 from onetool.errors import ArgumentError, ControlError, StateError
 from onetool.logs import logger
 from onetool.metrics import RECENT_CALLS
+from onetool.runlog import Mark
 from onetool.search import MAX_QUERY_CHARS
 from onetool.serve.http import Routes
 from onetool.serve.ui._review import review
@@ -52,8 +53,11 @@ _FORM_VERBS = (*BUTTON_VERBS, _AUTHORIZE)
 """What a server page's buttons post: the table's, and starting an OAuth login."""
 _AUDIT_ROWS = 200
 _LIVE_SECONDS = 300.0
-"""A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown)."""
+"""A live runs stream ends after this; the browser opens the next one by itself (so none outlives a shutdown),
+from the last run it showed."""
 _KEEPALIVE = 15.0
+_RECONNECT_MS = 1_000
+"""How soon a browser opens the next live runs stream: the page says "paused" only if that takes seconds."""
 
 
 def _shown(value: Any) -> Any:
@@ -189,24 +193,33 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         return render(request, "review.html", session, held=held, quarantined=quarantined, proposed=proposed)
 
     async def runs(request: Request, session: Session) -> Response:
-        return render(request, "runs.html", session, runs=gateway.runs.journal.recent(), **_show_code(gateway))
+        journal = gateway.runs.journal
+        return render(request, "runs.html", session, runs=journal.recent(), last=journal.last(), **_show_code(gateway))
 
     async def run_events(request: Request, session: Session) -> Response:
+        """The runs that end, as SSE events with their marks as ids: from the one after ``Last-Event-ID`` (a
+        browser's reconnect) or ``?after=`` (the page's first stream: the last run it shows), so that a list that
+        lost its stream for a while misses none; from now on without either."""
         row = _templates.get_template("_run_row.html")
         show = _show_code(gateway)
+        journal = gateway.runs.journal
+        seen = Mark.parse(request.headers.get("last-event-id")) or Mark.parse(request.query_params.get("after"))
 
         async def events() -> AsyncIterator[str]:
-            yield f"retry: {int(_KEEPALIVE * 1000)}\n\n"
+            yield f"retry: {_RECONNECT_MS}\n\n"
             with anyio.move_on_after(_LIVE_SECONDS):
-                async with gateway.runs.journal.follow() as live:
+                async with journal.follow() as ended:
+                    last = seen or journal.last()
                     while not gateway.drain.draining:
+                        for run in journal.since(last):
+                            html = row.render(run=run, **show)
+                            data = "".join(f"data: {line}\n" for line in html.splitlines())
+                            yield f"id: {run.mark}\nevent: run\n{data}\n"
+                            last = run.mark or last
                         with anyio.move_on_after(_KEEPALIVE) as idle:
-                            run = await live.receive()
+                            await ended.receive()
                         if idle.cancelled_caught:
                             yield ": still here\n\n"
-                            continue
-                        html = row.render(run=run, **show)
-                        yield "event: run\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)

@@ -15,9 +15,19 @@ document.addEventListener("DOMContentLoaded", () => {
     return;
   }
   const live = document.getElementById("live");
-  const source = new EventSource(runs.dataset.events);
-  source.addEventListener("open", () => { live.textContent = "Live: new runs appear as they end."; });
-  source.addEventListener("error", () => { live.textContent = "Live updates paused; reconnecting."; });
+  // From the last run the page shows; on a reconnect the browser sends the last one it added (Last-Event-ID).
+  const source = new EventSource(runs.dataset.events + "?after=" + encodeURIComponent(runs.dataset.after));
+  let paused = null;
+  source.addEventListener("open", () => {
+    clearTimeout(paused);
+    live.textContent = "Live: new runs appear as they end.";
+  });
+  // The server ends each stream after a while and the browser opens the next at once: only a reconnect that
+  // takes seconds is worth saying.
+  source.addEventListener("error", () => {
+    clearTimeout(paused);
+    paused = setTimeout(() => { live.textContent = "Live updates paused; reconnecting."; }, 5000);
+  });
   source.addEventListener("run", (event) => {
     // The row is rendered (and escaped) by the server's own template.
     runs.insertAdjacentHTML("afterbegin", event.data);
