@@ -1,7 +1,7 @@
 """The gateway's recent runs, for the operator's console: what ran, on which face, how it ended, as it happens.
 
-:class:`RunLog` keeps the last ``size`` runs in memory (per gateway process: each replica lists its own) and tells
-subscribers of each one as it ends (the console's live list). Each run gets the next :class:`Mark` of its log, so
+:class:`RunLog` keeps the last ``size`` runs in memory (per gateway process: each replica lists its own) and cues
+subscribers as runs end (the console's live list). Each run gets the next :class:`Mark` of its log, so
 a live list that lost its connection asks for the runs after the last one it showed (:meth:`RunLog.since`) and
 shows every run once, none missed. A run's code is kept only when the config says an operator may read it
 (``ui.show_code``), cut to ``MAX_CODE_CHARS``.
@@ -31,6 +31,7 @@ however far behind it falls (within the log's ``size``)."""
 
 
 _MARK = re.compile(r"([0-9a-f]{1,16})-([0-9]{1,18})")
+"""A mark as text: what a browser sends back is read only if it is one."""
 
 
 @dataclass(frozen=True)
