@@ -107,6 +107,20 @@ async def test_signing_in_takes_the_admin_token_and_signing_out_ends_the_session
         assert page.url.endswith("/ui/login")
 
 
+async def test_every_page_loads_whole_its_icon_included(served: ServedGateway) -> None:
+    """No request of any console page fails: a browser asks for an icon, and gets the console's (not a 404 logged
+    on every page)."""
+    async with browser_page() as page:
+        answered: dict[str, int] = {}
+        page.on("response", lambda response: answered.__setitem__(response.url, response.status))
+        await sign_in(page, served.url)
+        for name in ("Servers", "Tools", "Review", "Runs", "Audit log", "OAuth"):
+            await page.get_by_role("link", name=name, exact=True).click()
+            await expect(page.get_by_role("heading", level=1)).to_be_visible()
+    assert answered.get(origin(served.url) + "/ui/static/favicon.svg") == 200, answered
+    assert not {url: status for url, status in answered.items() if status >= 400}, answered
+
+
 async def test_an_operator_approves_a_held_tool_after_reading_its_diff(served: ServedGateway) -> None:
     async with browser_page() as page:
         await sign_in(page, served.url)
