@@ -18,11 +18,12 @@ __all__ = [
     "RejectedTool",
 ]
 
-Actor = Literal["cli", "api", "mcp", "gateway"]
-"""Who made a change: the CLI, the admin API, an MCP management tool, or the gateway itself (e.g. a rug pull)."""
+Actor = Literal["cli", "api", "console", "mcp", "gateway"]
+"""Who made a change: the CLI, the admin API, the console (an operator in a browser), an MCP management tool, or the
+gateway itself (e.g. a rug pull)."""
 
 ACTORS: frozenset[str] = frozenset(get_args(Actor))
-OPERATORS: frozenset[str] = frozenset({"cli", "api"})
+OPERATORS: frozenset[str] = frozenset({"cli", "api", "console"})
 """The actors that are people: a model ("mcp") may propose, and never undo what one of these decided."""
 
 

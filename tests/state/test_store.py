@@ -88,7 +88,7 @@ async def test_bad_input_is_refused_before_it_reaches_the_database(store_url: st
     async with await StateStore.open(store_url) as store:
         with pytest.raises(ValueError, match="must be JSON data"):
             await store.add_server("x", {"cwd": Path("/tmp")}, "cli")
-        with pytest.raises(ValueError, match="unknown actor 'root'; expected one of api, cli, gateway, mcp"):
+        with pytest.raises(ValueError, match="unknown actor 'root'; expected one of api, cli, console, gateway, mcp"):
             await store.set_enabled("x", True, "root")  # type: ignore[arg-type]
         assert await store.added_servers() == {}
         assert await store.audit_log() == []

@@ -193,6 +193,11 @@ async def test_disabling_a_server_tells_connected_clients_that_the_tools_changed
         await expect(page.get_by_role("status")).to_contain_text("enabled server 'time'")
         for one in clients.heard.values():
             await one.next()
+        # The audit log says who did it, and which way.
+        await page.get_by_role("link", name="Audit log").click()
+        rows = page.get_by_role("row").filter(has_text="time")
+        await expect(rows.nth(0)).to_contain_text("console enabled time")
+        await expect(rows.nth(1)).to_contain_text("console disabled time")
     until(lambda: server(served.url, "time")["status"] == "connected")
 
 
@@ -210,7 +215,7 @@ async def test_the_runs_page_shows_each_run_as_it_ends(served: ServedGateway) ->
         await expect(failed).to_contain_text("code: ZeroDivisionError")
         await screenshot(page, "runs")
         await page.get_by_role("link", name="Audit log").click()
-        await expect(page.get_by_role("table")).to_contain_text("api")
+        await expect(page.get_by_role("table")).to_contain_text("console")
         await page.get_by_role("link", name="OAuth").click()
         await expect(page.get_by_text("No server uses OAuth.")).to_be_visible()
 

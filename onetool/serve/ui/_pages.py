@@ -1,10 +1,10 @@
 """The console's pages under /ui: server-rendered HTML (Jinja2), each change a plain form POST.
 
 Every change is a verb of the control plane's table (:mod:`onetool.control.actions`, as the admin API's are), made
-by the actor "api", and sends the browser back (303) to the page it came from, with what happened
-shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs page's live list (SSE)
-and a confirmation before removing a server. Whatever a template prints is marked where a reader would not see a
-character (:func:`_shown`, every template's finalize): upstreams and models write most of it.
+by the actor "console" (an operator, as "cli" and "api" are), and sends the browser back (303) to the page it came
+from, with what happened shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs
+page's live list (SSE) and a confirmation before removing a server. Whatever a template prints is marked where a
+reader would not see a character (:func:`_shown`, every template's finalize): upstreams and models write most of it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ Authorize = Callable[[str], Awaitable[str | None]]
 """Start the OAuth authorization-code flow of a server on this gateway: the URL to send the browser to."""
 
 _HERE = Path(__file__).parent
-_ACTOR: Actor = "api"  # the console is the admin API's operator, in a browser
+_ACTOR: Actor = "console"
 _AUTHORIZE = "authorize"
 _FORM_VERBS = (*BUTTON_VERBS, _AUTHORIZE)
 """What a server page's buttons post: the table's, and starting an OAuth login."""
