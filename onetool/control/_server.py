@@ -371,6 +371,10 @@ class ServerControl:
         ]
         return {**view.to_dict(), "tools": tools, "held": [h.to_dict() for h in held.values()]}
 
+    async def record(self, action: str, actor: Actor, details: Mapping[str, Any]) -> None:
+        """Add an event about no server to the audit log (an operator signing in to the console)."""
+        await self._store.record(action, actor, None, details)
+
     async def audit(self, *, limit: int = 100) -> builtins.list[AuditEntry]:
         """The newest entries of the audit log (every change, by whom), for an operator."""
         return await self._store.audit_log(limit=limit)

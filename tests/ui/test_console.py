@@ -16,6 +16,7 @@ import httpx2
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
+from onetool.serve.ui._session import FREE_TRIES
 from tests.admin_api import admin
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients
@@ -279,6 +280,34 @@ async def test_a_change_without_the_form_token_or_from_another_site_is_refused(s
         rebinding = await http.get("/ui/servers", headers={"Host": "evil.example"})
         assert rebinding.status_code == 421
     assert server(served.url, "time")["enabled"] is True
+
+
+async def test_guessing_the_admin_token_is_slowed_down_and_sign_ins_are_audited(served: ServedGateway) -> None:
+    """Five wrong tokens from one address, then it must wait (429, Retry-After), twice as long after each further
+    wrong one; while it waits even the right token is not looked at. The slow-down and each sign-in are in the
+    audit log; a sign-in clears the count."""
+    async with httpx2.AsyncClient(base_url=origin(served.url), follow_redirects=False) as http:
+        for _ in range(FREE_TRIES):
+            assert (await http.post("/ui/login", data={"token": "guess"})).status_code == 401
+        waiting = await http.post("/ui/login", data={"token": ADMIN})
+        assert waiting.status_code == 429 and "try again in 2 s" in waiting.text
+        assert waiting.headers["retry-after"] == "2"
+        await anyio.sleep(2.1)
+        assert (await http.post("/ui/login", data={"token": "guess"})).status_code == 401
+        longer = await http.post("/ui/login", data={"token": ADMIN})
+        assert longer.status_code == 429 and longer.headers["retry-after"] == "4"
+        await anyio.sleep(4.1)
+        assert (await http.post("/ui/login", data={"token": ADMIN})).status_code == 303
+        # The count starts again: one more wrong token is no wait.
+        assert (await http.post("/ui/login", data={"token": "guess"})).status_code == 401
+        assert (await http.post("/ui/login", data={"token": ADMIN})).status_code == 303
+        audit = (await http.get("/ui/audit")).text
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in re.findall(r"<tr>(.*?)</tr>", audit, re.S)]
+    # Newest first, after the header: what each row says after its date and time.
+    newest = [row.split(" ", 2)[2] for row in rows[1:4]]
+    said = "details { &#34;from&#34;: &#34;127.0.0.1&#34;"
+    assert newest[0].startswith(f"console sign in – {said} }}") and newest[1] == newest[0], newest
+    assert newest[2].startswith(f"console sign in slowed – {said}, &#34;wrong_tokens&#34;: {FREE_TRIES} }}"), newest
 
 
 async def test_the_tools_page_searches_what_snippets_can_call(served: ServedGateway) -> None:

@@ -10,6 +10,7 @@ reader would not see a character (:func:`_shown`, every template's finalize): up
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +35,7 @@ from onetool.runlog import Mark
 from onetool.search import MAX_QUERY_CHARS
 from onetool.serve.http import Routes
 from onetool.serve.ui._review import review
-from onetool.serve.ui._session import Session, Sessions
+from onetool.serve.ui._session import FREE_TRIES, Session, Sessions
 from onetool.state.records import Actor
 from onetool.text import visible
 
@@ -125,13 +126,31 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         return render(request, "login.html", None)
 
     async def login(request: Request) -> Response:
+        address = request.client.host if request.client is not None else "unknown"
+        if (wait := math.ceil(sessions.sign_ins.wait(address))) > 0:
+            error = f"Too many wrong admin tokens from this address: try again in {wait} s."
+            refused = render(request, "login.html", None, 429, error=error)
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         token = (await request.form()).get("token")
         if not isinstance(token, str) or not sessions.token_matches(token):
-            logger.warning("console: a sign-in with a wrong admin token")
+            wrong = sessions.sign_ins.missed(address)
+            logger.warning("console: a sign-in with a wrong admin token from {} ({} in a row)", address, wrong)
+            if wrong == FREE_TRIES:
+                await _audit("sign_in_slowed", {"from": address, "wrong_tokens": wrong})
             return render(request, "login.html", None, 401, error="That is not this gateway's admin token.")
+        sessions.sign_ins.signed_in(address)
+        await _audit("sign_in", {"from": address})
         response = RedirectResponse("/ui/servers", status_code=303)
         sessions.sign_in(response)
         return response
+
+    async def _audit(action: str, details: dict[str, Any]) -> None:
+        """Record a sign-in in the audit log; one the store cannot take now is logged, and signing in goes on."""
+        try:
+            await control.record(action, _ACTOR, details)
+        except StateError as e:
+            logger.warning("console: '{}' not recorded in the audit log: {}", action, e)
 
     async def logout(request: Request, _session: Session) -> Response:
         response = RedirectResponse("/ui/login", status_code=303)

@@ -5,6 +5,10 @@ site's page sends it), Secure on TLS, scoped to /ui, for ``SESSION_SECONDS``. Ev
 CSRF token (a hidden field of each form), compared in constant time, and its ``Origin``, when the browser sends
 one, must be this gateway's own. Sessions live in this process: signing out ends one at once, and a restart ends
 them all (signing in again takes the token the operator already has).
+
+Guessing the token is slowed down per client address (:class:`SignIns`): after ``FREE_TRIES`` wrong tokens, the
+address must wait before its next try, twice as long after each further wrong one (up to ``MAX_WAIT``), and is told
+so (429 with ``Retry-After``) without its token being looked at.
 """
 
 from __future__ import annotations
@@ -18,12 +22,22 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["COOKIE", "SESSION_SECONDS", "Session", "Sessions"]
+__all__ = ["COOKIE", "FREE_TRIES", "MAX_WAIT", "SESSION_SECONDS", "Session", "Sessions", "SignIns"]
 
 COOKIE = "onetool_ui"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 64
 """Sessions kept at once; signing in past it ends the oldest (a script that signs in in a loop costs nothing)."""
+FREE_TRIES = 5
+"""Wrong tokens an address may send before it has to wait (an operator mistypes; a script guesses)."""
+FIRST_WAIT = 2.0
+MAX_WAIT = 300.0
+"""Seconds an address waits after its FREE_TRIES-th wrong token (FIRST_WAIT), doubled after each further one, at
+most."""
+FORGET_AFTER = 3600.0
+"""An address that sent no wrong token for this long starts again with FREE_TRIES."""
+MAX_ADDRESSES = 1024
+"""Addresses whose wrong tokens are counted at once; past it the one counted longest ago is forgotten."""
 
 
 @dataclass
@@ -42,11 +56,48 @@ class Session:
         return flash
 
 
+@dataclass
+class _Misses:
+    count: int
+    last: float
+    until: float = 0.0
+
+
+class SignIns:
+    """Wrong admin tokens per client address, and how long each address must wait before its next sign-in."""
+
+    def __init__(self) -> None:
+        self._misses: OrderedDict[str, _Misses] = OrderedDict()
+
+    def wait(self, address: str) -> float:
+        """Seconds ``address`` must still wait before a sign-in is looked at (0: none)."""
+        misses = self._misses.get(address)
+        return max(0.0, misses.until - time.monotonic()) if misses is not None else 0.0
+
+    def missed(self, address: str) -> int:
+        """Count a wrong token from ``address``; how many it sent in a row."""
+        now = time.monotonic()
+        misses = self._misses.pop(address, None)
+        if misses is None or now - misses.last > FORGET_AFTER:
+            misses = _Misses(0, now)
+        misses.count, misses.last = misses.count + 1, now
+        if misses.count >= FREE_TRIES:
+            misses.until = now + min(MAX_WAIT, FIRST_WAIT * 2 ** (misses.count - FREE_TRIES))
+        self._misses[address] = misses
+        while len(self._misses) > MAX_ADDRESSES:
+            self._misses.popitem(last=False)
+        return misses.count
+
+    def signed_in(self, address: str) -> None:
+        self._misses.pop(address, None)
+
+
 class Sessions:
     def __init__(self, admin_token: str, *, secure: bool) -> None:
         self._token = admin_token
         self._secure = secure
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self.sign_ins = SignIns()
 
     def token_matches(self, given: str) -> bool:
         return hmac.compare_digest(given.strip().encode(), self._token.encode())
