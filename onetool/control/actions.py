@@ -84,8 +84,12 @@ class Action:
         """Do it on ``name`` as ``actor``: the server as it is now (None when it is gone)."""
         return await self.perform(control, name, self.check(given), actor)
 
-    def said(self, name: str, view: ServerView | None = None, given: Any = None) -> str:
-        """What happened, in a sentence for a person."""
+    def said(
+        self, name: str, view: ServerView | None = None, given: Any = None, before: ServerView | None = None
+    ) -> str:
+        """What happened, in a sentence for a person; ``before``, the server as it was, tells a change from none."""
+        if self.verb in ("enable", "disable") and before is not None and before.enabled == (self.verb == "enable"):
+            return f"server '{name}' was already {self.done}"
         if self.verb == "approve" and view is not None and view.launch is not None:
             return f"approved server '{name}' to run; it starts quarantined: review its tools"
         if self.verb == "reject":

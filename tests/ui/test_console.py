@@ -202,6 +202,22 @@ async def test_disabling_a_server_tells_connected_clients_that_the_tools_changed
     until(lambda: server(served.url, "time")["status"] == "connected")
 
 
+async def test_a_button_on_a_stale_page_says_that_nothing_changed(served: ServedGateway) -> None:
+    """The page still offers Disable, but the server was disabled meanwhile (from the CLI or the admin API): the
+    console says it was already disabled, not "disabled" as if it had done it."""
+    async with browser_page() as page:
+        await sign_in(page, served.url)
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="time"))
+        await expect(row.get_by_role("button", name="Disable time")).to_be_visible()
+        assert admin(served.url, "POST", "/admin/servers/time/disable", token=ADMIN)[0] == 200
+        try:
+            await row.get_by_role("button", name="Disable time").click()
+            await expect(page.get_by_role("status")).to_have_text("server 'time' was already disabled")
+        finally:
+            assert admin(served.url, "POST", "/admin/servers/time/enable", token=ADMIN)[0] == 200
+    until(lambda: server(served.url, "time")["status"] == "connected")
+
+
 async def test_the_runs_page_shows_each_run_as_it_ends(served: ServedGateway) -> None:
     async with browser_page() as page:
         await sign_in(page, served.url)

@@ -183,11 +183,12 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
                 return RedirectResponse(url, status_code=303)
             action = lookup(verb, _FORM_VERBS)
             tools = _tools(await request.form()) or None
+            before = control.get(name)
             view = await action(control, name, tools, actor=_ACTOR)
         except (ControlError, StateError) as e:
             session.tell(False, str(e))
             return RedirectResponse(back, status_code=303)
-        session.tell(True, action.said(name, view, tools))
+        session.tell(True, action.said(name, view, tools, before))
         if view is None and back.startswith(f"/ui/servers/{name}"):
             back = "/ui/servers"  # its page is gone
         return RedirectResponse(back, status_code=303)
