@@ -122,6 +122,27 @@ async def test_every_page_loads_whole_its_icon_included(served: ServedGateway) -
     assert not {url: status for url, status in answered.items() if status >= 400}, answered
 
 
+async def test_a_signed_out_browser_signs_in_and_goes_on_to_the_page_it_asked_for(served: ServedGateway) -> None:
+    async with browser_page() as page:
+        await page.goto(origin(served.url) + "/ui/runs")
+        await expect(page.get_by_role("status")).to_contain_text("Sign in to go on to /ui/runs")
+        await page.get_by_label("Admin token").fill(ADMIN)
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.get_by_role("heading", name="Runs", exact=True)).to_be_visible()
+        assert page.url == origin(served.url) + "/ui/runs"
+
+
+@pytest.mark.parametrize(
+    "then", ["https://evil.example/", "//evil.example/ui/", "/ui//evil.example", "/uix", "/ui/login", "/ui/a\\b"]
+)
+async def test_a_sign_in_goes_on_only_to_a_page_of_the_console(served: ServedGateway, then: str) -> None:
+    async with httpx2.AsyncClient(base_url=origin(served.url), follow_redirects=False) as http:
+        asked = await http.get("/ui/login", params={"next": then})
+        assert asked.status_code == 200 and "evil" not in asked.text and 'name="next"' not in asked.text
+        signed = await http.post("/ui/login", data={"token": ADMIN, "next": then})
+        assert signed.status_code == 303 and signed.headers["location"] == "/ui/servers"
+
+
 async def test_an_operator_approves_a_held_tool_after_reading_its_diff(served: ServedGateway) -> None:
     async with browser_page() as page:
         await sign_in(page, served.url)
@@ -282,7 +303,8 @@ async def _sse_runs(url: str, headers: dict[str, str], count: int) -> list[tuple
 async def test_a_change_without_the_form_token_or_from_another_site_is_refused(served: ServedGateway) -> None:
     base = origin(served.url)
     async with httpx2.AsyncClient(base_url=base, follow_redirects=False) as http:
-        assert (await http.post("/ui/servers/time/disable", data={"csrf": "x"})).status_code == 401
+        signed_out = await http.post("/ui/servers/time/disable", data={"csrf": "x"})
+        assert signed_out.status_code == 303 and signed_out.headers["location"] == "/ui/login?next=%2Fui%2Fservers"
         signed = await http.post("/ui/login", data={"token": ADMIN})
         assert signed.status_code == 303
         page = (await http.get("/ui/servers")).text

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -106,9 +107,10 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         async def endpoint(request: Request) -> Response:
             session = sessions.of(request)
             if session is None:
-                if request.method != "GET":
-                    return Response("sign in first", status_code=401)
-                return RedirectResponse("/ui/login", status_code=303)
+                # Back to this page once signed in; after a form, to the page it was on (its change is not made:
+                # its form token died with the session).
+                came = request.url.path if request.method == "GET" else _back(request, "/ui/servers")
+                return RedirectResponse(f"/ui/login?{urlencode({'next': came})}", status_code=303)
             if request.method == "POST":
                 form = await request.form()
                 csrf = form.get("csrf")
@@ -121,27 +123,31 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
     # ----- signing in ------------------------------------------------------------------------------
 
     async def login_form(request: Request) -> Response:
+        then = _console_path(request.query_params.get("next"))
         if sessions.of(request) is not None:
-            return RedirectResponse("/ui/servers", status_code=303)
-        return render(request, "login.html", None)
+            return RedirectResponse(then or "/ui/servers", status_code=303)
+        return render(request, "login.html", None, then=then)
 
     async def login(request: Request) -> Response:
+        form = await request.form()
+        then = _console_path(_text(form, "next"))
         address = request.client.host if request.client is not None else "unknown"
         if (wait := math.ceil(sessions.sign_ins.wait(address))) > 0:
             error = f"Too many wrong admin tokens from this address: try again in {wait} s."
-            refused = render(request, "login.html", None, 429, error=error)
+            refused = render(request, "login.html", None, 429, error=error, then=then)
             refused.headers["Retry-After"] = str(wait)
             return refused
-        token = (await request.form()).get("token")
-        if not isinstance(token, str) or not sessions.token_matches(token):
+        token = _text(form, "token")
+        if token is None or not sessions.token_matches(token):
             wrong = sessions.sign_ins.missed(address)
             logger.warning("console: a sign-in with a wrong admin token from {} ({} in a row)", address, wrong)
             if wrong == FREE_TRIES:
                 await _audit("sign_in_slowed", {"from": address, "wrong_tokens": wrong})
-            return render(request, "login.html", None, 401, error="That is not this gateway's admin token.")
+            error = "That is not this gateway's admin token."
+            return render(request, "login.html", None, 401, error=error, then=then)
         sessions.sign_ins.signed_in(address)
         await _audit("sign_in", {"from": address})
-        response = RedirectResponse("/ui/servers", status_code=303)
+        response = RedirectResponse(then or "/ui/servers", status_code=303)
         sessions.sign_in(response)
         return response
 
@@ -302,6 +308,22 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
 def _tools(form: FormData) -> list[str]:
     """The tool names a review form names."""
     return [t for t in form.getlist("tool") if isinstance(t, str)]
+
+
+_CONSOLE_PATH = re.compile(r"/ui/[A-Za-z0-9_.~%/-]{0,200}")
+"""A console page a sign-in may send the browser on to: a path of this console, never another site's URL."""
+
+
+def _console_path(path: str | None) -> str | None:
+    """``path`` when it is a console page to go on to after signing in (not the sign-in itself), else None."""
+    if path is None or not _CONSOLE_PATH.fullmatch(path) or "//" in path or path.startswith("/ui/log"):
+        return None
+    return path
+
+
+def _text(form: FormData, key: str) -> str | None:
+    value = form.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _back(request: Request, default: str) -> str:
