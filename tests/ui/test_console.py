@@ -90,7 +90,7 @@ def server(url: str, name: str) -> dict[str, object]:
 async def test_signing_in_takes_the_admin_token_and_signing_out_ends_the_session(served: ServedGateway) -> None:
     async with browser_page() as page:
         await page.goto(origin(served.url) + "/ui/servers")
-        assert page.url.endswith("/ui/login")
+        assert page.url.endswith("/ui/login?next=%2Fui%2Fservers")
         await page.get_by_label("Admin token").fill("not-the-token")
         await page.get_by_role("button", name="Sign in").click()
         await expect(page.get_by_role("alert")).to_contain_text("not this gateway's admin token")
@@ -105,7 +105,7 @@ async def test_signing_in_takes_the_admin_token_and_signing_out_ends_the_session
         await page.get_by_role("button", name="Sign out").click()
         assert page.url.endswith("/ui/login")
         await page.goto(origin(served.url) + "/ui/runs")
-        assert page.url.endswith("/ui/login")
+        assert page.url.endswith("/ui/login?next=%2Fui%2Fruns")
 
 
 async def test_every_page_loads_whole_its_icon_included(served: ServedGateway) -> None:
