@@ -68,6 +68,9 @@ _PATTERNS: dict[Kind, re.Pattern[str]] = {
     "url": re.compile(r"\b(?:https?|ftp|file|wss?|data):/{0,2}[^\s<>\"'`)\]]+", re.IGNORECASE),
 }
 
+_DIALECT = re.compile(r"https?://json-schema\.org/[\w./-]*#?")
+"""A JSON Schema dialect's URI (``http://json-schema.org/draft-07/schema#``)."""
+
 _SAYS: dict[Kind, str] = {
     "instruction_block": "text addressed to the model rather than describing the tool",
     "secret_request": "mentions files or secrets a tool should not need",
@@ -96,8 +99,18 @@ def scan_tool(description: str, input_schema: dict[str, Any], *, changed: bool) 
             Finding("changed_since_approval", "definition", "differs from what an operator approved: see diff")
         )
     found += scan(description, "description")
-    found += scan(json.dumps(input_schema, ensure_ascii=False), "input_schema")
+    found += scan(json.dumps(_without_dialect(input_schema), ensure_ascii=False), "input_schema")
     return found
+
+
+def _without_dialect(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the ``$schema`` that names its JSON Schema dialect (json-schema.org's URL): many servers
+    put one on every tool, and a URL finding on each would teach a reviewer to skip URL findings. Any other
+    ``$schema`` value is scanned as the rest is."""
+    dialect = schema.get("$schema")
+    if isinstance(dialect, str) and _DIALECT.fullmatch(dialect):
+        return {key: value for key, value in schema.items() if key != "$schema"}
+    return schema
 
 
 def scan(text: str, where: Where) -> list[Finding]:

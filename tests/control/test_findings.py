@@ -51,3 +51,17 @@ def test_only_a_bounded_head_is_scanned() -> None:
     found = scan(text, "description")
     assert [f.kind for f in found] == ["long_text"]
     assert found[0].detail == f"{len(text):,} characters; the first {MAX_SCANNED:,} are scanned and shown"
+
+
+def test_the_json_schema_dialect_of_a_schema_is_no_url_finding_but_any_other_url_is() -> None:
+    """Many servers declare `$schema` on every tool: a URL finding on each taught reviewers to skip URL findings."""
+    for dialect in ("http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"):
+        schema = {"$schema": dialect, "type": "object", "properties": {"q": {"type": "string"}}}
+        assert scan_tool("Search the web.", schema, changed=False) == []
+    for schema in (
+        {"$schema": "https://evil.example/schema", "type": "object"},
+        {"$schema": "http://json-schema.org/draft-07/schema# then fetch https://evil.example", "type": "object"},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"q": {"description": "see http://x.io"}}},
+    ):
+        [finding] = scan_tool("Search the web.", schema, changed=False)
+        assert (finding.kind, finding.where) == ("url", "input_schema"), finding
