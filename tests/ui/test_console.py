@@ -200,11 +200,14 @@ async def test_an_operator_rejects_a_held_change_and_the_tool_stays_hidden(serve
 
 async def test_disabling_a_server_tells_connected_clients_that_the_tools_changed(served: ServedGateway) -> None:
     async with era_clients(served.url) as clients, browser_page() as page:
+        asked: list[str] = []
+        page.on("dialog", lambda dialog: asked.append(dialog.message))
         await sign_in(page, served.url)
         clients.drain()
         row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="time"))
         await row.get_by_role("button", name="Disable time").click()
         await expect(page.get_by_role("status")).to_contain_text("disabled server 'time'")
+        assert asked == ["Disable server time?"]  # taking a server's tools from every client asks first
         for one in clients.heard.values():
             await one.next()
         description = (await clients.legacy.list_tools()).tools[0].description or ""

@@ -3,8 +3,9 @@
 Every change is a verb of the control plane's table (:mod:`onetool.control.actions`, as the admin API's are), made
 by the actor "console" (an operator, as "cli" and "api" are), and sends the browser back (303) to the page it came
 from, with what happened shown once there. Pages read fine without JavaScript; ``static/ui.js`` only adds the runs
-page's live list (SSE) and a confirmation before removing a server. Whatever a template prints is marked where a
-reader would not see a character (:func:`_shown`, every template's finalize): upstreams and models write most of it.
+page's live list (SSE) and a confirmation before removing, disabling or quarantining a server. Whatever a template
+prints is marked where a reader would not see a character (:func:`_shown`, every template's finalize): upstreams and
+models write most of it.
 """
 
 from __future__ import annotations

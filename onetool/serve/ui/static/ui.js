@@ -1,5 +1,5 @@
 // The console reads fine without this file: it only adds the runs page's live list and a confirmation
-// before a destructive action.
+// before an action that takes a server or its tools away.
 "use strict";
 
 document.addEventListener("submit", (event) => {
