@@ -133,7 +133,19 @@ async def test_a_signed_out_browser_signs_in_and_goes_on_to_the_page_it_asked_fo
 
 
 @pytest.mark.parametrize(
-    "then", ["https://evil.example/", "//evil.example/ui/", "/ui//evil.example", "/uix", "/ui/login", "/ui/a\\b"]
+    "then",
+    [
+        "https://evil.example/",
+        "//evil.example/ui/",
+        "/ui//evil.example",
+        "/uix",
+        "/ui/login",
+        "/ui/logout",
+        "/ui/a\\b",
+        "/ui/../evil",
+        "/ui/runs/..",
+        "/ui/./runs",
+    ],
 )
 async def test_a_sign_in_goes_on_only_to_a_page_of_the_console(served: ServedGateway, then: str) -> None:
     async with httpx2.AsyncClient(base_url=origin(served.url), follow_redirects=False) as http:

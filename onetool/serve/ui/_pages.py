@@ -313,12 +313,15 @@ def _tools(form: FormData) -> list[str]:
 
 _CONSOLE_PATH = re.compile(r"/ui/[A-Za-z0-9_.~%/-]{0,200}")
 """A console page a sign-in may send the browser on to: a path of this console, never another site's URL."""
+_SIGNING = frozenset({"/ui/login", "/ui/logout"})
 
 
 def _console_path(path: str | None) -> str | None:
-    """``path`` when it is a console page to go on to after signing in (not the sign-in itself), else None."""
-    if path is None or not _CONSOLE_PATH.fullmatch(path) or "//" in path or path.startswith("/ui/log"):
+    """``path`` when it is a console page to go on to after signing in (not signing in or out), else None."""
+    if path is None or not _CONSOLE_PATH.fullmatch(path) or path in _SIGNING:
         return None
+    if any(part in ("", ".", "..") for part in path.split("/")[2:-1]) or path.endswith(("/.", "/..")):
+        return None  # "//", "/./" or "/../": a path that leaves /ui, or means something other than it says
     return path
 
 
