@@ -34,6 +34,8 @@ FIRST_WAIT = 2.0
 MAX_WAIT = 300.0
 """Seconds an address waits after its FREE_TRIES-th wrong token (FIRST_WAIT), doubled after each further one, at
 most."""
+_MAX_DOUBLINGS = 16
+"""FIRST_WAIT doubled this many times is past MAX_WAIT already."""
 FORGET_AFTER = 3600.0
 """An address that sent no wrong token for this long starts again with FREE_TRIES."""
 MAX_ADDRESSES = 1024
@@ -82,7 +84,9 @@ class SignIns:
             misses = _Misses(0, now)
         misses.count, misses.last = misses.count + 1, now
         if misses.count >= FREE_TRIES:
-            misses.until = now + min(MAX_WAIT, FIRST_WAIT * 2 ** (misses.count - FREE_TRIES))
+            # The exponent is bounded: a guess every MAX_WAIT for days must not overflow the float it makes.
+            doublings = min(misses.count - FREE_TRIES, _MAX_DOUBLINGS)
+            misses.until = now + min(MAX_WAIT, FIRST_WAIT * 2**doublings)
         self._misses[address] = misses
         while len(self._misses) > MAX_ADDRESSES:
             self._misses.popitem(last=False)
