@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters, stdio_client
 
 from bench import Row, median_p90, ms, serving
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import DirectFace
 from onetool.state.paths import ENV_RUNTIME_DIR, ENV_STATE_DIR
 

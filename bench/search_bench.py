@@ -40,7 +40,7 @@ from mcp import Client, types
 from bench import Row, median_p90
 from bench.tokens_bench import Cost, Transcript, compact_json, entries, measure
 from onetool.config import Config, to_identifier
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.logs import setup_logging
 from onetool.registry import Pack, Registry
 from onetool.search import ToolIndex, semantic_model

@@ -1,6 +1,6 @@
 """Token economy: what each face puts in the model's context, for the tool list and for one scripted task.
 
-For the same upstream catalogue, served by a real in-process :class:`~onetool.gateway.Gateway`:
+For the same upstream catalogue, served by a real in-process :class:`~onetool.core.gateway.Gateway`:
 
 - ``direct`` (``/mcp/direct``): every upstream tool as ``server:tool`` with its full JSON (description,
   inputSchema, outputSchema, annotations), as the pool listed it; a call returns the upstream's result as is;
@@ -42,10 +42,10 @@ from mcp import Client, types
 
 from bench import Row
 from onetool.config import Config
-from onetool.gateway import Gateway
-from onetool.inspect import compress
+from onetool.core.gateway import Gateway
 from onetool.logs import setup_logging
 from onetool.serve.inspect import build_inspect_server
+from onetool.serve.inspect.compress import compress
 from onetool.serve.run import build_run_server
 
 ROOT = Path(__file__).resolve().parent.parent

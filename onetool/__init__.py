@@ -16,12 +16,12 @@ __all__ = ["Calls", "Config", "Gateway", "ModelError", "OneToolError", "PackCont
 __getattr__ = lazy_exports(
     __name__,
     {
-        "Calls": "calls",
+        "Calls": "core.calls",
         "Config": "config",
-        "Gateway": "gateway",
+        "Gateway": "core.gateway",
         "ModelError": "errors",
         "OneToolError": "errors",
-        "PackContext": "calls",
+        "PackContext": "core.calls",
         "load_config": "config",
     },
 )

@@ -1,7 +1,7 @@
 """What the gateway counts, for ``/metrics`` (Prometheus) and the console's servers page.
 
 The counters and histograms live in one process-wide :data:`REGISTRY`, fed where the work happens: a run's end
-(:mod:`onetool.runs`), an upstream tool call's end (its ``proxy.tool.call`` span, in the pool or refused before
+(:mod:`onetool.core.runs`), an upstream tool call's end (its ``proxy.tool.call`` span, in the pool or refused before
 it), a list_changed announcement. What is a state rather than an event (each server's connection, the sandbox's
 queue and workers) is read from the gateway at each scrape (``onetool.serve.ui``), never kept twice.
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from onetool.calls import PackContext
+from onetool.core.calls import PackContext
 from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.registry import LocalTool, Registry, ToolSchema, UpstreamTool
 from onetool.registry.schema import py_type

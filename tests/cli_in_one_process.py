@@ -22,7 +22,7 @@ __all__ = ["Ended", "onetool_each"]
 
 class Ended(subprocess.CompletedProcess[str]):
     """How one command ended, and ``loaded``: the modules the interpreter held after it (each name cut to its first
-    two parts, ``onetool.gateway``), which a command that is to load nothing heavy can be checked against."""
+    two parts, ``onetool.core.gateway``), which a command that is to load nothing heavy can be checked against."""
 
     def __init__(self, args: list[str], status: int, stdout: str, stderr: str, loaded: list[str]) -> None:
         super().__init__(args, status, stdout, stderr)

@@ -48,8 +48,8 @@ PUBLIC: dict[str, list[str]] = {
         "Verdict",
     ],
     "onetool.control.actions": ["ACTIONS", "Action", "BUTTON_VERBS", "lookup", "model_verbs"],
-    "onetool.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
-    "onetool.gateway": ["Gateway", "limits_of"],
+    "onetool.core.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
+    "onetool.core.gateway": ["Gateway", "limits_of"],
     "onetool.registry": [
         "LocalTool",
         "Pack",

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from onetool.attach import Target
+    from onetool.attach.admin import Target
     from onetool.config import Config
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, attach_failed, count, locate, print_table, setup
@@ -59,7 +59,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
 def _authorize_attached(target: Target, name: str, browser: bool) -> int:
     import time
 
-    from onetool.attach import server_path
+    from onetool.attach.admin import server_path
     from onetool.errors import AttachError
 
     path = server_path(name, "authorize")

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
     import anyio
 
-    from onetool.attach import Target
+    from onetool.attach.admin import Target
     from onetool.config import Config
-    from onetool.drain import Drain
+    from onetool.core.drain import Drain
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -40,7 +40,7 @@ def serve_failure(error: Exception) -> str:
     user's does) and how to choose another."""
     from urllib.parse import urlsplit
 
-    from onetool import discovery
+    from onetool.attach import discovery
     from onetool.errors import PortInUse
 
     if not isinstance(error, PortInUse):
@@ -124,7 +124,7 @@ def print_json(value: Any, indent: int | None = None) -> None:
 def locate(args: argparse.Namespace) -> Target | None:
     """The running gateway a command talks to (``attach.find`` with its --url, --token and config file), or None;
     says on stderr when it attached to a gateway that is not its config's."""
-    from onetool import attach
+    from onetool.attach import admin as attach
     from onetool.state.paths import find_config
 
     target = attach.find(args.gateway_url, args.token, find_config(args.config))

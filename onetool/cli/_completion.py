@@ -56,7 +56,7 @@ def server_names(config: str | None) -> list[str]:
 
 def _itself(key: str, name: str, entry: Any) -> bool:
     """A client file's own entry for OneTool, which a config read from it leaves out."""
-    from onetool.clients import MCP_SERVERS, is_onetool
+    from onetool.config.clients import MCP_SERVERS, is_onetool
 
     return key == MCP_SERVERS and isinstance(entry, dict) and is_onetool(name, entry)
 

@@ -14,8 +14,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from onetool.clients import MCP_SERVERS
     from onetool.config import from_client_config, read_config_file, to_identifier, validate
+    from onetool.config.clients import MCP_SERVERS
 
     source, output = Path(args.file), Path(args.output)
     raw = read_config_file(source)

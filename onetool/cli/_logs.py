@@ -18,8 +18,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from onetool.config import find_config, load_config
-    from onetool.logfile import RecordFilter, follow, read_lines, rotated_files
     from onetool.logs import log_level
+    from onetool.logs.file import RecordFilter, follow, read_lines, rotated_files
     from onetool.text import escape_unsafe
 
     path = Path(args.log_file) if args.log_file else load_config(find_config(args.config)).log.file

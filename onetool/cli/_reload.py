@@ -9,8 +9,8 @@ from onetool.cli._common import EXIT_FAILED, EXIT_OK, attach_failed, locate, pri
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
+    from onetool.config.reload import Reloaded
     from onetool.errors import AttachError, NotRunning
-    from onetool.reload import Reloaded
 
     try:
         target = locate(args)

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from onetool.attach import Target
+    from onetool.attach.admin import Target
     from onetool.config import Config
 
 from onetool.cli._common import EXIT_USAGE, attach_failed, locate, print_result, setup
@@ -98,8 +98,8 @@ def _attached_run(target: Target, code: str) -> dict[str, Any]:
 
 
 async def _run(config: Config, code: str, as_json: bool) -> int:
-    from onetool.gateway import Gateway
-    from onetool.relay import ProgressClient
+    from onetool.core.gateway import Gateway
+    from onetool.core.relay import ProgressClient
 
     line = ProgressLine()
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onetool.config import Config
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
     from onetool.serve import Listener
 
 from onetool.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cancel_on_signal, serve_failure, setup, tls_context
@@ -63,8 +63,8 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
     import anyio
 
     from onetool import serve
+    from onetool.core.gateway import Gateway
     from onetool.errors import StoreUnreachable
-    from onetool.gateway import Gateway
     from onetool.logs import logger
     from onetool.serve.app import main_face
 
@@ -74,7 +74,7 @@ async def _serve(config: Config, listener: Listener | None, mode: str = "run") -
         while True:
             try:
                 # Liveness and initialize answer at once; the servers connect behind them, and the catalogue's
-                # requests wait for their first attempts, up to startup_wait (onetool.startup).
+                # requests wait for their first attempts, up to startup_wait (onetool.core.startup).
                 gateway = await stack.enter_async_context(Gateway(config, background=True))
                 break
             except StoreUnreachable as e:
@@ -156,8 +156,8 @@ _FIRST_RETRY, _LAST_RETRY = 0.5, 10.0
 
 
 async def _serve_http(gateway: Gateway, mode: str, listener: Listener, announce: Callable[[], None]) -> None:
-    from onetool import discovery
-    from onetool.attach import ENV_ADMIN_TOKEN
+    from onetool.attach import discovery
+    from onetool.attach.admin import ENV_ADMIN_TOKEN
     from onetool.logs import logger
     from onetool.serve.app import mounted, serve_gateway
 

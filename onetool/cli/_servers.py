@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from onetool.attach import Target
+    from onetool.attach.admin import Target
     from onetool.control import ServerControl
     from onetool.registry import Registry
     from onetool.upstream import UpstreamPool
@@ -57,7 +57,7 @@ def cmd_servers(args: argparse.Namespace) -> int:
 
 
 def _servers_attached(target: Target, action: str, args: argparse.Namespace, entry: dict[str, Any] | None) -> int:
-    from onetool.attach import server_path
+    from onetool.attach.admin import server_path
 
     if action == "list":
         _print_servers(target.request("GET", "/admin/servers")["servers"], args.json)

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 from onetool.cli._common import EXIT_OK, print_json, print_table
 
 if TYPE_CHECKING:
-    from onetool.discovery import Discovery
+    from onetool.attach.discovery import Discovery
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Every gateway running for this user, or with ``--config``, the one serving that file."""
     from pathlib import Path
 
-    from onetool import discovery
+    from onetool.attach import discovery
 
     running = discovery.running()
     if args.config:

@@ -20,8 +20,8 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from onetool.clients import MCP_SERVERS, Converted, Loc, convert, onetool_serve_options
 from onetool.config._models import _VAR, Config, ServerConfig
+from onetool.config.clients import MCP_SERVERS, Converted, Loc, convert, onetool_serve_options
 from onetool.errors import ConfigError
 from onetool.logs import logger
 from onetool.state.paths import DEFAULT_FILENAME, ENV_CONFIG

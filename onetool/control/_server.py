@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 
 from onetool.config import Config, ServerConfig, to_identifier
+from onetool.config.reload import Reloaded
 from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
 from onetool.control._table import LiveServer, merge
@@ -47,7 +48,6 @@ from onetool.control._views import (
 )
 from onetool.errors import ControlError, LostRace, ServerExists, StateError
 from onetool.logs import logger
-from onetool.reload import Reloaded
 from onetool.state.records import Actor, AuditEntry
 from onetool.upstream.status import ServerState
 

@@ -1,4 +1,4 @@
-"""Packs and tools: what a snippet can call, by the names snippets use; :mod:`onetool.calls` makes the calls."""
+"""Packs and tools: what a snippet can call, by the names snippets use; :mod:`onetool.core.calls` makes the calls."""
 
 from onetool.registry._local import load_local_packs
 from onetool.registry._registry import Pack, Registry

@@ -1,7 +1,7 @@
 """One callable tool as a snippet sees it, ``pack.name(...)``: what it is, and what is checked before a call.
 
 A :class:`LocalTool` is a function of a local pack, run in the gateway (``await tool.call(args, kwargs, ctx)``);
-an :class:`UpstreamTool` is a tool of a proxied MCP server, called through the pool by :mod:`onetool.calls`.
+an :class:`UpstreamTool` is a tool of a proxied MCP server, called through the pool by :mod:`onetool.core.calls`.
 Both check a call's arguments, and raise a :class:`~onetool.errors.ModelError` whose message is meant for the
 model.
 """
@@ -21,8 +21,8 @@ from pydantic_core import to_jsonable_python
 
 from onetool.errors import ArgumentError, ToolFailed
 from onetool.registry._summary import brief, summarize
+from onetool.registry.results import error_text, to_value
 from onetool.registry.schema import ToolSchema, count_nodes
-from onetool.results import error_text, to_value
 
 if TYPE_CHECKING:
     from mcp import types
@@ -32,7 +32,7 @@ MAX_LOCAL_VALUES = 20_000
 """JSON values a local pack tool's arguments may hold: its annotations are checked on the event loop."""
 
 CTX = "ctx"
-"""The parameter through which a local tool receives its :class:`~onetool.calls.PackContext`; snippets never
+"""The parameter through which a local tool receives its :class:`~onetool.core.calls.PackContext`; snippets never
 pass it."""
 
 

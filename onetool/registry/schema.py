@@ -17,8 +17,9 @@ from typing import Any
 import anyio.lowlevel
 
 from onetool.errors import ArgumentError
-from onetool.results import is_envelope_schema
-from onetool.schema_walk import (
+from onetool.registry.results import is_envelope_schema
+from onetool.schemas.validation import MAX_RUN_VALUES, MAX_VALUES, CheckBudget, Validator, measure
+from onetool.schemas.walk import (
     CUT,
     NOTHING,
     AllOf,
@@ -36,7 +37,6 @@ from onetool.schema_walk import (
     union,
 )
 from onetool.text import shown_name
-from onetool.validation import MAX_RUN_VALUES, MAX_VALUES, CheckBudget, Validator, measure
 
 __all__ = [
     "MAX_EXTRA_NAMES",
@@ -115,7 +115,7 @@ def literal_values(values: list[Any]) -> bool:
 
 
 def py_union(members: Iterable[str]) -> str:
-    """Python type texts joined as one union (:func:`~onetool.schema_walk.union`'s rules)."""
+    """Python type texts joined as one union (:func:`~onetool.schemas.walk.union`'s rules)."""
     flat = [m for text in members for m in union_members(text)]
     return " | ".join(union(flat, anything="Any", nothing="Never", null="None"))
 
@@ -299,7 +299,7 @@ class ToolSchema:
 
         ``display`` is the signature shown in errors (``wix.get_product(...)``). Positional arguments fill the
         properties in schema order. The work is bounded whatever the snippet sends: too many names are refused
-        at once; arguments past :data:`~onetool.validation.MAX_VALUES` values, past ``cap`` (the bytes the
+        at once; arguments past :data:`~onetool.schemas.validation.MAX_VALUES` values, past ``cap`` (the bytes the
         upstream takes; the gateway's own tools, which send nothing on, have none) or past the run's ``budget``
         are refused after a walk no longer than those caps; the rest is validated.
         """

@@ -90,7 +90,7 @@ from onetool.serve._names import namespaced
 from onetool.text import closest, cut, mcp_name, one_line, shown_name, visible
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 __all__ = ["ALIAS_SCHEME", "PAGE_SIZE", "CatalogueItems", "alias", "items_of", "shown_uri"]
 
@@ -170,7 +170,7 @@ class CatalogueItems:
         return self._gateway.config.http.direct_separator
 
     def notices(self) -> AbstractAsyncContextManager[ObjectReceiveStream[tuple[str, ServerNotification]]]:
-        """What the upstreams announce (:meth:`onetool.gateway.Gateway.notices`)."""
+        """What the upstreams announce (:meth:`onetool.core.gateway.Gateway.notices`)."""
         return self._gateway.notices()
 
     # ----- what is visible ------------------------------------------------------------------------

@@ -36,9 +36,9 @@ from mcp.types import INVALID_PARAMS, InputRequest, InputRequiredResult
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-from onetool.drain import Drain
+from onetool.core.drain import Drain
 from onetool.logs import logger
-from onetool.serve._drain import carrier_of, stopped
+from onetool.serve._drain_guard import carrier_of, stopped
 
 __all__ = ["MAX_WAITING", "RESULT_GRACE", "Continuations", "Waiting", "waiting_call"]
 

@@ -7,7 +7,7 @@
           stop, so a balancer sends clients elsewhere), the state store can be read (a replica that cannot
           read it shows no server, as it cannot know what was quarantined meanwhile), its catalogue has settled
           (no server is still on its first connection attempt, or ``startup_wait`` passed: see
-          :mod:`onetool.startup`), and the servers ``http.ready_requires_servers`` names are connected (none by
+          :mod:`onetool.core.startup`), and the servers ``http.ready_requires_servers`` names are connected (none by
           default; "all": every enabled, non-quarantined one), else 503 naming what is not (a Kubernetes
           readiness probe). /health answers at once meanwhile.
 /status   every server as an MCP client may see it (no error detail, no stderr), and which MCP endpoints are on,
@@ -29,7 +29,7 @@ from starlette.routing import Route, request_response
 
 from onetool import __version__
 from onetool.control import ServerView
-from onetool.drain import Drain
+from onetool.core.drain import Drain
 from onetool.serve.http import BearerGuard, Listener, Routes, bearer_matches
 
 _RUN_ONLY: Mapping[str, bool] = MappingProxyType({"/mcp": True})
@@ -50,7 +50,7 @@ def ops_routes(
     (the path of every MCP face, and whether it is on); ``ready_requires``: the servers /ready waits for;
     ``admin_token``: the operator's, who sees each server whole; ``settling()``: the servers still on their first
     connection attempt, which keep /ready at 503, and ``settled()`` returns once there are none (the gateway's
-    :meth:`~onetool.gateway.Gateway.settling` and :meth:`~onetool.gateway.Gateway.settled`)."""
+    :meth:`~onetool.core.gateway.Gateway.settling` and :meth:`~onetool.core.gateway.Gateway.settled`)."""
 
     async def health(_request: Request) -> JSONResponse:
         counts = Counter(view.status for view in servers())

@@ -26,9 +26,9 @@ import mcp.types as types
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
-from onetool.drain import Drain
+from onetool.core.drain import Drain
 from onetool.logs import logger
-from onetool.serve._drain import stdio_carrier
+from onetool.serve._drain_guard import stdio_carrier
 from onetool.stdio_lines import LineReader, LineWriter, parse_line
 
 _CHUNK = 1 << 16

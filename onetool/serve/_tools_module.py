@@ -1,7 +1,7 @@
 """``GET /runtime/tools.py``: the typed module of every pack (:mod:`onetool.stubs`), for type-checking snippets.
 
 ``?filter=github,myserver__echo`` selects packs and single tools. At start it is answered once the catalogue has
-settled (:mod:`onetool.startup`). The text is cached per filter for the registry
+settled (:mod:`onetool.core.startup`). The text is cached per filter for the registry
 it was made from; the gateway builds a new registry whenever an upstream's catalogue or status changes, so the
 first request after a change gets a fresh module and an unchanged catalogue is never rendered twice. Guarded
 like ``/mcp``: the bearer token when the listener has one; Host and Origin as every route (``http.HostGuard``).

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from onetool.auth.login import CALLBACK_PATH
 from onetool.config import Config
 from onetool.logs import logger
-from onetool.serve._drain import RETRY_AFTER
+from onetool.serve._drain_guard import RETRY_AFTER
 from onetool.serve._metrics import GatewayState, metrics_routes
 from onetool.serve._ops import ops_routes
 from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
@@ -36,7 +36,7 @@ from onetool.serve.run import build_run_server
 from onetool.serve.ui import console_routes
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 __all__ = ["FACES", "MAIN_PATH", "Face", "main_face", "mounted", "serve_gateway", "serve_unready"]
 

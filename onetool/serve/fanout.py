@@ -22,12 +22,12 @@ from mcp.types import (
 )
 
 from onetool import __version__
-from onetool.drain import Drain
+from onetool.core.drain import Drain
+from onetool.logs.requests import log_requests
 from onetool.serve._catalogue_items import CatalogueItems
-from onetool.serve._drain import drain_calls
+from onetool.serve._drain_guard import drain_calls
 from onetool.serve._input_required import Continuations
 from onetool.serve._item_updates import ItemUpdates
-from onetool.serve._request_log import log_requests
 from onetool.serve.list_changed import ChangeSubscription, ListChangedFanout, ListChangedServer
 
 __all__ = ["face_server"]

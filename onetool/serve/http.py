@@ -28,12 +28,12 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from onetool.drain import Drain
+from onetool.core.drain import Drain
 from onetool.errors import PortInUse, ServeError
 from onetool.hosts import HostRule, is_loopback
 from onetool.httpd import DEFAULT_LIMITS, LISTEN_QUEUE, HttpLimits, UvicornServer
 from onetool.logs import logger
-from onetool.serve._drain import DrainGuard
+from onetool.serve._drain_guard import DrainGuard
 
 __all__ = [
     "Front",
@@ -278,7 +278,7 @@ def mcp_routes(
     :func:`serve_http` (:class:`HostGuard`).
     ``aliases``: more paths to the same face (one session manager: a session opened on one path goes on on another).
     With a ``drain``, its requests are counted and, while it drains, new ones refused with 503
-    (:mod:`onetool.serve._drain`).
+    (:mod:`onetool.serve._drain_guard`).
     """
     manager = StreamableHTTPSessionManager(app=server, stateless=stateless)
     app: ASGIApp = StreamableHTTPASGIApp(manager)

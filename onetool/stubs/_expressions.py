@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from pydantic.json_schema import JsonSchemaMode as JsonMode
 
 from onetool.registry.schema import literal_values, union_members
-from onetool.schema_walk import NOTHING, AllOf, Array, Literals, Object, Ref, Scalar, Union, merge_all_of, read, union
+from onetool.schemas.walk import NOTHING, AllOf, Array, Literals, Object, Ref, Scalar, Union, merge_all_of, read, union
 
 MAX_NODES = 2_000
 """Subschemas one tool's types visit: bounds the work (and the module) a hostile schema can cause."""

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from onetool.registry import LocalTool, Pack, Registry, Tool, UpstreamTool
-from onetool.results import is_envelope_schema
-from onetool.schema_walk import Literals, Object, Scalar, Shape, Union, read
+from onetool.registry.results import is_envelope_schema
+from onetool.schemas.walk import Literals, Object, Scalar, Shape, Union, read
 from onetool.stubs._expressions import ANY, TypeBuilder, TypedDictSpec, pascal, placeholders, plain_name, substitute
 from onetool.stubs._expressions import vocab as v
 from onetool.stubs._select import select

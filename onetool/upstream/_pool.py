@@ -41,7 +41,7 @@ class UpstreamPool:
     ``on_notification(server, notification)`` sees every notification an upstream sends (a bridge forwards them).
     ``children`` records each stdio server's process group, so that none outlives this process (the gateway's).
     ``background``: entering returns as soon as every server's owner task is started, and the servers connect
-    behind it (the gateway answers liveness and ``initialize`` at once, its catalogue waits: onetool.startup); by
+    behind it (the gateway answers liveness and ``initialize`` at once, its catalogue waits: onetool.core.startup); by
     default it returns once every enabled server's first attempt has ended (a command that lists or calls them
     right away). Either way, ``proxy.init`` is logged then.
     ``setting_name`` names a server's settings in the fixes its failures suggest (default: the config file's keys).

@@ -3,9 +3,9 @@
 The SDK checks each structured result with python-jsonschema on the event loop, tens of microseconds a value with
 every error collected, and first lists the server's tools again when its own cache lacks the tool (the pool keeps
 the catalogue, and turns the SDK's cache off). A result of 400,000 numbers held every other client for seconds.
-Here the result is checked as arguments are (:mod:`onetool.validation`): measured, and validated by jsonschema-rs up
-to MAX_VALUES values; a larger one is passed on as the data it is, unchecked (it goes to a snippet, never on to an
-upstream).
+Here the result is checked as arguments are (:mod:`onetool.schemas.validation`): measured, and validated by
+jsonschema-rs up to MAX_VALUES values; a larger one is passed on as the data it is, unchecked (it goes to a
+snippet, never on to an upstream).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp import types
 
-from onetool.validation import MAX_VALUES, Validator, measure
+from onetool.schemas.validation import MAX_VALUES, Validator, measure
 
 __all__ = ["ResultCheck"]
 

@@ -33,7 +33,7 @@ def text_head(value: Any, max_output: int) -> tuple[str, int] | None:
 
 
 def _has_media(value: Any) -> bool:
-    """Whether the host's search (onetool.results) may meet a dict that names a media type: the same values, in
+    """Whether the host's search (onetool.registry.results) may meet a dict that names a media type: the same values, in
     the same order, within the same budget."""
     visits = MEDIA_WALK
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from onetool import discovery
+from onetool.attach import discovery
 from onetool.cli._run import names_packs
 from onetool.state.paths import project_database
 from tests.admin_api import cli, discovered

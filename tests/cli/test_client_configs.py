@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import load_config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from tests.cli.test_cli import onetool
 from tests.gateways import start_http_gateway, stop, text_of
 

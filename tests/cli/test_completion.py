@@ -186,8 +186,8 @@ def test_server_names_come_fast(project: Path) -> None:
     probe = (
         "import sys; from onetool.cli import main; main(['completion', '--servers']); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'pydantic', 'anyio', 'sqlalchemy', 'httpx2', "
-        "'loguru', 'sandbox.host'}), sorted({m for m in sys.modules if m.startswith(('onetool.config', "
-        "'onetool.upstream', 'onetool.gateway'))}))"
+        "'loguru', 'sandbox.host'}), sorted({m for m in sys.modules if m.startswith(('onetool.config._', "
+        "'onetool.config.reload', 'onetool.upstream', 'onetool.core.gateway'))}))"
     )
     done = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=30, cwd=project)
     assert done.stdout == "gh\ntime\nextra\n[] []\n", done.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.cli_in_one_process import onetool_each
 
-HEAVY = ["mcp", "sqlalchemy", "sandbox.host", "onetool.gateway", "onetool.bridge"]
+HEAVY = ["mcp", "sqlalchemy", "sandbox.host", "onetool.core.gateway", "onetool.bridge"]
 
 
 def test_bad_flags_and_a_bad_config_are_refused_before_anything_heavy_loads(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from onetool import discovery
+from onetool.attach import discovery
 from onetool.state.paths import project_database, state_dir
 from tests.admin_api import cli
 from tests.conftest import EVERYTHING_JS, TIME_SERVER

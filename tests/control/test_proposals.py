@@ -9,8 +9,8 @@ from onetool.config import Config, validate_server
 from onetool.control import EXECUTION_ENV, changes_what_runs
 from onetool.control._views import launch
 from onetool.control.offline import change_offline
+from onetool.core.gateway import Gateway
 from onetool.errors import ControlError
-from onetool.gateway import Gateway
 
 pytestmark = pytest.mark.anyio
 

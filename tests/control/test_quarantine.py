@@ -14,8 +14,8 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config, load_config
+from onetool.core.gateway import Gateway
 from onetool.errors import ControlError
-from onetool.gateway import Gateway
 from onetool.state import StateStore
 from tests.admin_api import admin, cli
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER

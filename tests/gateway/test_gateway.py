@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from onetool.config import Config
-from onetool.describe import BUDGET_BYTES, describe_run
-from onetool.gateway import Gateway
-from onetool.listing import json_size
+from onetool.core.describe import BUDGET_BYTES, describe_run
+from onetool.core.gateway import Gateway
+from onetool.core.listing import json_size
 from tests.conftest import FIXTURES, PYTHON, spans
 from tests.gateways import gateway_config, text_of
 

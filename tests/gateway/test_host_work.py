@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.registry._tools import MAX_LOCAL_VALUES
 from tests.conftest import spans
 from tests.gateway.test_gateway import make_config

@@ -27,7 +27,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client, StdioServerParameters, types
 
-from onetool.logfile import RecordFilter
+from onetool.logs.file import RecordFilter
 from tests.admin_api import admin
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON
 from tests.gateways import ONETOOL, ServedGateway, origin, start_http_gateway, stop, text_of, write_config

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from mcp import types
 
-from onetool import gateway as gateway_module
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core import gateway as gateway_module
+from onetool.core.gateway import Gateway
 from onetool.upstream import UpstreamPool
 from onetool.upstream.connection import REVIVE_GAP
 from tests.conftest import FIXTURES, PYTHON

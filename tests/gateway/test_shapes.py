@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from onetool.describe import BUDGET_BYTES
-from onetool.listing import json_size
+from onetool.core.describe import BUDGET_BYTES
+from onetool.core.listing import json_size
 from tests.gateways import ServedGateway, text_of
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ from onetool.registry.schema import (
     py_type,
     return_type,
 )
-from onetool.validation import measure
+from onetool.schemas.validation import measure
 from tests.catalogue import BOOL, ENTITY, INT, STR, TIME_RESULT, listof, obj
 
 PRODUCT = ToolSchema(

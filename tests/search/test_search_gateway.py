@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config
+from onetool.core.gateway import Gateway
 from onetool.errors import ConfigError
-from onetool.gateway import Gateway
 from onetool.search import _semantic
 from tests.admin_api import admin, cli
 from tests.conftest import EVERYTHING_JS, FIXTURES, PYTHON, TIME_SERVER

@@ -1,4 +1,4 @@
-"""A stand-in for onetool.gateway.Gateway with the same shape, for the server tests."""
+"""A stand-in for onetool.core.gateway.Gateway with the same shape, for the server tests."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from mcp.types import CallToolResult, ServerNotification, TextContent
 from onetool.broadcast import Broadcast
 from onetool.config import Config
 from onetool.control import ServerView
-from onetool.drain import Drain
+from onetool.core.drain import Drain
+from onetool.core.relay import RunClient
 from onetool.registry import Registry
-from onetool.relay import RunClient
 
 
 class FakeGateway:

@@ -11,8 +11,8 @@ import signal
 import anyio
 from mcp.types import CallToolResult
 
+from onetool.core.relay import RunClient
 from onetool.logs import setup_logging
-from onetool.relay import RunClient
 from onetool.serve import build_run_server, serve_stdio
 from tests.serve.fake_gateway import FakeGateway
 

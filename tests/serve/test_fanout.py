@@ -15,7 +15,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
-from onetool.drain import Drain
+from onetool.core.drain import Drain
 from onetool.serve._catalogue_items import CatalogueItems
 from onetool.serve._requests import connection_of
 from onetool.serve.fanout import face_server

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from onetool.serve.inspect import build_inspect_server
 from onetool.serve.run import build_run_server

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.server import Server
 
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from onetool.serve.direct._face import RESERVED
 from onetool.serve.inspect import build_inspect_server

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from onetool.config import Config
-from onetool.reload import Reloaded, restart_needed
+from onetool.config.reload import Reloaded, restart_needed
 from tests.admin_api import admin, cli
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients

@@ -227,7 +227,7 @@ import json, sys
 import anyio
 import onetool.serve.app  # every face's module, as `onetool serve` loads them
 from onetool.config import load_config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 
 async def main():
     async with Gateway(load_config(sys.argv[1])) as gw:

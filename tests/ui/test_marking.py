@@ -15,8 +15,8 @@ import pytest
 from onetool.config import validate_server
 from onetool.control import HeldTool, ServerView
 from onetool.control._views import launch
+from onetool.logs.runs import RunRecord
 from onetool.metrics import CallSummary
-from onetool.runlog import RunRecord
 from onetool.serve.ui._pages import _templates
 from onetool.serve.ui._review import review
 from onetool.state.records import AuditEntry

@@ -7,8 +7,8 @@ import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 
+from onetool.schemas.validation import MAX_VALUES
 from onetool.upstream._results import ResultCheck
-from onetool.validation import MAX_VALUES
 from tests.upstream.conftest import fault, open_pool
 
 pytestmark = pytest.mark.anyio

@@ -31,7 +31,7 @@ from onetool.state.records import Actor
 from onetool.upstream.authorize import authorize
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 
 URL_WAIT = 60.0  # seconds to wait for the authorization URL (discovery and registration come first)

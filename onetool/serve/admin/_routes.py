@@ -23,7 +23,7 @@
     GET    /admin/stubs                    {"module": the typed module of every pack (what `onetool stubs` writes,
                                            as GET /runtime/tools.py serves it)}; ?filter=NAMES selects
     GET    /admin/held                     every held tool, for review
-    POST   /admin/reload                   re-read the config file and apply what changed (onetool.reload): what
+    POST   /admin/reload                   re-read the config file and apply what changed (onetool.config.reload): what
                                            happened to each server, and the keys that wait for a restart; 400
                                            and nothing changed for a file that does not load
     POST   /admin/run                      {"code": ...} -> the CallToolResult as JSON (what `onetool run` prints;
@@ -55,16 +55,16 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from onetool.control.actions import ACTIONS, BUTTON_VERBS, Action, lookup
+from onetool.core.relay import ProgressClient
 from onetool.errors import ArgumentError, ConfigError, ControlError, StateError
-from onetool.relay import ProgressClient
-from onetool.serve._drain import RETRY_AFTER, drained
+from onetool.serve._drain_guard import RETRY_AFTER, drained
 from onetool.serve._tools_module import filter_too_long
 from onetool.serve.http import BearerGuard, Routes
 from onetool.state.records import Actor
 from onetool.stubs import parse_filter, tools_module
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 
 ACTOR_HEADER = "X-OneTool-Actor"

@@ -36,7 +36,7 @@ from pydantic_core import to_json
 
 from onetool.config import DirectConfig
 from onetool.errors import ArgumentError
-from onetool.results import is_envelope_schema
+from onetool.registry.results import is_envelope_schema
 from onetool.text import cut, shown_name
 
 READ_CACHE = "read_cache"

@@ -7,7 +7,7 @@ upstream's result returned untouched, unless its text is longer than ``sandbox.m
 ``run``'s results are, and kept whole for ``read_cache`` (:mod:`._cache`). So that a cut result stays a success,
 an ``outputSchema`` no cut would match is left out of the listing, and the tool's description says so. What is
 visible is ``gateway.visible_tools(server)``, so disabled, disconnected and quarantined servers, and held tools, are
-neither listed nor callable. A call takes the one call path (:mod:`onetool.calls`): this face only maps its names
+neither listed nor callable. A call takes the one call path (:mod:`onetool.core.calls`): this face only maps its names
 to tools. The management tools (``run``, ``upstream_servers``, ``quarantine_security``, ``read_cache``,
 ``list_registries``, ``search_servers``, ``search_tools``, ``call_tool``) carry no prefix; no upstream name can take
 theirs. With ``direct.expose: search`` only they are listed, and a model finds upstream tools with ``search_tools``
@@ -30,11 +30,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Exposure, Management, to_identifier
+from onetool.core.relay import relayed
 from onetool.errors import ModelError, ServerHeld, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
-from onetool.relay import relayed
-from onetool.results import error_result
+from onetool.registry.results import error_result
 from onetool.serve._catalogue_items import items_of
 from onetool.serve._names import namespaced
 from onetool.serve._requests import LogLevels, RequestClient
@@ -56,7 +56,7 @@ from onetool.text import closest, mcp_name, shown_name
 from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 
 Separator = Literal[":", "__", "."]

@@ -25,8 +25,8 @@ from onetool.config import Management
 from onetool.control.actions import lookup, model_verbs
 from onetool.control.findings import MAX_SCANNED, scan_tool
 from onetool.errors import ArgumentError, OneToolError
+from onetool.registry.results import error_result
 from onetool.registry.schema import ToolSchema
-from onetool.results import error_result
 from onetool.serve.direct._cache import READ_CACHE, READ_CACHE_TOOL, ResultCache, read_cache
 from onetool.serve.direct._registries import (
     LIST_REGISTRIES,

@@ -4,8 +4,8 @@
 and tools of the live catalogue, shortened to a budget at any size. ``inspect(query=...)`` searches them all
 (:mod:`onetool.search`): the best tools for a task, each with its argument types. ``exec(server_name, tool_name,
 arguments=None)`` calls one tool. Both answer data as TOON text with the raw value in ``structuredContent``. A call
-takes the one call path (:mod:`onetool.calls`); this module only maps inspect's names to tools and shapes results as
-TOON.
+takes the one call path (:mod:`onetool.core.calls`); this module only maps inspect's names to tools and shapes
+results as TOON.
 """
 
 from __future__ import annotations
@@ -26,33 +26,26 @@ from mcp.types import (
     Tool,
 )
 
-from onetool.calls import Calls, shaped, value_size
+from onetool.core.calls import Calls, shaped, value_size
+from onetool.core.relay import relayed
 from onetool.errors import ArgumentError, ModelError, UnknownTool
-from onetool.inspect import (
-    InspectServer,
-    data_result,
-    describe_inspect,
-    exec_result,
-    find_server,
-    find_tool,
-    inspect_schemas,
-)
-from onetool.inspect.catalogue import CatalogueTool, catalogue, catalogue_tool
-from onetool.inspect.compress import compress
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry import Tool as PackTool
-from onetool.relay import relayed
-from onetool.results import error_result
+from onetool.registry.results import error_result
 from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
 from onetool.serve._catalogue_items import items_of
 from onetool.serve._requests import LogLevels, RequestClient
 from onetool.serve.fanout import face_server
+from onetool.serve.inspect._describe import InspectServer, describe_inspect, find_server, find_tool, inspect_schemas
+from onetool.serve.inspect._toon import data_result, exec_result
+from onetool.serve.inspect.catalogue import CatalogueTool, catalogue, catalogue_tool
+from onetool.serve.inspect.compress import compress
 from onetool.text import shown_name
 from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 
 INSPECT_INPUT_SCHEMA: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """The `run` face (code mode, ``/mcp`` and the default on stdio): one MCP tool, ``run(code)``, which runs a snippet
-through the gateway (:mod:`onetool.runs`). This module only speaks MCP; serve.list_changed tells clients of both eras
-about catalogue changes; serve.stdio and serve.http carry the server.
+through the gateway (:mod:`onetool.core.runs`). This module only speaks MCP; serve.list_changed tells clients of
+both eras about catalogue changes; serve.stdio and serve.http carry the server.
 
 While a run runs, its client gets its progress and its upstreams' log messages (:mod:`onetool.serve._requests`).
 """
@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp.server import Server, ServerRequestContext
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
 
+from onetool.core.relay import RunClient
 from onetool.logs import logger
 from onetool.registry import UpstreamTool
-from onetool.relay import RunClient
-from onetool.results import error_result
+from onetool.registry.results import error_result
 from onetool.serve._catalogue_items import items_of
 from onetool.serve._paths import DIRECT_ALIAS, DIRECT_PATH
 from onetool.serve._requests import LogLevels
@@ -23,7 +23,7 @@ from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 
 INSTRUCTIONS: Final = (

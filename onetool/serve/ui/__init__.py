@@ -14,7 +14,7 @@ from onetool.logs import logger
 from onetool.serve.http import Listener, Routes
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
     from onetool.serve.ui._pages import Authorize
 
 __all__ = ["console_routes"]

@@ -32,8 +32,8 @@ from onetool.auth import resolve_flow
 from onetool.control.actions import BUTTON_VERBS, lookup
 from onetool.errors import ArgumentError, ControlError, StateError
 from onetool.logs import logger
+from onetool.logs.runs import Mark
 from onetool.metrics import RECENT_CALLS
-from onetool.runlog import Mark
 from onetool.search import MAX_QUERY_CHARS
 from onetool.serve.http import Routes
 from onetool.serve.ui._review import review
@@ -42,7 +42,7 @@ from onetool.state.records import Actor
 from onetool.text import visible
 
 if TYPE_CHECKING:
-    from onetool.gateway import Gateway
+    from onetool.core.gateway import Gateway
 
 __all__ = ["Authorize", "ui_routes"]
 

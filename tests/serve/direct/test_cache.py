@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, types
 
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from onetool.serve.direct._cache import OUTPUT_SCHEMA_NOTE, ResultCache
 from tests.conftest import FIXTURES, PYTHON

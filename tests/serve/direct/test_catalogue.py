@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from tests.conftest import FIXTURES, PYTHON
 

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config, Management
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from tests.conftest import FIXTURES, PYTHON
 from tests.gateways import text_of

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from onetool.config import Config, Management
-from onetool.gateway import Gateway
+from onetool.core.gateway import Gateway
 from onetool.serve.direct import build_direct_server
 from tests.fixtures.registry_server import HIDDEN
 from tests.gateways import ServedGateway, start_http_gateway, stop, text_of

@@ -21,7 +21,7 @@ import pytest
 import toon_format
 from mcp import Client, StdioServerParameters, types
 
-from onetool.inspect import INSTRUCTIONS_MAX_CHARS
+from onetool.serve.inspect._describe import INSTRUCTIONS_MAX_CHARS
 from tests.admin_api import admin
 from tests.conftest import FIXTURES, PYTHON, TIME_SERVER
 from tests.eras import era_clients
@@ -35,7 +35,7 @@ from tests.gateways import (
     wait_for_record,
     write_config,
 )
-from tests.inspect.conftest import REFERENCE_TOOLS
+from tests.serve.inspect.reference_tools import REFERENCE_TOOLS
 
 pytestmark = pytest.mark.anyio
 
