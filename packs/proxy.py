@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from onetool.core.calls import PackContext
-from onetool.errors import ModelError, UnknownPack, UnknownTool
-from onetool.registry import LocalTool, Registry, ToolSchema, UpstreamTool
+from onetool.errors import ModelError, UnknownPack
+from onetool.registry import LocalTool, Registry, Sight, ToolSchema, Unseen, UpstreamTool
 from onetool.registry.schema import py_type
 from onetool.search import DEFAULT_LIMIT
 from onetool.text import shown_name
@@ -71,8 +71,8 @@ async def list_tools(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
     registry = ctx.registry()
     pack = registry.packs.get(_pack_of(server, registry))
     if pack is None:
-        if (held := registry.held_error(server)) is not None:
-            raise held
+        if (sight := registry.sight_server(server)).why is Unseen.HELD:
+            raise sight.refusal() or _unknown_server(server, registry)
         names = [s.name for s in ctx.registry().servers()]
         local = [p for p in registry.packs if p not in {s.pack for s in ctx.registry().servers()}]
         raise ModelError(
@@ -147,18 +147,16 @@ async def call(server: str, tool: str, arguments: dict[str, Any] | None = None, 
 
 def _upstream_tool(server: str, tool: str, registry: Registry) -> UpstreamTool:
     """The tool ``server`` lists as ``tool``, a local tool of the same name shadowing it or not."""
-    pack = registry.packs.get(_pack_of(server, registry))
-    if pack is None and (held := registry.held_error(server)) is not None:
-        raise held
-    if pack is None or pack.server is None:
-        servers = ", ".join(s.name for s in registry.servers())
-        raise UnknownPack(f"unknown server '{shown_name(server)}'; servers: {servers}")
-    match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
-    match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
-    if match is None:
-        registry.resolve(pack.name, tool)  # raises the unknown-tool / unavailable error with suggestions
-        raise UnknownTool(f"server '{pack.server}' has no tool '{shown_name(tool)}'")
-    return match
+    sight = registry.sight_upstream(server, tool)
+    found = sight.found(partial(_unknown_tool, server, tool, registry), tool)
+    assert isinstance(found, UpstreamTool)  # sight_upstream finds only a server's own tools
+    return found
+
+
+def _unknown_tool(server: str, tool: str, registry: Registry, sight: Sight) -> ModelError:
+    if sight.pack is None:
+        return _unknown_server(server, registry)
+    return registry.unknown(sight.pack.name, tool)(sight)
 
 
 async def list_resources(server: str, *, ctx: PackContext) -> list[dict[str, Any]]:
@@ -198,13 +196,16 @@ def _plain(model: BaseModel) -> dict[str, Any]:
 
 def _server(server: str, ctx: PackContext) -> str:
     """The configured name of ``server``, given as configured (``github-api``) or as its pack (``github_api``)."""
-    name = _configured(server, ctx)
-    if name is None:
-        if (held := ctx.registry().held_error(server)) is not None:
-            raise held
-        servers = ", ".join(s.name for s in ctx.registry().servers())
-        raise ModelError(f"unknown server '{shown_name(server)}'; servers: {servers or 'none'}")
-    return name
+    registry = ctx.registry()
+    sight = registry.sight_server(server)
+    if sight.why is Unseen.HELD or sight.server is None:
+        raise sight.refusal() or _unknown_server(server, registry)
+    return sight.server
+
+
+def _unknown_server(server: str, registry: Registry) -> ModelError:
+    servers = ", ".join(s.name for s in registry.servers())
+    return UnknownPack(f"unknown server '{shown_name(server)}'; servers: {servers or 'none'}")
 
 
 def _pack_of(server: str, registry: Registry) -> str:

@@ -12,7 +12,7 @@ to the run, where they raise a catchable ToolUnavailable. All of it is bounded b
 from __future__ import annotations
 
 from onetool.errors import ModelError, Verdict
-from onetool.registry import Registry
+from onetool.registry import Registry, Unseen
 from sandbox import RunError, Site
 
 __all__ = ["MAX_CODE_CHARS", "check_sites", "too_long"]
@@ -31,13 +31,11 @@ def check_sites(sites: list[Site], registry: Registry, code: str) -> RunError | 
     """The first problem among the call sites the worker found in ``code``, or None."""
     lines: list[str] | None = None
     for pack, tool, positional, names, line, column in sites:
-        found = registry.packs.get(pack)
-        if found is not None and (status := registry.pack_status(found)) is not None and not status.connected:
-            continue
-        if found is None and registry.held_error(pack) is not None:
-            continue  # as for a server that is down: the call raises ToolUnavailable, which the snippet may catch
+        sight = registry.sight(pack, tool)
+        if sight.why is Unseen.HELD or (sight.status is not None and not sight.status.connected):
+            continue  # the call raises ToolUnavailable, which the snippet may catch
         try:
-            target = registry.resolve(pack, tool)
+            target = sight.found(registry.unknown(pack, tool), tool)
             if names is not None:  # *args / **kwargs: only the run itself can tell
                 target.check_shape(positional, names)
         except ModelError as e:

@@ -2,8 +2,20 @@
 
 from onetool.registry._local import load_local_packs
 from onetool.registry._registry import Pack, Registry
+from onetool.registry._sight import Sight, Unseen
 from onetool.registry._summary import brief
 from onetool.registry._tools import LocalTool, Tool, UpstreamTool
 from onetool.registry.schema import ToolSchema
 
-__all__ = ["LocalTool", "Pack", "Registry", "Tool", "ToolSchema", "UpstreamTool", "brief", "load_local_packs"]
+__all__ = [
+    "LocalTool",
+    "Pack",
+    "Registry",
+    "Sight",
+    "Tool",
+    "ToolSchema",
+    "Unseen",
+    "UpstreamTool",
+    "brief",
+    "load_local_packs",
+]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from onetool.config import to_identifier
-from onetool.errors import ServerHeld, UnknownPack, UnknownTool
+from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.logs import logger
+from onetool.registry._sight import Sight, Unseen
 from onetool.registry._tools import Tool, UpstreamTool
 from onetool.registry.schema import ToolSchema
 from onetool.text import closest, shown_name
@@ -57,11 +58,6 @@ class Registry:
         self.tool_names = held_packs | {name: sorted(pack.tools) for name, pack in self.packs.items()}
         """What the sandbox's pack stubs list: a held server's pack lists nothing, and its calls say it is held."""
 
-    def held_error(self, name: str) -> ServerHeld | None:
-        """The error for ``name`` (a server, or its pack) when an operator holds that server for review."""
-        server = name if name in self.held else self._held_packs.get(name)
-        return None if server is None else ServerHeld(server, self.held[server])
-
     def server_status(self, server: str) -> ServerStatus | None:
         return self._status.get(server)
 
@@ -70,26 +66,70 @@ class Registry:
         return self._status.get(pack.server) if pack.server else None
 
     def resolve(self, pack: str, tool: str) -> Tool:
-        """The tool ``pack.tool`` names, or UnknownPack / UnknownTool / UpstreamUnavailable for the model."""
+        """The tool ``pack.tool`` names, or UnknownPack / UnknownTool / ServerHeld / UpstreamUnavailable for the
+        model."""
+        return self.sight(pack, tool).found(self.unknown(pack, tool), tool)
+
+    def sight(self, pack: str, tool: str) -> Sight:
+        """What ``pack.tool``, as a snippet names it, is to a caller (see :mod:`onetool.registry._sight`)."""
         found = self.packs.get(pack)
         if found is None:
-            if (held := self.held_error(pack)) is not None:
-                raise held
-            raise UnknownPack(f"unknown pack '{pack}'; available packs: {', '.join(self.packs) or 'none'}")
+            return self._unlisted(self._held_packs.get(pack))
         hit = found.tools.get(tool)
         if hit is not None:
-            return hit
-        status = self.pack_status(found)
-        if status is not None and not status.connected:
-            raise status.unavailable(tool)
-        names = list(found.tools)
-        close = closest(tool, names)
-        ordered = close + [n for n in names if n not in close]
-        hint = f"; did you mean {close[0]}?" if close else "."
-        raise UnknownTool(
-            f"pack '{pack}' has no tool '{shown_name(tool)}'{hint} Its tools: {', '.join(ordered) or 'none'}"
-            f" (see proxy.list_tools(server='{pack}'))"
-        )
+            return Sight(hit, None, found, found.server, self.pack_status(found))
+        return self._miss(found)
+
+    def sight_upstream(self, server: str, tool: str) -> Sight:
+        """What the tool ``server`` lists as ``tool`` is to a caller; ``server`` as configured (``github-api``) or
+        as its pack (``github_api``). A local tool of the same name shadowing it or not, it is the upstream's."""
+        pack = next((self.packs.get(s.pack) for s in self._status.values() if server in (s.name, s.pack)), None)
+        if pack is None or pack.server is None:
+            held = server if server in self.held else self._held_packs.get(server)
+            return self._unlisted(held)
+        match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
+        match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
+        if match is not None:
+            return Sight(match, None, pack, pack.server, self.pack_status(pack))
+        return self._miss(pack)
+
+    def sight_server(self, server: str) -> Sight:
+        """What ``server`` (as configured or as its pack) is to a caller, whatever its tools: ``tool`` is always None,
+        ``why`` is None for a visible, connected server."""
+        status = next((s for s in self._status.values() if server in (s.name, s.pack)), None)
+        if status is None:
+            return self._unlisted(server if server in self.held else self._held_packs.get(server))
+        why = None if status.connected else Unseen(status.status.value)
+        return Sight(None, why, self.packs.get(status.pack), status.name, status)
+
+    def unknown(self, pack: str, tool: str) -> Callable[[Sight], ModelError]:
+        """The words of ``run`` (and the pre-check) for an unknown ``pack.tool``: what exists instead."""
+
+        def error(sight: Sight) -> ModelError:
+            if sight.pack is None:
+                return UnknownPack(f"unknown pack '{pack}'; available packs: {', '.join(self.packs) or 'none'}")
+            names = list(sight.pack.tools)
+            close = closest(tool, names)
+            ordered = close + [n for n in names if n not in close]
+            hint = f"; did you mean {close[0]}?" if close else "."
+            return UnknownTool(
+                f"pack '{pack}' has no tool '{shown_name(tool)}'{hint} Its tools: {', '.join(ordered) or 'none'}"
+                f" (see proxy.list_tools(server='{pack}'))"
+            )
+
+        return error
+
+    def _unlisted(self, held: str | None) -> Sight:
+        """A name that is no pack here: a server an operator holds for review, or unknown."""
+        if held is not None:
+            return Sight(None, Unseen.HELD, server=held, held=self.held[held])
+        return Sight(None, Unseen.UNKNOWN)
+
+    def _miss(self, pack: Pack) -> Sight:
+        """``pack`` has no visible tool of the name asked for: its server is down, or the name is unknown."""
+        status = self.pack_status(pack)
+        why = Unseen.UNKNOWN if status is None or status.connected else Unseen(status.status.value)
+        return Sight(None, why, pack, pack.server, status)
 
     def servers(self) -> list[ServerStatus]:
         """The servers a snippet may know about (a quarantined one is left out), in pool order."""
@@ -121,7 +161,8 @@ class Registry:
                 continue
             shadowed = {n: t for n, t in upstream.items() if n in mine.tools}
             packs[st.pack] = Pack(name=st.pack, tools={**upstream, **mine.tools}, server=server, shadowed=shadowed)
-        return cls(packs, status, {name: why for name, why in (held or {}).items() if to_identifier(name) not in packs})
+        held = {name: why for name, why in (held or {}).items() if to_identifier(name) not in packs}
+        return cls(packs, status, held)
 
     def log_shadowing(self) -> None:
         for pack in self.packs.values():

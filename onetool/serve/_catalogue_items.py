@@ -83,9 +83,9 @@ from mcp.types import (
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from onetool.errors import ModelError, ServerHeld
+from onetool.errors import ModelError
 from onetool.logs import logger
-from onetool.registry import Registry
+from onetool.registry import Registry, Unseen
 from onetool.serve._names import namespaced
 from onetool.text import closest, cut, mcp_name, one_line, shown_name, visible
 
@@ -178,9 +178,10 @@ class CatalogueItems:
     def servers(self, kind: Literal["prompts", "resources"]) -> list[str]:
         """The servers whose ``kind`` a face shows: visible as their tools are, and declaring that capability."""
         gw = self._gateway
+        registry = gw.registry
         out = []
         for view in gw.control.list():
-            if gw.control.shown(view.name) is None or view.name not in gw.pool:
+            if registry.sight_server(view.name).why in (Unseen.UNKNOWN, Unseen.HELD) or view.name not in gw.pool:
                 continue
             capabilities = gw.pool.capabilities(view.name)
             if capabilities is not None and getattr(capabilities, kind) is not None:
@@ -487,10 +488,10 @@ class CatalogueItems:
 
     def _refuse_held(self, names: Callable[[str], bool]) -> None:
         """A server an operator holds for review is said to be held, as its tools are, not unknown."""
-        held = self._gateway.registry.held
-        for server in sorted(held, key=len, reverse=True):
-            if names(server):
-                raise MCPError(INVALID_PARAMS, str(ServerHeld(server, held[server])))
+        registry = self._gateway.registry
+        for server in sorted(registry.held, key=len, reverse=True):
+            if names(server) and (refused := registry.sight_server(server).refusal()) is not None:
+                raise MCPError(INVALID_PARAMS, str(refused))
 
     def _named(self, server: str, name: str) -> str:
         return f"{server}{self._separator}{_line(name)}"

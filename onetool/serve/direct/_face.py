@@ -31,7 +31,7 @@ from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Exposure, Management, to_identifier
 from onetool.core.relay import relayed
-from onetool.errors import ModelError, ServerHeld, UnknownTool
+from onetool.errors import ModelError, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
 from onetool.registry.results import error_result
@@ -53,7 +53,6 @@ from onetool.serve.direct._search import (
 from onetool.serve.fanout import face_server
 from onetool.serve.run import RUN_INPUT_SCHEMA, call_run, run_tool
 from onetool.text import closest, mcp_name, shown_name
-from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
     from onetool.core.gateway import Gateway
@@ -242,19 +241,22 @@ class DirectFace:
         target = self.catalogue().tools.get(name)
         if target is not None:
             return target
-        status = registry.server_status(server) if server is not None else None
-        if status is not None and status.status is ServerState.DISCONNECTED:
-            # It lost its connection, so it lists no tools: the call path tries to reconnect it.
-            raise status.unavailable(name[len(mcp_name(status.name)) + len(self._separator) :])
-        held = max((h for h in registry.held if name.startswith(mcp_name(h) + self._separator)), key=len, default=None)
-        if held is not None:  # listed nowhere, but named: an operator holds it for review
-            raise ServerHeld(held, registry.held[held])
+        if server is not None:
+            # Named, but listed nowhere: a server held for review, or down (a lost connection lists no tools, and
+            # the call path waits for a connecting one and tries to reconnect a lost one).
+            tool = name[len(mcp_name(server)) + len(self._separator) :]
+            if (refused := registry.sight_server(server).refusal(tool)) is not None:
+                raise refused
         raise UnknownTool(self.catalogue().unknown(name))
 
     def _server_of(self, name: str) -> str | None:
-        """The server ``name`` would be a tool of (``server<separator>tool``): the longest such name."""
+        """The server ``name`` would be a tool of (``server<separator>tool``), among those shown and those held for
+        review: the longest such name."""
+        registry = self._gateway.registry
         servers = [
-            s.name for s in self._gateway.registry.servers() if name.startswith(mcp_name(s.name) + self._separator)
+            s
+            for s in (*(s.name for s in registry.servers()), *registry.held)
+            if name.startswith(mcp_name(s) + self._separator)
         ]
         return max(servers, key=lambda s: len(mcp_name(s)), default=None)
 

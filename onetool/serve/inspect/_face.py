@@ -30,7 +30,7 @@ from onetool.core.calls import Calls, shaped, value_size
 from onetool.core.relay import relayed
 from onetool.errors import ArgumentError, ModelError, UnknownTool
 from onetool.logs import logger
-from onetool.registry import Registry, ToolSchema, UpstreamTool
+from onetool.registry import Registry, ToolSchema, Unseen, UpstreamTool
 from onetool.registry import Tool as PackTool
 from onetool.registry.results import error_result
 from onetool.search import DEFAULT_LIMIT, MAX_LIMIT, ToolIndex
@@ -42,7 +42,6 @@ from onetool.serve.inspect._toon import data_result, exec_result
 from onetool.serve.inspect.catalogue import CatalogueTool, catalogue, catalogue_tool
 from onetool.serve.inspect.compress import compress
 from onetool.text import shown_name
-from onetool.upstream import ServerState
 
 if TYPE_CHECKING:
     from onetool.core.gateway import Gateway
@@ -113,11 +112,9 @@ class _View:
     def server(self, name: str, registry: Registry) -> InspectServer[CatalogueTool]:
         """The server ``name`` in ``registry``: UnknownPack with the closest names, ServerHeld for one an
         operator holds for review, UpstreamUnavailable for one that is disabled (it exists: not unknown)."""
-        if (held := registry.held_error(name)) is not None:
-            raise held
-        status = registry.server_status(name)
-        if status is not None and status.status is ServerState.DISABLED:
-            raise status.unavailable()
+        sight = registry.sight_server(name)
+        if sight.why in (Unseen.HELD, Unseen.DISABLED) and (refused := sight.refusal()) is not None:
+            raise refused
         return find_server(self.of(registry).servers, name)
 
     def find(self, server: str, tool: str, registry: Registry) -> PackTool:
@@ -125,12 +122,9 @@ class _View:
         found = self.server(server, registry)
         try:
             return find_tool(found, tool).tool
-        except UnknownTool:
+        except UnknownTool as unknown:
             # A server that lost its connection lists no tools: say it is unavailable, not that the tool is unknown.
-            status = registry.server_status(found.name)
-            if status is not None and not status.connected:
-                raise status.unavailable(f"{found.name}.{tool}") from None
-            raise
+            raise registry.sight_server(found.name).refusal(f"{found.name}.{tool}") or unknown from None
 
 
 def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:

@@ -80,7 +80,7 @@ def unknown_tool(gateway: Gateway, name: str) -> str:
     prefixed = [s.name for s in registry.servers() if name.startswith(s.name + http.direct_separator)]
     held = [h for h in registry.held if name.startswith(h + http.direct_separator)]
     if held:
-        return f"{text} Its {registry.held_error(max(held, key=len))}."
+        return f"{text} Its {registry.sight_server(max(held, key=len)).refusal()}."
     if not prefixed:
         return text
     server = max(prefixed, key=len)
