@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -42,6 +41,7 @@ from onetool.upstream.asks import Asks, SamplingLimits
 
 if TYPE_CHECKING:
     from onetool.config import Config
+    from onetool.core.served import Served
     from onetool.upstream import UpstreamPool
     from onetool.upstream.asks import Caller
     from onetool.upstream.connection import ProgressCallback
@@ -64,8 +64,8 @@ Changes = Callable[[], AbstractAsyncContextManager[ObjectReceiveStream[None]]]
 class Calls:
     """The call path over the gateway's shared services: built once by the gateway, used by every face."""
 
-    config: Config
-    """The gateway's config; replaced by a reload (:meth:`reconfigure`)."""
+    served: Served
+    """The config the gateway serves now (a reload swaps it)."""
     pool: UpstreamPool
     current: Callable[[], Registry]
     """The live registry: an immutable snapshot, replaced whenever what faces may see changes."""
@@ -75,20 +75,25 @@ class Calls:
     """A server's connect timeout; None for a server that is not (or no longer) configured."""
     index: ToolIndex
     """The live registry's tools by what they do: what ``proxy.search`` asks."""
+    _context: PackContext | None = field(default=None, init=False, repr=False)
 
     @property
     def registry(self) -> Registry:
         return self.current()
 
-    def reconfigure(self, config: Config) -> None:
-        """Use a reloaded config: local packs get it in their next ``ctx``."""
-        self.config = config
-        self.__dict__.pop("context", None)
+    @property
+    def config(self) -> Config:
+        return self.served.config
 
-    @cached_property
+    @property
     def context(self) -> PackContext:
-        """What a local pack function that declares ``ctx`` gets."""
-        return PackContext(config=self.config, pool=self.pool, registry=self.current, calls=self, index=self.index)
+        """What a local pack function that declares ``ctx`` gets: made again only when a reload changed the
+        config."""
+        if self._context is None or self._context.config is not self.config:
+            self._context = PackContext(
+                config=self.config, pool=self.pool, registry=self.current, calls=self, index=self.index
+            )
+        return self._context
 
     def asks(self, caller: Caller) -> Asks:
         """``caller`` as the upstreams of one run (or one direct or exec call) may ask it: with the run's share of

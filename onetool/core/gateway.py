@@ -27,17 +27,19 @@ from mcp import types
 
 from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
-from onetool.config import Config, SandboxConfig, load_config
+from onetool.config import Config, load_config
 from onetool.config.reload import Reloaded, restart_needed, watch_files, watched
 from onetool.control import ServerControl
 from onetool.core.calls import Calls
 from onetool.core.describe import describe_run
 from onetool.core.drain import Drain
-from onetool.core.relay import RunClient
+from onetool.core.relay import Relay, RunClient, relayed
 from onetool.core.runs import Runs
+from onetool.core.served import Served
 from onetool.core.startup import FirstWave, default_startup_wait
 from onetool.errors import ConfigError, ControlError, StateError
 from onetool.logs import logger
+from onetool.logs.runs import RunLog
 from onetool.registry import Pack, Registry, load_local_packs
 from onetool.search import ToolIndex, semantic_model
 from onetool.state import StateStore
@@ -49,7 +51,7 @@ from sandbox import Limits, Sandbox
 if TYPE_CHECKING:  # the SDK is imported only when the config has `otel:`
     from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["Gateway", "limits_of"]
+__all__ = ["Gateway"]
 
 _NOTICE_BUFFER = 256
 """Upstream notifications a face may have yet to read; past that they are dropped (bounded memory)."""
@@ -69,11 +71,11 @@ class Gateway:
         background: bool = False,
         span_exporter: SpanExporter | None = None,
     ) -> None:
-        self.config = config
+        self.served = Served(config)
+        """The config served now and the limits it sets: the one holder a reload swaps (:mod:`onetool.core.served`)."""
         self._span_exporter = span_exporter
         self._warm = warm_workers
         self._background = background
-        self.limits = limits_of(config.sandbox)
         self._local: dict[str, Pack] = {}
         self._registry = Registry({})
         self.index = ToolIndex()
@@ -140,7 +142,7 @@ class Gateway:
             self._rebuild()
             self._registry.log_shadowing()
             self.calls = Calls(
-                self.config, self._pool, lambda: self._registry, self.subscribe, self._connect_timeout, self.index
+                self.served, self._pool, lambda: self._registry, self.subscribe, self._connect_timeout, self.index
             )
             # The gateway's own background work: the watcher, the bridge registration, runs' report senders.
             tasks = await stack.enter_async_context(anyio.create_task_group())
@@ -156,7 +158,7 @@ class Gateway:
             # Converted servers are connected at their recorded URLs already; the bridge is told in the background.
             tasks.start_soon(self.control.keep_registered)
             stack.callback(tasks.cancel_scope.cancel)
-            self.runs = Runs(self.calls, self._sandbox, self.limits, tasks)
+            self.runs = Runs(self.calls, self._sandbox, tasks)
             self._tasks = tasks
             self._watch_config(self.config.watch)
             self._stack = stack.pop_all()
@@ -171,6 +173,16 @@ class Gateway:
             await self._stack.aclose()
         finally:
             self.index.close()
+
+    @property
+    def config(self) -> Config:
+        """The config served now (a reload swaps it)."""
+        return self.served.config
+
+    @property
+    def limits(self) -> Limits:
+        """The sandbox limits the config served now sets: each run's."""
+        return self.served.limits
 
     @property
     def pool(self) -> UpstreamPool:
@@ -245,6 +257,16 @@ class Gateway:
         or quarantined; held tools (changed after approval) left out."""
         return self.control.shown(server) or []
 
+    def relay(self, client: RunClient | None) -> AbstractAsyncContextManager[Relay | None]:
+        """What a face's call tells ``client`` as it goes (progress, the upstream's log messages), sent by the
+        gateway's tasks: see :func:`onetool.core.relay.relayed`."""
+        return relayed(client, self.pool, self._tasks)
+
+    @property
+    def journal(self) -> RunLog:
+        """The recent runs, for the operator's console."""
+        return self.runs.journal
+
     async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> types.CallToolResult:
         """Run one snippet (:meth:`onetool.core.runs.Runs.run`) for ``face``, once the catalogue it is checked against
         has settled; never raises for anything the snippet or an upstream does."""
@@ -266,10 +288,8 @@ class Gateway:
             local = await anyio.to_thread.run_sync(partial(load_local_packs, config.packs.dirs))
             later = restart_needed(self.config, config)
             servers = await self.control.use_config(config)
-            self.config, self._local = config, local
-            self.limits = limits_of(config.sandbox)
-            self.calls.reconfigure(config)
-            self.runs.limits = self.limits
+            self.served.swap(config)
+            self._local = local
             self._watch_config(config.watch)
             self._publish()
         done = dataclasses.replace(servers, packs=sorted(local), restart_needed=later)
@@ -334,8 +354,3 @@ class Gateway:
             return self.control.connects(server).connect_timeout
         except ControlError:
             return None
-
-
-def limits_of(sandbox: SandboxConfig) -> Limits:
-    """The sandbox limits a config's `sandbox:` section sets (the keys are the same)."""
-    return Limits(**sandbox.model_dump(exclude={"max_concurrent_runs", "max_workers", "max_host_memory_mb"}))

@@ -36,11 +36,14 @@ class Runs:
 
     calls: Calls
     sandbox: Sandbox
-    limits: Limits
-    """Each run's; a reload replaces them, and the next run has the new ones."""
     tasks: TaskGroup
     journal: RunLog = field(default_factory=RunLog)
     """The recent runs, for the operator's console."""
+
+    @property
+    def limits(self) -> Limits:
+        """Each run's, as the config served now sets them: a reload's apply to the next run."""
+        return self.calls.served.limits
 
     async def run(self, code: str, client: RunClient | None = None, *, face: str = "run") -> types.CallToolResult:
         """Run one snippet; never raises for anything the snippet or an upstream does.

@@ -85,12 +85,12 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from onetool.errors import ModelError
 from onetool.logs import logger
-from onetool.registry import Registry, Unseen
+from onetool.registry import Registry
 from onetool.serve._names import namespaced
 from onetool.text import closest, cut, mcp_name, one_line, shown_name, visible
 
 if TYPE_CHECKING:
-    from onetool.core.gateway import Gateway
+    from onetool.serve._host import FaceHost
 
 __all__ = ["ALIAS_SCHEME", "PAGE_SIZE", "CatalogueItems", "alias", "items_of", "shown_uri"]
 
@@ -139,10 +139,10 @@ def _plain(uri: str) -> bool:
     return visible(uri[:_MAX_URI], keep="") == uri
 
 
-_SHARED: weakref.WeakKeyDictionary[Gateway, CatalogueItems] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[FaceHost, CatalogueItems] = weakref.WeakKeyDictionary()
 
 
-def items_of(gateway: Gateway) -> CatalogueItems:
+def items_of(gateway: FaceHost) -> CatalogueItems:
     """The one CatalogueItems of ``gateway``: its faces share the cache and the upstream subscriptions."""
     items = _SHARED.get(gateway)
     if items is None:
@@ -153,7 +153,7 @@ def items_of(gateway: Gateway) -> CatalogueItems:
 class CatalogueItems:
     """The prompts, resources and templates of the visible upstreams, shared by every face of one gateway."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: FaceHost) -> None:
         self._gateway = gateway
         self._cache: dict[tuple[str, Kind], list[Any]] = {}
         self._seen: Registry | None = None
@@ -177,15 +177,12 @@ class CatalogueItems:
 
     def servers(self, kind: Literal["prompts", "resources"]) -> list[str]:
         """The servers whose ``kind`` a face shows: visible as their tools are, and declaring that capability."""
-        gw = self._gateway
-        registry = gw.registry
+        pool = self._gateway.pool
         out = []
-        for view in gw.control.list():
-            if registry.sight_server(view.name).why in (Unseen.UNKNOWN, Unseen.HELD) or view.name not in gw.pool:
-                continue
-            capabilities = gw.pool.capabilities(view.name)
+        for status in self._gateway.registry.servers():  # those shown, in the pool's order
+            capabilities = pool.capabilities(status.name)
             if capabilities is not None and getattr(capabilities, kind) is not None:
-                out.append(view.name)
+                out.append(status.name)
         return out
 
     def forget(self, server: str, kinds: Iterable[Kind]) -> None:

@@ -30,7 +30,6 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import SERVER_INFO_META_KEY
 
 from onetool.config import Exposure, Management, to_identifier
-from onetool.core.relay import relayed
 from onetool.errors import ModelError, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, UpstreamTool
@@ -212,7 +211,7 @@ class DirectFace:
             calls = self._gateway.calls
             caller = calls.asks(client) if client is not None else None
             # The server's log messages during the call reach its client too, as a run's do.
-            async with relayed(client, calls.pool, self._gateway.runs.tasks) as relay:
+            async with self._gateway.relay(client) as relay:
                 if relay is not None:
                     relay.follow(target.server)
                 result = await calls.result(target, [], arguments, on_progress=progress, caller=caller)

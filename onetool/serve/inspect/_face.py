@@ -27,7 +27,6 @@ from mcp.types import (
 )
 
 from onetool.core.calls import Calls, shaped, value_size
-from onetool.core.relay import relayed
 from onetool.errors import ArgumentError, ModelError, UnknownTool
 from onetool.logs import logger
 from onetool.registry import Registry, ToolSchema, Unseen, UpstreamTool
@@ -44,7 +43,7 @@ from onetool.serve.inspect.compress import compress
 from onetool.text import shown_name
 
 if TYPE_CHECKING:
-    from onetool.core.gateway import Gateway
+    from onetool.serve._host import CallHost
 
 
 INSPECT_INPUT_SCHEMA: dict[str, Any] = {
@@ -127,7 +126,7 @@ class _View:
             raise registry.sight_server(found.name).refusal(f"{found.name}.{tool}") or unknown from None
 
 
-def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
+def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
     """The MCP server with the tools ``inspect`` and ``exec``, backed by ``gateway``."""
     calls = gateway.calls
     options = gateway.config.inspect
@@ -187,7 +186,7 @@ def build_inspect_server(gateway: Gateway) -> Server[dict[str, Any]]:
         label = f"{server_name}.{tool_name}"
         if isinstance(target, UpstreamTool):
             # The server's log messages during the call reach its client, as a run's do.
-            async with relayed(client, calls.pool, gateway.runs.tasks) as relay:
+            async with gateway.relay(client) as relay:
                 if relay is not None:
                     relay.follow(target.server)
                 result = await calls.result(target, [], arguments or {}, label=label, caller=calls.asks(client))

@@ -23,7 +23,7 @@ from onetool.serve.fanout import face_server
 from onetool.text import shown_name
 
 if TYPE_CHECKING:
-    from onetool.core.gateway import Gateway
+    from onetool.serve._host import FaceHost, RunHost
 
 
 INSTRUCTIONS: Final = (
@@ -48,13 +48,13 @@ RUN_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def run_tool(gateway: Gateway) -> Tool:
+def run_tool(gateway: RunHost) -> Tool:
     """The `run` tool as listed: built per request, since its description names the current upstream catalogue."""
     return Tool(name="run", description=gateway.describe_run(), input_schema=RUN_INPUT_SCHEMA)
 
 
 async def call_run(
-    gateway: Gateway, arguments: dict[str, Any] | None, client: RunClient | None = None, *, face: str = "run"
+    gateway: RunHost, arguments: dict[str, Any] | None, client: RunClient | None = None, *, face: str = "run"
 ) -> CallToolResult:
     """A `run` call on ``face`` (any that offers it); ``client`` gets the run's progress and upstream logs."""
     code = (arguments or {}).get("code")
@@ -70,7 +70,7 @@ async def call_run(
         return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
 
 
-def unknown_tool(gateway: Gateway, name: str) -> str:
+def unknown_tool(gateway: FaceHost, name: str) -> str:
     """What the run face answers a call of a tool other than ``run``. A ``server:tool`` name (a direct-face name, as
     a client that rewrote /mcp/direct to /mcp sends it) also gets where that name is served, and the snippet that
     calls the same tool here."""
@@ -98,7 +98,7 @@ def unknown_tool(gateway: Gateway, name: str) -> str:
     return text
 
 
-def build_run_server(gateway: Gateway) -> Server[dict[str, Any]]:
+def build_run_server(gateway: RunHost) -> Server[dict[str, Any]]:
     """The MCP server with one tool, ``run``, backed by ``gateway``."""
     levels = LogLevels()
 

@@ -220,7 +220,7 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         return render(request, "review.html", session, held=held, quarantined=quarantined, proposed=proposed)
 
     async def runs(request: Request, session: Session) -> Response:
-        journal = gateway.runs.journal
+        journal = gateway.journal
         return render(request, "runs.html", session, runs=journal.recent(), last=journal.last(), **_show_code(gateway))
 
     async def run_events(request: Request, session: Session) -> Response:
@@ -229,7 +229,7 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         lost its stream for a while misses none; from now on without either."""
         row = _templates.get_template("_run_row.html")
         show = _show_code(gateway)
-        journal = gateway.runs.journal
+        journal = gateway.journal
         seen = Mark.parse(request.headers.get("last-event-id")) or Mark.parse(request.query_params.get("after"))
 
         async def events() -> AsyncIterator[str]:
