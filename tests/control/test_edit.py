@@ -41,7 +41,7 @@ async def control_plane(store: StateStore, config: Config = CONFIG) -> AsyncIter
 
 async def env_of(control: ServerControl, server: str) -> dict[str, Any]:
     """The environment of the running server's process, as its get-env tool reports it."""
-    pool = control._live()
+    pool = control._live.pool
     result = await pool.call(server, "get-env", {})
     text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
     return dict(json.loads(text[text.index("{") :]))
