@@ -183,25 +183,22 @@ class Live:
         return self.current(name)
 
     async def lost(self, name: str, race: StateError | LostRace) -> NoReturn:
-        """A write that lost a race to another writer: apply the store's state here, then a 409 that shows it."""
-        try:
-            changed = await self.sync()
-        except (StateError, TimeoutError):
-            changed = []
-        for server in changed:
-            await self.refresh(server)
+        """A write that lost a race to another writer changed nothing in the store; this replica applies the store
+        as after any write (:meth:`written`), and the 409 shows what won: ``name`` as it is now (None once
+        removed). Besides :meth:`commit`, a remove calls it: its store write answers a lost race with False."""
+        await self.written(name)
         current = self.view(name).to_dict() if name in self.servers else None
         raise ControlError(f"{race}", 409, current=current) from None
 
     async def written(self, name: str) -> None:
-        """After this replica wrote a change of ``name`` to the store: apply the store here, as the follower does,
-        and tell the faces (of ``name`` too when nothing of what it keeps changed, as after a restart). A store
-        that fails between the write and this read does not make the written change look refused: this replica
-        goes blind as its follower would, and applies the change once it can read again."""
+        """After this replica wrote to the store about ``name`` (or lost a race writing): apply the store here, as
+        the follower does, and tell the faces (of ``name`` too when nothing of what it keeps changed, as after a
+        restart). A store that fails between the write and this read does not make the written change look
+        refused: this replica goes blind as its follower would, and applies the change once it can read again."""
         try:
             changed = await self.sync()
         except (StateError, TimeoutError) as e:
-            self.go_blind(f"cannot read the state store after a change was written ({e})")
+            self.go_blind(f"cannot read the state store after writing to it ({e})")
             changed = []
         for server in (*(n for n in changed if n != name), name):
             await self.refresh(server)

@@ -123,6 +123,23 @@ async def test_of_two_replicas_editing_one_server_at_once_one_applies_the_other_
         assert (await env_of(a, "extra"))["MARK"] == "b"
 
 
+async def test_a_remove_that_lost_the_race_is_a_409_and_the_loser_no_longer_serves_the_server(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'onetool.db'}"
+    async with AsyncExitStack() as stack:
+        store_a = await stack.enter_async_context(await StateStore.open(url))
+        store_b = await stack.enter_async_context(await StateStore.open(url))
+        await store_a.add_server("extra", {**EVERYTHING, "enabled": False}, "cli")
+        a = await stack.enter_async_context(control_plane(store_a, Config()))
+        b = await stack.enter_async_context(control_plane(store_b, Config()))
+
+        await a.remove("extra", actor="api")
+        with pytest.raises(ControlError) as lost:
+            await b.remove("extra", actor="api")
+        assert (lost.value.status, lost.value.current) == (409, None) and "removed meanwhile" in str(lost.value)
+        # the lost race applied the store on b as any write does: what won is what b serves now
+        assert [view.name for view in b.list()] == [] and not b.blind
+
+
 async def test_a_server_whose_variable_was_unset_stays_disabled(tmp_path: Path) -> None:
     path = tmp_path / "onetool.yaml"
     path.write_text(f"servers:\n  idle: {{command: {TIME_SERVER}, env: {{T: '${{IDLE_TOKEN}}'}}, enabled: false}}\n")
