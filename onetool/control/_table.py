@@ -1,6 +1,6 @@
 """The control plane's table: each server as the config file and the state store make it (:class:`LiveServer`), and
 :func:`merge`, which builds the whole table from a config and a snapshot of the store. The control plane holds one
-table and replaces its rows only through ``ServerControl._apply``."""
+table and replaces its rows only through ``Live._apply`` (:mod:`onetool.control._live`)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ async def control_plane(store: StateStore, config: Config = CONFIG) -> AsyncIter
 
 async def env_of(control: ServerControl, server: str) -> dict[str, Any]:
     """The environment of the running server's process, as its get-env tool reports it."""
-    pool = control._live()
+    pool = control._live.pool
     result = await pool.call(server, "get-env", {})
     text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
     return dict(json.loads(text[text.index("{") :]))
@@ -121,6 +121,23 @@ async def test_of_two_replicas_editing_one_server_at_once_one_applies_the_other_
         await b.edit("extra", {"env": {"MARK": "b"}}, actor="api")
         await a.reconcile()
         assert (await env_of(a, "extra"))["MARK"] == "b"
+
+
+async def test_a_remove_that_lost_the_race_is_a_409_and_the_loser_no_longer_serves_the_server(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'onetool.db'}"
+    async with AsyncExitStack() as stack:
+        store_a = await stack.enter_async_context(await StateStore.open(url))
+        store_b = await stack.enter_async_context(await StateStore.open(url))
+        await store_a.add_server("extra", {**EVERYTHING, "enabled": False}, "cli")
+        a = await stack.enter_async_context(control_plane(store_a, Config()))
+        b = await stack.enter_async_context(control_plane(store_b, Config()))
+
+        await a.remove("extra", actor="api")
+        with pytest.raises(ControlError) as lost:
+            await b.remove("extra", actor="api")
+        assert (lost.value.status, lost.value.current) == (409, None) and "removed meanwhile" in str(lost.value)
+        # the lost race applied the store on b as any write does: what won is what b serves now
+        assert [view.name for view in b.list()] == [] and not b.blind
 
 
 async def test_a_server_whose_variable_was_unset_stays_disabled(tmp_path: Path) -> None:
