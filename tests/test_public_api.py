@@ -50,7 +50,7 @@ PUBLIC: dict[str, list[str]] = {
     "onetool.control.actions": ["ACTIONS", "Action", "BUTTON_VERBS", "lookup", "model_verbs"],
     "onetool.core.calls": ["Calls", "OFF_LOOP_FROM", "PackContext", "REGISTRY_CATCH_UP", "shaped", "value_size"],
     "onetool.core.gateway": ["Gateway"],
-    "onetool.core.served": ["Served", "limits_of"],
+    "onetool.config.served": ["Served", "limits_of"],
     "onetool.registry": [
         "LocalTool",
         "Pack",

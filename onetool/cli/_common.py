@@ -144,6 +144,7 @@ def with_pool(config: Config, body: Any) -> Any:
     import anyio
 
     from onetool.auth import StateTokenStore
+    from onetool.config.served import Served
     from onetool.control import ServerControl
     from onetool.registry import Registry, load_local_packs
     from onetool.state import StateStore
@@ -153,7 +154,7 @@ def with_pool(config: Config, body: Any) -> Any:
     async def go() -> Any:
         local = load_local_packs(config.packs.dirs)
         async with await StateStore.open(config.store_url) as store:
-            control = await ServerControl.load(config, store)
+            control = await ServerControl.load(Served(config), store)
             # Its stdio servers die with this command as with the gateway, even on `kill -9`.
             async with (
                 watched_children(config.path) as children,

@@ -79,7 +79,7 @@ class Follower:
         async with live.lock:
             before = {name: s.connection() for name, s in live.servers.items()}
             changed = await live.sync(config)
-            live.config, live.config_path = config, config.path
+            live.served.swap(config)
         for name in changed:
             await live.refresh(name)
         # _apply updated each kept row in place: its connection now is the new one.

@@ -10,11 +10,13 @@ change only in :meth:`Live._apply`, reached through :meth:`Live.sync`: after thi
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
 from onetool.config import Config, ServerConfig
+from onetool.config.served import Served
 from onetool.control import _rules as rules
 from onetool.control._bridging import Bridging
 from onetool.control._seen import view
@@ -39,13 +41,12 @@ class Live:
     is made with :attr:`lock` held: each reads the state the previous one left."""
 
     def __init__(
-        self, servers: dict[str, LiveServer], store: StateStore, config: Config, bridging: Bridging, applied: int
+        self, servers: dict[str, LiveServer], store: StateStore, served: Served, bridging: Bridging, applied: int
     ) -> None:
         self.servers = servers
         self.store = store
         self.bridging = bridging
-        self.config = config
-        self.config_path = config.path
+        self.served = served
         self.lock = anyio.Lock()
         self.applied = applied
         """The store's change counter the table is at."""
@@ -54,13 +55,22 @@ class Live:
         self._pool: UpstreamPool | None = None
         self._on_change: Callable[[], None] = lambda: None
 
+    @property
+    def config(self) -> Config:
+        """The config served now: the gateway's one holder, which :meth:`Follower.use_config` swaps."""
+        return self.served.config
+
+    @property
+    def config_path(self) -> Path | None:
+        return self.served.config.path
+
     @classmethod
-    async def load(cls, config: Config, store: StateStore) -> Live:
+    async def load(cls, served: Served, store: StateStore) -> Live:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
         snapshot = await store.snapshot()
-        bridging = Bridging(config.bridge, store)
-        loaded = await merge(config, snapshot, bridging, quiet=False)
-        return cls(loaded, store, config, bridging, snapshot.counter)
+        bridging = Bridging(served.config.bridge, store)
+        loaded = await merge(served.config, snapshot, bridging, quiet=False)
+        return cls(loaded, store, served, bridging, snapshot.counter)
 
     def configs(self) -> dict[str, ServerConfig]:
         """What the pool connects: each server with its enabled override applied; never a proposal."""

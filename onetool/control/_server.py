@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from onetool.config import Config, ServerConfig
 from onetool.config.reload import Reloaded
+from onetool.config.served import Served
 from onetool.control import _rules as rules
 from onetool.control._converting import Converting
 from onetool.control._follower import FOLLOW_PERIOD, Follower
@@ -60,9 +61,9 @@ class ServerControl:
         self._converting = Converting(live)
 
     @classmethod
-    async def load(cls, config: Config, store: StateStore) -> ServerControl:
+    async def load(cls, served: Served, store: StateStore) -> ServerControl:
         """The config's servers, the servers added at run time, and the store's overrides and approvals."""
-        return cls(await Live.load(config, store))
+        return cls(await Live.load(served, store))
 
     def configs(self) -> dict[str, ServerConfig]:
         """What the pool connects: each server with its enabled override applied; never a proposal."""

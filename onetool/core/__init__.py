@@ -4,5 +4,5 @@
 calls, the shaped result); ``calls`` is the path of every tool call, whatever face asked; ``describe`` and
 ``listing`` write ``run``'s description within its budget; ``relay`` carries a run's progress and logs to its
 client; ``startup`` is the first wave the catalogue waits for, ``drain`` the stop that lets calls in flight
-finish, ``traces`` the OpenTelemetry spans; ``served`` holds the config served now, which a reload swaps.
+finish, ``traces`` the OpenTelemetry spans.
 """

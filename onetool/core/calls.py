@@ -41,7 +41,7 @@ from onetool.upstream.asks import Asks, SamplingLimits
 
 if TYPE_CHECKING:
     from onetool.config import Config
-    from onetool.core.served import Served
+    from onetool.config.served import Served
     from onetool.upstream import UpstreamPool
     from onetool.upstream.asks import Caller
     from onetool.upstream.connection import ProgressCallback

@@ -29,13 +29,13 @@ from onetool.auth.store import StateTokenStore, TokenStore
 from onetool.broadcast import Broadcast
 from onetool.config import Config, load_config
 from onetool.config.reload import Reloaded, restart_needed, watch_files, watched
+from onetool.config.served import Served
 from onetool.control import ServerControl
 from onetool.core.calls import Calls
 from onetool.core.describe import describe_run
 from onetool.core.drain import Drain
 from onetool.core.relay import Relay, RunClient, relayed
 from onetool.core.runs import Runs
-from onetool.core.served import Served
 from onetool.core.startup import FirstWave, default_startup_wait
 from onetool.errors import ConfigError, ControlError, StateError
 from onetool.logs import logger
@@ -72,7 +72,8 @@ class Gateway:
         span_exporter: SpanExporter | None = None,
     ) -> None:
         self.served = Served(config)
-        """The config served now and the limits it sets: the one holder a reload swaps (:mod:`onetool.core.served`)."""
+        """The config served now and the limits it sets: the one holder a reload swaps
+        (:mod:`onetool.config.served`)."""
         self._span_exporter = span_exporter
         self._warm = warm_workers
         self._background = background
@@ -110,7 +111,7 @@ class Gateway:
                 logger.warning(notice)
             store = await StateStore.open(self.config.store_url)
             stack.push_async_callback(store.aclose)
-            self.control = await ServerControl.load(self.config, store)
+            self.control = await ServerControl.load(self.served, store)
             self.tokens: TokenStore = StateTokenStore(store)
             # Before any upstream starts: what a killed gateway of this config left running is ended first.
             children = await stack.enter_async_context(watched_children(self.config.path))
@@ -287,8 +288,7 @@ class Gateway:
             config = await anyio.to_thread.run_sync(partial(load_config, path))
             local = await anyio.to_thread.run_sync(partial(load_local_packs, config.packs.dirs))
             later = restart_needed(self.config, config)
-            servers = await self.control.use_config(config)
-            self.served.swap(config)
+            servers = await self.control.use_config(config)  # which swaps the config served, once merged
             self._local = local
             self._watch_config(config.watch)
             self._publish()

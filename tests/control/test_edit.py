@@ -16,6 +16,7 @@ import pytest
 from mcp import types
 
 from onetool.config import Config, load_config
+from onetool.config.served import Served
 from onetool.control._server import ServerControl
 from onetool.errors import ControlError
 from onetool.state import StateStore
@@ -33,7 +34,7 @@ CONFIG = Config.model_validate(
 @asynccontextmanager
 async def control_plane(store: StateStore, config: Config = CONFIG) -> AsyncIterator[ServerControl]:
     """A gateway's control plane on ``store`` (one replica), with its own pool."""
-    control = await ServerControl.load(config, store)
+    control = await ServerControl.load(Served(config), store)
     async with UpstreamPool(control.configs()) as pool:
         await control.attach(pool, lambda: None)
         yield control

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from onetool.config import Config
+from onetool.config.served import Served
 from onetool.control._server import ServerControl
 from onetool.state import StateStore
 from onetool.upstream import UpstreamPool
@@ -24,7 +25,7 @@ async def test_a_store_that_cannot_be_read_hides_every_server_until_it_can(tmp_p
     file = tmp_path / "onetool.db"
     config = Config.model_validate({"servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}})
     async with await StateStore.open(f"sqlite:///{file}", timeout=0.3) as store:
-        control = await ServerControl.load(config, store)
+        control = await ServerControl.load(Served(config), store)
         async with UpstreamPool(control.configs()) as pool:
             with anyio.fail_after(30):
                 while not pool.server_status("time").connected:
@@ -56,7 +57,7 @@ async def test_on_postgresql_every_notification_wakes_the_follower(postgres: str
     """With the counter read only once a minute, each change still arrives at once: notified, not polled."""
     store_url = create_database(postgres, f"follow_{uuid.uuid4().hex[:12]}")
     async with await StateStore.open(store_url) as store, await StateStore.open(store_url) as other:
-        control = await ServerControl.load(Config.model_validate({}), store)
+        control = await ServerControl.load(Served(Config.model_validate({})), store)
         async with UpstreamPool(control.configs()) as pool, anyio.create_task_group() as tg:
             await control.attach(pool, lambda: None)
             tg.start_soon(control.follow, 60.0)

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from onetool.config import Config
+from onetool.config.served import Served
 from onetool.control._server import ServerControl
 from onetool.upstream import UpstreamPool
 from tests.conftest import TIME_SERVER
@@ -22,7 +23,7 @@ async def test_startup_reads_every_approval_at_once_and_applies_each_to_its_serv
     config = Config.model_validate({"servers": {"time": time, "changed": time}})
     store = await RecordingStore.open(f"sqlite:///{tmp_path / 'onetool.db'}")
     async with store:
-        first = await ServerControl.load(config, store)
+        first = await ServerControl.load(Served(config), store)
         async with UpstreamPool(first.configs()) as pool:
             with anyio.fail_after(30):
                 while not all(pool.server_status(name).connected for name in config.servers):
@@ -35,7 +36,7 @@ async def test_startup_reads_every_approval_at_once_and_applies_each_to_its_serv
             await store.approve_tools("changed", [rewritten.model_copy(update={"description": "earlier"})], "cli")
 
             store.transactions.clear()
-            restarted = await ServerControl.load(config, store)
+            restarted = await ServerControl.load(Served(config), store)
             assert store.transactions == [
                 "read the servers' state",  # added servers, overrides, every server's approved tools: at once
                 "read the converted servers",

@@ -1,13 +1,14 @@
 """The config a running gateway serves, held in one place: a reload swaps it whole.
 
-The gateway, the call path and each run read the config through one :class:`Served`, never a copy of their own,
-so a reload cannot leave one part on the old file; what a config section implies (the sandbox limits of a run) is
-derived with it, in the same swap.
+The gateway, the control plane (:class:`onetool.control.ServerControl`), the call path and each run read the config
+through one :class:`Served`, never a copy of their own, so a reload cannot leave one part on the old file; what a
+config section implies (the sandbox limits of a run) is derived with it, in the same swap, which the control plane
+makes once it has merged the new file's servers (the lock held: no follower's sync reads a half-applied config).
 """
 
 from __future__ import annotations
 
-from onetool.config import Config, SandboxConfig
+from onetool.config._models import Config, SandboxConfig
 from sandbox import Limits
 
 __all__ = ["Served", "limits_of"]
