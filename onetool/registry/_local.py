@@ -23,8 +23,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from onetool.config import to_identifier
 from onetool.errors import ConfigError
 from onetool.logs import logger
-from onetool.registry._registry import Pack
-from onetool.registry._tools import CTX, LocalTool
+from onetool.registry._tools import CTX, LocalTool, Pack
 
 BUILTIN_PACKS = "packs"
 

@@ -9,14 +9,14 @@ gateway builds a new one whenever an upstream catalogue or status changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from onetool.config import to_identifier
 from onetool.errors import ModelError, UnknownPack, UnknownTool
 from onetool.logs import logger
 from onetool.registry._sight import Sight, Unseen
-from onetool.registry._tools import Tool, UpstreamTool
+from onetool.registry._tools import Pack, Tool, UpstreamTool
 from onetool.registry.schema import ToolSchema
 from onetool.text import closest, shown_name
 
@@ -24,21 +24,6 @@ if TYPE_CHECKING:
     from mcp import types
 
     from onetool.upstream import ServerStatus, UpstreamPool
-
-
-@dataclass(frozen=True)
-class Pack:
-    name: str
-    tools: Mapping[str, Tool]
-    server: str | None = None
-    """The configured server behind it, if any."""
-    shadowed: Mapping[str, UpstreamTool] = field(default_factory=dict)
-    """Upstream tools hidden by local tools of the same name."""
-
-    def listing(self) -> dict[str, Any]:
-        """What ``onetool tools`` shows of it, as JSON data (the admin API's ``GET /admin/tools`` answers it)."""
-        tools = [{"name": name, "signature": t.signature, "summary": t.summary} for name, t in self.tools.items()]
-        return {"name": self.name, "server": self.server, "tools": tools}
 
 
 class Registry:

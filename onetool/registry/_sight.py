@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 from onetool.errors import ModelError, ServerHeld
 
 if TYPE_CHECKING:
-    from onetool.registry._registry import Pack
-    from onetool.registry._tools import Tool
+    from onetool.registry._tools import Pack, Tool
     from onetool.upstream import ServerStatus
 
 __all__ = ["Sight", "Unseen"]

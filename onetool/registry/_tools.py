@@ -3,7 +3,7 @@
 A :class:`LocalTool` is a function of a local pack, run in the gateway (``await tool.call(args, kwargs, ctx)``);
 an :class:`UpstreamTool` is a tool of a proxied MCP server, called through the pool by :mod:`onetool.core.calls`.
 Both check a call's arguments, and raise a :class:`~onetool.errors.ModelError` whose message is meant for the
-model.
+model. A :class:`Pack` holds the tools of one name a snippet uses (a server's, a local pack's, or both).
 """
 
 from __future__ import annotations
@@ -147,3 +147,18 @@ def _param(p: inspect.Parameter) -> str:
     if p.kind is p.VAR_KEYWORD:
         return f"**{p.name}"
     return p.name if p.default is p.empty else f"{p.name}?"
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    tools: Mapping[str, Tool]
+    server: str | None = None
+    """The configured server behind it, if any."""
+    shadowed: Mapping[str, UpstreamTool] = field(default_factory=dict)
+    """Upstream tools hidden by local tools of the same name."""
+
+    def listing(self) -> dict[str, Any]:
+        """What ``onetool tools`` shows of it, as JSON data (the admin API's ``GET /admin/tools`` answers it)."""
+        tools = [{"name": name, "signature": t.signature, "summary": t.summary} for name, t in self.tools.items()]
+        return {"name": self.name, "server": self.server, "tools": tools}

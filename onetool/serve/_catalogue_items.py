@@ -177,10 +177,9 @@ class CatalogueItems:
 
     def servers(self, kind: Literal["prompts", "resources"]) -> list[str]:
         """The servers whose ``kind`` a face shows: visible as their tools are, and declaring that capability."""
-        pool = self._gateway.pool
         out = []
         for status in self._gateway.registry.servers():  # those shown, in the pool's order
-            capabilities = pool.capabilities(status.name)
+            capabilities = self._gateway.pool.capabilities(status.name)
             if capabilities is not None and getattr(capabilities, kind) is not None:
                 out.append(status.name)
         return out

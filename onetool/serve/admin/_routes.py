@@ -116,99 +116,112 @@ def request_actor(request: Request) -> Actor:
 
 def admin_routes(gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] = ()) -> Routes:
     """The API; ``extra`` routes (relative to /admin, like ``/servers/{name}/authorize``) come before its own."""
-    control = gateway.control
+    return AdminApi(gateway, admin_token, extra).routes()
 
-    async def list_servers(_request: Request) -> Any:
-        return {"servers": [view.to_dict() for view in control.list()]}
 
-    async def show(request: Request) -> Any:
-        return control.report(request.path_params["name"])
+class AdminApi:
+    """The admin API over ``gateway``: each endpoint a method, readable and testable alone; ``routes()`` mounts
+    them behind the admin token. A change is a verb of the control plane's table (:meth:`do`)."""
 
-    async def do(action: Action, name: str, request: Request, given: Any = None) -> Any:
-        view = await action(control, name, given, actor=request_actor(request))
+    def __init__(self, gateway: Gateway, admin_token: str, extra: Sequence[BaseRoute] = ()) -> None:
+        self.gateway = gateway
+        self.control = gateway.control
+        self.admin_token = admin_token
+        self.extra = extra
+
+    async def list_servers(self, _request: Request) -> Any:
+        return {"servers": [view.to_dict() for view in self.control.list()]}
+
+    async def show(self, request: Request) -> Any:
+        return self.control.report(request.path_params["name"])
+
+    async def do(self, action: Action, name: str, request: Request, given: Any = None) -> Any:
+        view = await action(self.control, name, given, actor=request_actor(request))
         return {action.done: name} if view is None else view.to_dict()
 
-    async def add(request: Request) -> Any:
+    async def add(self, request: Request) -> Any:
         body = await _body(request)
         name, spec = body.get("name"), body.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict):
             raise ControlError('expected {"name": "...", "spec": {...}} (spec: one server entry as in the config)')
-        return await do(ACTIONS["add"], name, request, spec)
+        return await self.do(ACTIONS["add"], name, request, spec)
 
-    async def edit(request: Request) -> Any:
-        return await do(ACTIONS["edit"], request.path_params["name"], request, await _body(request))
+    async def edit(self, request: Request) -> Any:
+        return await self.do(ACTIONS["edit"], request.path_params["name"], request, await _body(request))
 
-    async def remove(request: Request) -> Any:
-        return await do(ACTIONS["remove"], request.path_params["name"], request)
+    async def remove(self, request: Request) -> Any:
+        return await self.do(ACTIONS["remove"], request.path_params["name"], request)
 
-    async def act(request: Request) -> Any:
+    async def act(self, request: Request) -> Any:
         action = lookup(request.path_params["action"], BUTTON_VERBS)
-        return await do(action, request.path_params["name"], request, (await _body(request)).get("tools"))
+        return await self.do(action, request.path_params["name"], request, (await _body(request)).get("tools"))
 
-    async def set_tools(request: Request) -> Any:
-        return await do(ACTIONS["tools"], request.path_params["name"], request, await _body(request))
+    async def set_tools(self, request: Request) -> Any:
+        return await self.do(ACTIONS["tools"], request.path_params["name"], request, await _body(request))
 
-    async def reset_tools(request: Request) -> Any:
-        return await do(ACTIONS["tools"], request.path_params["name"], request)
+    async def reset_tools(self, request: Request) -> Any:
+        return await self.do(ACTIONS["tools"], request.path_params["name"], request)
 
-    async def reload(_request: Request) -> Any:
+    async def reload(self, _request: Request) -> Any:
         try:
-            return (await gateway.reload()).to_dict()
+            return (await self.gateway.reload()).to_dict()
         except ConfigError as e:
             raise ControlError(f"not reloaded, nothing changed: {e}") from None
 
-    async def tools(request: Request) -> Any:
+    async def tools(self, request: Request) -> Any:
         params = request.query_params
         if "query" not in params:
-            return {"packs": [pack.listing() for pack in gateway.registry.packs.values()]}
-        await gateway.index.ready()
+            return {"packs": [pack.listing() for pack in self.gateway.registry.packs.values()]}
+        await self.gateway.index.ready()
         try:
-            found = gateway.index.find(params["query"], params.get("limit"), params.get("server"))
+            found = self.gateway.index.find(params["query"], params.get("limit"), params.get("server"))
         except ArgumentError as e:
             raise ControlError(str(e)) from None
         return {"tools": [hit.to_dict() for hit in found]}
 
-    async def stubs(request: Request) -> Any:
+    async def stubs(self, request: Request) -> Any:
         raw = request.query_params.get("filter")
         if (too_long := filter_too_long(raw)) is not None:
             raise ControlError(too_long)
-        await gateway.settled()
+        await self.gateway.settled()
         # Hundreds of tools take milliseconds to render: off the event loop, which serves every run.
-        return {"module": await anyio.to_thread.run_sync(tools_module, gateway.registry, parse_filter(raw))}
+        return {"module": await anyio.to_thread.run_sync(tools_module, self.gateway.registry, parse_filter(raw))}
 
-    async def held(_request: Request) -> Any:
-        return {"held": [h.to_dict() for h in control.held()]}
+    async def held(self, _request: Request) -> Any:
+        return {"held": [h.to_dict() for h in self.control.held()]}
 
-    async def run(request: Request) -> Any:
+    async def run(self, request: Request) -> Any:
         body = await _body(request)
         code = body.get("code")
         if not isinstance(code, str):
             raise ControlError('expected {"code": "..."}')
         if body.get("progress") is True:
-            return _ReportedRun(gateway, code)
+            return _ReportedRun(self.gateway, code)
         # Drained like a tool call: `onetool run` gets the run's result, or an error result that says why not.
-        result = await drained(gateway.drain, None, lambda: gateway.run(code, face="admin"))
+        result = await drained(self.gateway.drain, None, lambda: self.gateway.run(code, face="admin"))
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    router = Router(
-        [
-            *extra,
-            Route("/servers", json_endpoint(list_servers), methods=["GET"]),
-            Route("/servers", json_endpoint(add, 201), methods=["POST"]),
-            Route("/servers/{name}", json_endpoint(show), methods=["GET"]),
-            Route("/servers/{name}", json_endpoint(remove), methods=["DELETE"]),
-            Route("/servers/{name}", json_endpoint(edit), methods=["PATCH"]),
-            Route("/servers/{name}/tools", json_endpoint(set_tools), methods=["PUT"]),
-            Route("/servers/{name}/tools", json_endpoint(reset_tools), methods=["DELETE"]),
-            Route("/servers/{name}/{action}", json_endpoint(act), methods=["POST"]),
-            Route("/tools", json_endpoint(tools), methods=["GET"]),
-            Route("/stubs", json_endpoint(stubs), methods=["GET"]),
-            Route("/held", json_endpoint(held), methods=["GET"]),
-            Route("/reload", json_endpoint(reload), methods=["POST"]),
-            Route("/run", json_endpoint(run), methods=["POST"]),
-        ]
-    )
-    return Routes([Mount("/admin", app=BearerGuard(router, admin_token))])
+    def routes(self) -> Routes:
+        """The API's routes, under /admin, behind the admin token."""
+        router = Router(
+            [
+                *self.extra,
+                Route("/servers", json_endpoint(self.list_servers), methods=["GET"]),
+                Route("/servers", json_endpoint(self.add, 201), methods=["POST"]),
+                Route("/servers/{name}", json_endpoint(self.show), methods=["GET"]),
+                Route("/servers/{name}", json_endpoint(self.remove), methods=["DELETE"]),
+                Route("/servers/{name}", json_endpoint(self.edit), methods=["PATCH"]),
+                Route("/servers/{name}/tools", json_endpoint(self.set_tools), methods=["PUT"]),
+                Route("/servers/{name}/tools", json_endpoint(self.reset_tools), methods=["DELETE"]),
+                Route("/servers/{name}/{action}", json_endpoint(self.act), methods=["POST"]),
+                Route("/tools", json_endpoint(self.tools), methods=["GET"]),
+                Route("/stubs", json_endpoint(self.stubs), methods=["GET"]),
+                Route("/held", json_endpoint(self.held), methods=["GET"]),
+                Route("/reload", json_endpoint(self.reload), methods=["POST"]),
+                Route("/run", json_endpoint(self.run), methods=["POST"]),
+            ]
+        )
+        return Routes([Mount("/admin", app=BearerGuard(router, self.admin_token))])
 
 
 class _ReportedRun(Response):

@@ -44,7 +44,7 @@ from onetool.text import visible
 if TYPE_CHECKING:
     from onetool.core.gateway import Gateway
 
-__all__ = ["Authorize", "ui_routes"]
+__all__ = ["Authorize", "Console", "ui_routes"]
 
 Authorize = Callable[[str], Awaitable[str | None]]
 """Start the OAuth authorization-code flow of a server on this gateway: the URL to send the browser to."""
@@ -89,9 +89,23 @@ _templates.filters["isotime"] = lambda epoch: datetime.fromtimestamp(epoch, UTC)
 
 
 def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Routes:
-    control = gateway.control
+    """The console's pages, under /ui."""
+    return Console(gateway, sessions, authorize).routes()
 
-    def render(request: Request, template: str, session: Session | None, status: int = 200, **context: Any) -> Response:
+
+class Console:
+    """The console's pages over ``gateway``: each endpoint a method, readable and testable alone; ``routes()``
+    mounts them. Every page but signing in goes through :meth:`page` (a session, and a form's CSRF token)."""
+
+    def __init__(self, gateway: Gateway, sessions: Sessions, authorize: Authorize) -> None:
+        self.gateway = gateway
+        self.control = gateway.control
+        self.sessions = sessions
+        self.authorize = authorize
+
+    def render(
+        self, request: Request, template: str, session: Session | None, status: int = 200, **context: Any
+    ) -> Response:
         html = _templates.get_template(template).render(
             session=session,
             flash=session.told() if session is not None else None,
@@ -101,12 +115,13 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
     def page(
+        self,
         handler: Callable[[Request, Session], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
         """A page for a signed-in browser: others go to the sign-in page; a POST needs the session's CSRF token."""
 
         async def endpoint(request: Request) -> Response:
-            session = sessions.of(request)
+            session = self.sessions.of(request)
             if session is None:
                 # Back to this page once signed in; after a form, to the page it was on (its change is not made:
                 # its form token died with the session).
@@ -123,75 +138,75 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
 
     # ----- signing in ------------------------------------------------------------------------------
 
-    async def login_form(request: Request) -> Response:
+    async def login_form(self, request: Request) -> Response:
         then = _console_path(request.query_params.get("next"))
-        if sessions.of(request) is not None:
+        if self.sessions.of(request) is not None:
             return RedirectResponse(then or "/ui/servers", status_code=303)
-        return render(request, "login.html", None, then=then)
+        return self.render(request, "login.html", None, then=then)
 
-    async def login(request: Request) -> Response:
+    async def login(self, request: Request) -> Response:
         form = await request.form()
         then = _console_path(_text(form, "next"))
         address = request.client.host if request.client is not None else "unknown"
-        if (wait := math.ceil(sessions.sign_ins.wait(address))) > 0:
+        if (wait := math.ceil(self.sessions.sign_ins.wait(address))) > 0:
             error = f"Too many wrong admin tokens from this address: try again in {wait} s."
-            refused = render(request, "login.html", None, 429, error=error, then=then)
+            refused = self.render(request, "login.html", None, 429, error=error, then=then)
             refused.headers["Retry-After"] = str(wait)
             return refused
         token = _text(form, "token")
-        if token is None or not sessions.token_matches(token):
-            wrong = sessions.sign_ins.missed(address)
+        if token is None or not self.sessions.token_matches(token):
+            wrong = self.sessions.sign_ins.missed(address)
             logger.warning("console: a sign-in with a wrong admin token from {} ({} in a row)", address, wrong)
             if wrong == FREE_TRIES:
-                await _audit("sign_in_slowed", {"from": address, "wrong_tokens": wrong})
+                await self._audit("sign_in_slowed", {"from": address, "wrong_tokens": wrong})
             error = "That is not this gateway's admin token."
-            return render(request, "login.html", None, 401, error=error, then=then)
-        sessions.sign_ins.signed_in(address)
-        await _audit("sign_in", {"from": address})
+            return self.render(request, "login.html", None, 401, error=error, then=then)
+        self.sessions.sign_ins.signed_in(address)
+        await self._audit("sign_in", {"from": address})
         response = RedirectResponse(then or "/ui/servers", status_code=303)
-        sessions.sign_in(response)
+        self.sessions.sign_in(response)
         return response
 
-    async def _audit(action: str, details: dict[str, Any]) -> None:
+    async def _audit(self, action: str, details: dict[str, Any]) -> None:
         """Record a sign-in in the audit log; one the store cannot take now is logged, and signing in goes on."""
         try:
-            await control.record(action, _ACTOR, details)
+            await self.control.record(action, _ACTOR, details)
         except StateError as e:
             logger.warning("console: '{}' not recorded in the audit log: {}", action, e)
 
-    async def logout(request: Request, _session: Session) -> Response:
+    async def logout(self, request: Request, _session: Session) -> Response:
         response = RedirectResponse("/ui/login", status_code=303)
-        sessions.sign_out(request, response)
+        self.sessions.sign_out(request, response)
         return response
 
     # ----- servers ---------------------------------------------------------------------------------
 
-    async def servers(request: Request, session: Session) -> Response:
-        rows = [(view, RECENT_CALLS.summary(view.name)) for view in control.list()]
-        return render(request, "servers.html", session, rows=rows, window=RECENT_CALLS.seconds)
+    async def servers(self, request: Request, session: Session) -> Response:
+        rows = [(view, RECENT_CALLS.summary(view.name)) for view in self.control.list()]
+        return self.render(request, "servers.html", session, rows=rows, window=RECENT_CALLS.seconds)
 
-    async def server(request: Request, session: Session) -> Response:
+    async def server(self, request: Request, session: Session) -> Response:
         name = request.path_params["name"]
         try:
-            report = control.report(name)
+            report = self.control.report(name)
         except ControlError as e:
-            return render(request, "missing.html", session, e.status, message=str(e))
+            return self.render(request, "missing.html", session, e.status, message=str(e))
         summary = RECENT_CALLS.summary(name)
-        return render(request, "server.html", session, server=report, tools=report["tools"], calls=summary)
+        return self.render(request, "server.html", session, server=report, tools=report["tools"], calls=summary)
 
-    async def act(request: Request, session: Session) -> Response:
+    async def act(self, request: Request, session: Session) -> Response:
         name, verb = request.path_params["name"], request.path_params["action"]
         back = _back(request, f"/ui/servers/{name}")
         try:
             if verb == _AUTHORIZE:
-                url = await authorize(name)
+                url = await self.authorize(name)
                 if url is None:
                     raise ControlError(f"server '{name}' gave no authorization URL")
                 return RedirectResponse(url, status_code=303)
             action = lookup(verb, _FORM_VERBS)
             tools = _tools(await request.form()) or None
-            before = control.get(name)
-            view = await action(control, name, tools, actor=_ACTOR)
+            before = self.control.get(name)
+            view = await action(self.control, name, tools, actor=_ACTOR)
         except (ControlError, StateError) as e:
             session.tell(False, str(e))
             return RedirectResponse(back, status_code=303)
@@ -200,36 +215,37 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
             back = "/ui/servers"  # its page is gone
         return RedirectResponse(back, status_code=303)
 
-    async def tools(request: Request, session: Session) -> Response:
+    async def tools(self, request: Request, session: Session) -> Response:
         query = request.query_params.get("query", "")
-        await gateway.index.ready()
+        await self.gateway.index.ready()
         try:
-            hits, error = gateway.index.find(query, request.query_params.get("limit")), None
+            hits, error = self.gateway.index.find(query, request.query_params.get("limit")), None
         except ArgumentError as e:
             hits, error = [], str(e)
         status = 400 if error else 200
         context = {"query": query, "hits": hits, "error": error, "max_query": MAX_QUERY_CHARS}
-        return render(request, "tools.html", session, status, **context)
+        return self.render(request, "tools.html", session, status, **context)
 
     # ----- review, runs, audit, OAuth -------------------------------------------------------------------
 
-    async def review_page(request: Request, session: Session) -> Response:
-        held = [review(h) for h in control.held()]
+    async def review_page(self, request: Request, session: Session) -> Response:
+        held = [review(h) for h in self.control.held()]
         quarantined = sorted({h.server for h in held if not h.changed})
-        proposed = [view for view in control.list() if view.launch is not None]
-        return render(request, "review.html", session, held=held, quarantined=quarantined, proposed=proposed)
+        proposed = [view for view in self.control.list() if view.launch is not None]
+        return self.render(request, "review.html", session, held=held, quarantined=quarantined, proposed=proposed)
 
-    async def runs(request: Request, session: Session) -> Response:
-        journal = gateway.journal
-        return render(request, "runs.html", session, runs=journal.recent(), last=journal.last(), **_show_code(gateway))
+    async def runs(self, request: Request, session: Session) -> Response:
+        journal = self.gateway.journal
+        recent, last = journal.recent(), journal.last()
+        return self.render(request, "runs.html", session, runs=recent, last=last, **_show_code(self.gateway))
 
-    async def run_events(request: Request, session: Session) -> Response:
+    async def run_events(self, request: Request, session: Session) -> Response:
         """The runs that end, as SSE events with their marks as ids: from the one after ``Last-Event-ID`` (a
         browser's reconnect) or ``?after=`` (the page's first stream: the last run it shows), so that a list that
         lost its stream for a while misses none; from now on without either."""
         row = _templates.get_template("_run_row.html")
-        show = _show_code(gateway)
-        journal = gateway.journal
+        show = _show_code(self.gateway)
+        journal = self.gateway.journal
         seen = Mark.parse(request.headers.get("last-event-id")) or Mark.parse(request.query_params.get("after"))
 
         async def events() -> AsyncIterator[str]:
@@ -237,7 +253,7 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
             with anyio.move_on_after(_LIVE_SECONDS):
                 async with journal.follow() as ended:
                     last = seen or journal.last()
-                    while not gateway.drain.draining:
+                    while not self.gateway.drain.draining:
                         for run in journal.since(last):
                             html = row.render(run=run, **show)
                             data = "".join(f"data: {line}\n" for line in html.splitlines())
@@ -251,23 +267,23 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
-    async def audit(request: Request, session: Session) -> Response:
+    async def audit(self, request: Request, session: Session) -> Response:
         try:
-            entries = await control.audit(limit=_AUDIT_ROWS)
+            entries = await self.control.audit(limit=_AUDIT_ROWS)
         except StateError as e:
-            return render(request, "missing.html", session, 503, message=str(e))
-        return render(request, "audit.html", session, entries=entries)
+            return self.render(request, "missing.html", session, 503, message=str(e))
+        return self.render(request, "audit.html", session, entries=entries)
 
-    async def oauth(request: Request, session: Session) -> Response:
+    async def oauth(self, request: Request, session: Session) -> Response:
         rows = []
-        for view in control.list():
+        for view in self.control.list():
             try:
-                config = control.connects(view.name)
+                config = self.control.connects(view.name)
             except ControlError:
                 continue  # a proposal: nothing may connect it, not even a login
             if config.oauth is None:
                 continue
-            stored = await gateway.tokens.load(view.name)
+            stored = await self.gateway.tokens.load(view.name)
             tokens = stored.tokens if stored is not None else None
             rows.append(
                 {
@@ -280,30 +296,32 @@ def ui_routes(gateway: Gateway, sessions: Sessions, authorize: Authorize) -> Rou
                     "refused": stored.refused if stored is not None else None,
                 }
             )
-        return render(request, "oauth.html", session, rows=rows)
+        return self.render(request, "oauth.html", session, rows=rows)
 
-    async def home(request: Request) -> Response:
+    async def home(self, request: Request) -> Response:
         return RedirectResponse("/ui/servers", status_code=303)
 
-    router = Router(
-        [
-            Route("/", home, methods=["GET"]),
-            Route("/login", login_form, methods=["GET"]),
-            Route("/login", login, methods=["POST"]),
-            Route("/logout", page(logout), methods=["POST"]),
-            Route("/servers", page(servers), methods=["GET"]),
-            Route("/servers/{name}", page(server), methods=["GET"]),
-            Route("/servers/{name}/{action}", page(act), methods=["POST"]),
-            Route("/tools", page(tools), methods=["GET"]),
-            Route("/review", page(review_page), methods=["GET"]),
-            Route("/runs", page(runs), methods=["GET"]),
-            Route("/runs/events", page(run_events), methods=["GET"]),
-            Route("/audit", page(audit), methods=["GET"]),
-            Route("/oauth", page(oauth), methods=["GET"]),
-            Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
-        ]
-    )
-    return Routes([Mount("/ui", app=router)])
+    def routes(self) -> Routes:
+        """The console's routes, under /ui."""
+        router = Router(
+            [
+                Route("/", self.home, methods=["GET"]),
+                Route("/login", self.login_form, methods=["GET"]),
+                Route("/login", self.login, methods=["POST"]),
+                Route("/logout", self.page(self.logout), methods=["POST"]),
+                Route("/servers", self.page(self.servers), methods=["GET"]),
+                Route("/servers/{name}", self.page(self.server), methods=["GET"]),
+                Route("/servers/{name}/{action}", self.page(self.act), methods=["POST"]),
+                Route("/tools", self.page(self.tools), methods=["GET"]),
+                Route("/review", self.page(self.review_page), methods=["GET"]),
+                Route("/runs", self.page(self.runs), methods=["GET"]),
+                Route("/runs/events", self.page(self.run_events), methods=["GET"]),
+                Route("/audit", self.page(self.audit), methods=["GET"]),
+                Route("/oauth", self.page(self.oauth), methods=["GET"]),
+                Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
+            ]
+        )
+        return Routes([Mount("/ui", app=router)])
 
 
 def _tools(form: FormData) -> list[str]:
