@@ -128,14 +128,44 @@ class _View:
 
 def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
     """The MCP server with the tools ``inspect`` and ``exec``, backed by ``gateway``."""
-    calls = gateway.calls
-    options = gateway.config.inspect
-    max_chars = gateway.config.sandbox.max_output
-    view = _View(calls)
-    levels = LogLevels()
+    return InspectFace(gateway).server()
 
-    async def list_tools(_: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        current = view.current()
+
+class InspectFace:
+    """The inspect face's handlers over ``gateway``, each a method: ``inspect`` and ``exec`` read the config served
+    at each call (a reload's options apply to the next one)."""
+
+    def __init__(self, gateway: CallHost) -> None:
+        self.gateway = gateway
+        self.calls = gateway.calls
+        self.view = _View(gateway.calls)
+        self.levels = LogLevels()
+        self.handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
+            "inspect": self.inspect,
+            "exec": self.exec_,
+        }
+
+    def server(self) -> Server[dict[str, Any]]:
+        gateway = self.gateway
+        server = face_server(
+            "inspect",
+            gateway.subscribe,
+            gateway.drain,
+            settled=gateway.settled,
+            traced=gateway.config.otel is not None,
+            items=items_of(gateway),
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
+            on_roots_changed=gateway.roots_changed,
+        )
+        self.levels.install(server)
+        return server
+
+    async def list_tools(
+        self, _: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        current = self.view.current()
         return ListToolsResult(
             tools=[
                 Tool(name="inspect", description=current.description, input_schema=INSPECT_INPUT_SCHEMA),
@@ -144,33 +174,37 @@ def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
         )
 
     async def inspect(
+        self,
         _: RequestClient,
         server_name: str | None = None,
         tool_name: str | None = None,
         query: str | None = None,
         limit: int = DEFAULT_LIMIT,
     ) -> CallToolResult:
+        calls, options, max_chars = self.calls, self.gateway.config.inspect, self.gateway.config.sandbox.max_output
         if query is not None:
             if server_name is not None or tool_name is not None:
                 raise ArgumentError("inspect: give either a query or a server_name (and tool_name), not both")
-            await gateway.index.ready()
-            found = search(gateway.index, calls.registry, query, limit, max_description_len=options.max_description_len)
+            await self.gateway.index.ready()
+            found = search(
+                self.gateway.index, calls.registry, query, limit, max_description_len=options.max_description_len
+            )
             return data_result(found, max_chars=max_chars)
         if server_name is None:
             raise ArgumentError(
                 "inspect: name a server_name (the servers are listed in this tool's description), or give a query "
                 "(`create a GitHub issue`) to find tools of every server"
             )
-        current = view.current()
-        view.server(server_name, current.registry)  # a wrong name is answered at once, on the loop
+        current = self.view.current()
+        self.view.server(server_name, current.registry)  # a wrong name is answered at once, on the loop
         schemas = partial(
             inspect_schemas, current.servers, server_name, tool_name, max_description_len=options.max_description_len
         )
 
         def result() -> CallToolResult:
             # The model reads the (compressed) types as text; programs get the raw schemas (spec §4.1).
-            shown = schemas(compression=options.schema_compression)
-            raw = schemas(compression=False) if options.schema_compression else shown
+            shown = schemas(compression=self.gateway.config.inspect.schema_compression)
+            raw = schemas(compression=False) if self.gateway.config.inspect.schema_compression else shown
             return data_result(shown, structured=raw, max_chars=max_chars)
 
         if tool_name is not None:
@@ -179,14 +213,15 @@ def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
         return await anyio.to_thread.run_sync(result)
 
     async def exec_(
-        client: RequestClient, server_name: str, tool_name: str, arguments: dict[str, Any] | str | None = None
+        self, client: RequestClient, server_name: str, tool_name: str, arguments: dict[str, Any] | str | None = None
     ) -> CallToolResult:
+        calls, max_chars = self.calls, self.gateway.config.sandbox.max_output
         arguments = _as_object(arguments)
-        target = await calls.find(partial(view.find, server_name, tool_name), server=server_name, tool=tool_name)
+        target = await calls.find(partial(self.view.find, server_name, tool_name), server=server_name, tool=tool_name)
         label = f"{server_name}.{tool_name}"
         if isinstance(target, UpstreamTool):
             # The server's log messages during the call reach its client, as a run's do.
-            async with gateway.relay(client) as relay:
+            async with self.gateway.relay(client) as relay:
                 if relay is not None:
                     relay.follow(target.server)
                 result = await calls.result(target, [], arguments or {}, label=label, caller=calls.asks(client))
@@ -195,10 +230,8 @@ def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
         value = await calls.value(target, [], arguments or {}, label=label, caller=calls.asks(client))
         return await shaped(partial(data_result, max_chars=max_chars), value, value_size(value))
 
-    handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {"inspect": inspect, "exec": exec_}
-
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
-        handler = handlers.get(params.name)
+    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        handler = self.handlers.get(params.name)
         if handler is None:
             return error_result(
                 f"Unknown tool {shown_name(params.name)!r}: this server has two tools, `inspect` and `exec`."
@@ -206,7 +239,7 @@ def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
         try:
             arguments = await _SCHEMAS[params.name].bind(params.name, [], params.arguments or {})
             # The caller: what an upstream asks its user during exec goes to it.
-            return await handler(levels.client(ctx), **arguments)
+            return await handler(self.levels.client(ctx), **arguments)
         except ModelError as e:
             return error_result(str(e))
         except Exception as exc:
@@ -214,21 +247,6 @@ def build_inspect_server(gateway: CallHost) -> Server[dict[str, Any]]:
             # the traceback stays in our log.
             logger.opt(exception=exc).error("the inspect face failed on {}", params.name)
             return error_result(f"Internal error in the gateway: {type(exc).__name__}: {exc}")
-
-    server = face_server(
-        "inspect",
-        gateway.subscribe,
-        gateway.drain,
-        settled=gateway.settled,
-        traced=gateway.config.otel is not None,
-        items=items_of(gateway),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        get_tool_input_schema=lambda name: {"inspect": INSPECT_INPUT_SCHEMA, "exec": EXEC_INPUT_SCHEMA}.get(name),
-        on_roots_changed=gateway.roots_changed,
-    )
-    levels.install(server)
-    return server
 
 
 def search(index: ToolIndex, registry: Registry, query: str, limit: int, *, max_description_len: int) -> dict[str, Any]:

@@ -375,6 +375,27 @@ async def test_catalogue_change_reaches_inspect_clients_of_both_eras(tmp_path: P
         assert stop(served.proc) == 0
 
 
+async def test_a_reload_changes_the_cut_of_the_next_exec(tmp_path: Path) -> None:
+    """The face reads the config served at each call (one holder, which a reload swaps): a new `max_output` cuts
+    the next result, with no restart."""
+    config: dict[str, Any] = {
+        "servers": {"fx": {"command": PYTHON, "args": [str(FIXTURES / "fault_server.py"), "ok"]}},
+        "http": {"enable_inspect_endpoint": True},
+        "sandbox": {"max_output": 3_000},
+    }
+    served = start_http_gateway(tmp_path, config, f"rl-{uuid.uuid4().hex}")
+    try:
+        before = text_of(await exec_(served, "fx", "echo", {"message": "x" * 5_000}))
+        assert "[result cut: showing 3,000 of 5,008 characters" in before
+        write_config(tmp_path, {**config, "sandbox": {"max_output": 1_000}})
+        status, reloaded = await anyio.to_thread.run_sync(admin, served.url, "POST", "/admin/reload", {})
+        assert status == 200, reloaded
+        after = text_of(await exec_(served, "fx", "echo", {"message": "x" * 5_000}))
+        assert "[result cut: showing 1,000 of 5,008 characters" in after
+    finally:
+        assert stop(served.proc) == 0
+
+
 # ---- quarantine ------------------------------------------------------------------------------------------------
 
 
