@@ -59,7 +59,7 @@ class Registry:
         """What ``pack.tool``, as a snippet names it, is to a caller (see :mod:`onetool.registry._sight`)."""
         found = self.packs.get(pack)
         if found is None:
-            return self._unlisted(self._held_packs.get(pack))
+            return self._unlisted(pack)
         hit = found.tools.get(tool)
         if hit is not None:
             return Sight(hit, None, found, found.server, self.pack_status(found))
@@ -70,8 +70,7 @@ class Registry:
         as its pack (``github_api``). A local tool of the same name shadowing it or not, it is the upstream's."""
         pack = next((self.packs.get(s.pack) for s in self._status.values() if server in (s.name, s.pack)), None)
         if pack is None or pack.server is None:
-            held = server if server in self.held else self._held_packs.get(server)
-            return self._unlisted(held)
+            return self._unlisted(server)
         match = next((t for t in pack.tools.values() if isinstance(t, UpstreamTool) and t.remote_name == tool), None)
         match = match or next((t for t in pack.shadowed.values() if t.remote_name == tool), None)
         if match is not None:
@@ -83,7 +82,7 @@ class Registry:
         ``why`` is None for a visible, connected server."""
         status = next((s for s in self._status.values() if server in (s.name, s.pack)), None)
         if status is None:
-            return self._unlisted(server if server in self.held else self._held_packs.get(server))
+            return self._unlisted(server)
         why = None if status.connected else Unseen(status.status.value)
         return Sight(None, why, self.packs.get(status.pack), status.name, status)
 
@@ -104,8 +103,10 @@ class Registry:
 
         return error
 
-    def _unlisted(self, held: str | None) -> Sight:
-        """A name that is no pack here: a server an operator holds for review, or unknown."""
+    def _unlisted(self, name: str) -> Sight:
+        """A name that is no pack here: a server an operator holds for review (named as configured or as its pack),
+        or unknown."""
+        held = name if name in self.held else self._held_packs.get(name)
         if held is not None:
             return Sight(None, Unseen.HELD, server=held, held=self.held[held])
         return Sight(None, Unseen.UNKNOWN)
